@@ -1,0 +1,27 @@
+"""Errors a user can act on. The CLI prints their message as one line and exits non-zero."""
+
+
+class TrailError(Exception):
+    """Base class: the message names what was wrong and where."""
+
+    exit_code = 1
+
+
+class NotFound(TrailError):
+    exit_code = 2
+
+
+class Ambiguous(TrailError):
+    exit_code = 2
+
+
+class RuleBroken(TrailError):
+    """The task's current state does not allow this command; nothing was appended."""
+
+    exit_code = 3
+
+
+class StoreUnavailable(TrailError):
+    """The ledger's storage cannot be opened or written."""
+
+    exit_code = 4

@@ -1,0 +1,268 @@
+"""The event catalogue: every fact a task can record, as a frozen, versioned model.
+
+Events are pure data. Each one is a pydantic model that also satisfies the
+`eventsourcing` library's event protocol (``CanMutateAggregate``), so the library
+can store, order and replay it; the only behaviour they carry is the library's
+own ``mutate`` plumbing, which hands the event to the Task aggregate's fold.
+
+Stable topics: every class sets ``TOPIC`` so stored events survive a module move.
+Versioning: ``class_version`` plus ``upcast_vN_vN+1(state)`` static methods, run
+by ``ledger.mapper.PydanticMapper`` on read.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+from uuid import UUID
+
+from eventsourcing.domain import CanInitAggregate, CanMutateAggregate
+from eventsourcing.utils import get_topic
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ACTOR_RE = re.compile(r"^(user|system|agent:[^\s]+|tool:[^\s]+)$")
+
+Outcome = Literal["failed", "succeeded", "abandoned"]
+Status = Literal["active", "paused", "blocked", "done", "abandoned"]
+FileOperation = Literal["created", "modified", "deleted", "renamed"]
+TestOutcome = Literal["passed", "failed", "error", "skipped"]
+Relation = Literal["parent", "child", "blocks", "blocked_by", "related", "branched_from"]
+
+
+class Value(BaseModel):
+    """A small immutable value nested inside events."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceKey(Value):
+    """Where a captured event came from; equal keys mean the same fact (idempotent imports)."""
+
+    agent: str
+    session: str
+    record: str
+
+
+class Bounded(Value):
+    """Text kept up to a byte budget: the tail, plus the size and hash of the whole."""
+
+    tail: str
+    size: int = Field(ge=0, description="bytes of the full text (UTF-8)")
+    sha256: str | None = Field(default=None, description="hash of the full text, set when cut")
+    truncated: bool = False
+
+
+class TaskEvent(BaseModel, CanMutateAggregate[UUID]):
+    """Fields every event carries. ``originator_id`` is the task, ``originator_version`` its position."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    TOPIC: ClassVar[str]
+    class_version: ClassVar[int] = 1
+
+    originator_id: UUID
+    originator_version: int = Field(ge=1)
+    timestamp: datetime
+    actor: str = "user"
+    causation: int | None = Field(default=None, ge=1, description="position of the event this answers")
+    source: SourceKey | None = None
+    chain: str = Field(default="", description="sha256 of this event chained to its predecessor")
+
+    @field_validator("actor")
+    @classmethod
+    def _actor_shape(cls, value: str) -> str:
+        if not ACTOR_RE.match(value):
+            raise ValueError("actor must be 'user', 'system', 'agent:<name>' or 'tool:<name>'")
+        return value
+
+    def apply(self, aggregate: Any) -> None:
+        # The library calls apply() during mutate(); the aggregate owns the fold.
+        aggregate.fold_event(self)
+
+
+def _text(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise ValueError("text must not be empty")
+    return value
+
+
+class TaskOpened(TaskEvent, CanInitAggregate[UUID]):
+    TOPIC = "tasktrail/TaskOpened"
+    originator_topic: str
+    number: int = Field(ge=1, description="the short numeric id users type")
+    title: str
+    slug: str
+    cwd: str | None = None
+
+    _check_title = field_validator("title")(_text)
+
+
+class RequirementStated(TaskEvent):
+    TOPIC = "tasktrail/RequirementStated"
+    text: str
+    _check = field_validator("text")(_text)
+
+
+class RequirementChanged(TaskEvent):
+    """A new wording of an earlier requirement; ``supersedes`` is that requirement's position."""
+
+    TOPIC = "tasktrail/RequirementChanged"
+    text: str
+    supersedes: int = Field(ge=1)
+    _check = field_validator("text")(_text)
+
+
+class CorrectionMade(TaskEvent):
+    """The user corrects a misunderstanding; ``wrong`` says what the agent had wrong."""
+
+    TOPIC = "tasktrail/CorrectionMade"
+    text: str
+    wrong: str | None = None
+    _check = field_validator("text")(_text)
+
+
+class DecisionRecorded(TaskEvent):
+    """A decision with its reason. v1 called the reason ``why`` and had no alternatives."""
+
+    TOPIC = "tasktrail/DecisionRecorded"
+    class_version: ClassVar[int] = 2
+    text: str
+    reason: str | None = None
+    rejected: tuple[str, ...] = ()
+    _check = field_validator("text")(_text)
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state["reason"] = state.pop("why", None)
+        state["rejected"] = []
+
+
+class AttemptStarted(TaskEvent):
+    TOPIC = "tasktrail/AttemptStarted"
+    text: str
+    _check = field_validator("text")(_text)
+
+
+class AttemptEnded(TaskEvent):
+    """Ends the attempt started at position ``attempt``."""
+
+    TOPIC = "tasktrail/AttemptEnded"
+    attempt: int = Field(ge=1)
+    outcome: Outcome
+    reason: str | None = None
+
+
+class ToolCalled(TaskEvent):
+    TOPIC = "tasktrail/ToolCalled"
+    tool: str
+    call_id: str | None = None
+    input: Bounded
+
+
+class ToolResult(TaskEvent):
+    TOPIC = "tasktrail/ToolResult"
+    tool: str
+    call_id: str | None = None
+    ok: bool
+    output: Bounded
+
+
+class CommandRan(TaskEvent):
+    """A command and its result: ``argv`` when exec'd directly, ``shell`` for a shell line."""
+
+    TOPIC = "tasktrail/CommandRan"
+    argv: tuple[str, ...] | None = None
+    shell: str | None = None
+    cwd: str | None = None
+    exit_code: int | None = None
+    duration_ms: int | None = Field(default=None, ge=0)
+    stdout: Bounded | None = None
+    stderr: Bounded | None = None
+
+
+class FileChanged(TaskEvent):
+    TOPIC = "tasktrail/FileChanged"
+    path: str
+    operation: FileOperation
+    before_sha256: str | None = None
+    after_sha256: str | None = None
+    diff: Bounded | None = None
+    renamed_from: str | None = None
+
+
+class TestResult(TaskEvent):
+    TOPIC = "tasktrail/TestResult"
+    __test__ = False  # not a pytest test class
+    name: str
+    outcome: TestOutcome
+    duration_ms: int | None = Field(default=None, ge=0)
+    message: str | None = None
+
+
+class CheckpointMarked(TaskEvent):
+    TOPIC = "tasktrail/CheckpointMarked"
+    label: str
+    git_head: str | None = None
+    git_dirty: bool | None = None
+    note: str | None = None
+
+
+class NextStepSet(TaskEvent):
+    TOPIC = "tasktrail/NextStepSet"
+    text: str
+    _check = field_validator("text")(_text)
+
+
+class StatusChanged(TaskEvent):
+    TOPIC = "tasktrail/StatusChanged"
+    status: Status
+    reason: str | None = None
+
+
+class NoteAdded(TaskEvent):
+    TOPIC = "tasktrail/NoteAdded"
+    text: str
+    _check = field_validator("text")(_text)
+
+
+class ConversationLinked(TaskEvent):
+    TOPIC = "tasktrail/ConversationLinked"
+    agent: str
+    session_id: str
+    transcript: str | None = None
+
+
+class TaskLinked(TaskEvent):
+    TOPIC = "tasktrail/TaskLinked"
+    relation: Relation
+    other: UUID
+    other_number: int | None = None
+
+
+CATALOGUE: tuple[type[TaskEvent], ...] = (
+    TaskOpened,
+    RequirementStated,
+    RequirementChanged,
+    CorrectionMade,
+    DecisionRecorded,
+    AttemptStarted,
+    AttemptEnded,
+    ToolCalled,
+    ToolResult,
+    CommandRan,
+    FileChanged,
+    TestResult,
+    CheckpointMarked,
+    NextStepSet,
+    StatusChanged,
+    NoteAdded,
+    ConversationLinked,
+    TaskLinked,
+)
+"""Every event type, in the order the docs list them."""
+
+BY_NAME: dict[str, type[TaskEvent]] = {cls.__name__: cls for cls in CATALOGUE}
+
+for _cls in CATALOGUE:
+    get_topic(_cls)  # registers the explicit topic so stored events resolve on read

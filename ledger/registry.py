@@ -1,0 +1,134 @@
+"""The task registry: one aggregate that hands out task numbers and unique slugs.
+
+Numbering through one aggregate means two concurrent ``trail start`` calls conflict
+on the registry's version and one retries, instead of both taking number N.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime
+from typing import Any, ClassVar, Self
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.domain import Aggregate, CanInitAggregate, CanMutateAggregate, CanSnapshotAggregate
+from eventsourcing.utils import get_topic, resolve_topic
+from pydantic import BaseModel, ConfigDict
+
+REGISTRY_ID = uuid5(NAMESPACE_URL, "tasktrail:registry")
+SLUG_MAX = 48
+
+
+def slugify(title: str) -> str:
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
+    return slug[:SLUG_MAX].rstrip("-") or "task"
+
+
+class Entry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    number: int
+    task_id: UUID
+    slug: str
+    title: str
+
+
+class RegistryEvent(BaseModel, CanMutateAggregate[UUID]):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    TOPIC: ClassVar[str]
+    class_version: ClassVar[int] = 1
+    originator_id: UUID
+    originator_version: int
+    timestamp: datetime
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.fold_event(self)
+
+
+class RegistryCreated(RegistryEvent, CanInitAggregate[UUID]):
+    TOPIC = "tasktrail/RegistryCreated"
+    originator_topic: str
+
+
+class TaskRegistered(RegistryEvent):
+    TOPIC = "tasktrail/TaskRegistered"
+    entry: Entry
+
+
+class RegistrySnapshot(BaseModel, CanSnapshotAggregate[UUID]):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    TOPIC: ClassVar[str] = "tasktrail/RegistrySnapshot"
+    originator_id: UUID
+    originator_version: int
+    timestamp: datetime
+    topic: str
+    state: dict[str, Any]
+
+    @classmethod
+    def take(cls, aggregate: Any) -> Self:
+        body = {
+            "created_on": aggregate.created_on,
+            "modified_on": aggregate.modified_on,
+            "entries": [e.model_dump(mode="json") for e in aggregate.entries.values()],
+        }
+        return cls(
+            originator_id=aggregate.id,
+            originator_version=aggregate.version,
+            timestamp=cls.create_timestamp(),
+            topic=get_topic(type(aggregate)),
+            state=body,
+        )
+
+    def mutate(self, _: None) -> Any:
+        agg_cls = resolve_topic(self.topic)
+        agg = object.__new__(agg_cls)
+        entries = [Entry.model_validate(e) for e in self.state["entries"]]
+        agg.__dict__.update(
+            _id=self.originator_id,
+            _version=self.originator_version,
+            _created_on=datetime.fromisoformat(str(self.state["created_on"])),
+            _modified_on=datetime.fromisoformat(str(self.state["modified_on"])),
+            _pending_events=[],
+            entries={e.number: e for e in entries},
+        )
+        return agg
+
+
+class Registry(Aggregate):
+    TOPIC = "tasktrail/Registry"
+    Event = RegistryEvent  # type: ignore[assignment]
+    Created = RegistryCreated  # type: ignore[assignment]
+    Snapshot = RegistrySnapshot  # type: ignore[assignment]
+
+    entries: dict[int, Entry]
+
+    @classmethod
+    def create(cls) -> Registry:
+        registry: Registry = cls._create(RegistryCreated, id=REGISTRY_ID)
+        return registry
+
+    def __init__(self) -> None:
+        self.entries = {}
+
+    def fold_event(self, event: RegistryEvent) -> None:
+        if isinstance(event, TaskRegistered):
+            self.entries = {**self.entries, event.entry.number: event.entry}
+
+    def next_number(self) -> int:
+        return max(self.entries, default=0) + 1
+
+    def unique_slug(self, title: str) -> str:
+        base = slugify(title)
+        taken = {e.slug for e in self.entries.values()}
+        slug, n = base, 2
+        while slug in taken:
+            slug, n = f"{base}-{n}", n + 1
+        return slug
+
+    def register(self, entry: Entry) -> None:
+        self.trigger_event(TaskRegistered, entry=entry)
+
+
+for _cls in (RegistryCreated, TaskRegistered, RegistrySnapshot):
+    get_topic(_cls)  # registers the explicit topic so stored events resolve

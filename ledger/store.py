@@ -1,0 +1,163 @@
+"""The ledger application: opens the event store and appends and reads task events.
+
+Built on ``eventsourcing.application.Application`` with the pydantic mapper and orjson
+transcoder from ``ledger.mapper``. SQLite is the zero-set-up default; snapshots of
+each task are taken automatically every ``SNAPSHOT_EVERY`` events.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError
+from eventsourcing.utils import get_topic
+
+from ledger import events as ev
+from ledger.errors import NotFound, StoreUnavailable
+from ledger.location import Location
+from ledger.mapper import OrjsonTranscoder, PydanticMapper
+from ledger.registry import REGISTRY_ID, Entry, Registry
+from ledger.task import Task, task_id_for
+from projections.state import TaskState
+
+SNAPSHOT_EVERY = 500
+"""Events between automatic task snapshots (see bench/ for the measurement behind it)."""
+
+RETRY_ATTEMPTS = 200
+T = TypeVar("T")
+
+
+class Ledger(Application[UUID]):
+    name = "tasktrail"
+    snapshotting_intervals = {Task: SNAPSHOT_EVERY, Registry: 100}
+    env = {
+        "TRANSCODER_TOPIC": get_topic(OrjsonTranscoder),
+        "MAPPER_TOPIC": get_topic(PydanticMapper),
+    }
+
+    # -- writing ----------------------------------------------------------------
+
+    def _retrying(self, command: Callable[[], T]) -> T:
+        """Run ``command`` (which re-reads what it needs) until it wins any write race."""
+        for attempt in range(RETRY_ATTEMPTS):
+            try:
+                return command()
+            except IntegrityError:
+                # Another writer took this position; back off with jitter and re-read.
+                time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
+            except OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise StoreUnavailable(f"ledger write failed: {exc}") from exc
+                time.sleep(0.05 * (0.5 + random.random()))
+        raise StoreUnavailable(f"gave up after {RETRY_ATTEMPTS} write conflicts")
+
+    def _registry(self) -> Registry:
+        try:
+            registry: Registry = self.repository.get(REGISTRY_ID)
+        except AggregateNotFoundError:
+            registry = Registry.create()
+        return registry
+
+    def open_task(self, title: str, cwd: str | None = None, actor: str = "user") -> TaskState:
+        """Register a new task under the next free number and append its opening event."""
+
+        def attempt() -> TaskState:
+            registry = self._registry()
+            number = registry.next_number()
+            slug = registry.unique_slug(title)
+            task = Task.open(number=number, title=title, slug=slug, cwd=cwd, actor=actor)
+            registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
+            self.save(registry, task)  # one transaction: both or neither
+            return task.state
+
+        return self._retrying(attempt)
+
+    def append(self, task_id: UUID, event_class: type[ev.TaskEvent], **fields: Any) -> TaskState:
+        """Append one event to a task; the Task aggregate checks its rules first."""
+        return self.append_many(task_id, [(event_class, fields)])
+
+    def append_many(
+        self, task_id: UUID, items: list[tuple[type[ev.TaskEvent], dict[str, Any]]]
+    ) -> TaskState:
+        """Append several events to one task in one transaction (all or none)."""
+
+        def attempt() -> TaskState:
+            task = self.task(task_id)
+            for event_class, fields in items:
+                task.record(event_class, **dict(fields))
+            self.save(task)
+            return task.state
+
+        return self._retrying(attempt)
+
+    # -- reading ----------------------------------------------------------------
+
+    def entries(self) -> list[Entry]:
+        """Every registered task, by number."""
+        try:
+            registry: Registry = self.repository.get(REGISTRY_ID)
+        except AggregateNotFoundError:
+            return []
+        return [registry.entries[n] for n in sorted(registry.entries)]
+
+    def task(self, task_id: UUID, at: int | None = None) -> Task:
+        try:
+            task: Task = self.repository.get(task_id, version=at)
+        except AggregateNotFoundError as exc:
+            raise NotFound(f"no task with id {task_id}") from exc
+        return task
+
+    def state(self, task_id: UUID, at: int | None = None) -> TaskState:
+        """The task's state after event ``at`` (the latest when None), from the nearest snapshot."""
+        return self.task(task_id, at).state
+
+    def task_events(self, task_id: UUID, after: int = 0, upto: int | None = None) -> Iterator[ev.TaskEvent]:
+        """The task's events with ``after < position <= upto``, in order."""
+        for event in self.events.get(task_id, gt=after or None, lte=upto):
+            yield event  # type: ignore[misc]
+
+    def task_id(self, number: int) -> UUID:
+        return task_id_for(number)
+
+
+def open_ledger(location: Location) -> Ledger:
+    """Open (creating on first use) the ledger at ``location``, or fail with one clear line."""
+    if location.is_sqlite:
+        path = location.sqlite_path
+        env = {
+            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "SQLITE_DBNAME": str(path),
+            "SQLITE_LOCK_TIMEOUT": "30",
+        }
+        _check_sqlite_path(path)
+    else:
+        raise StoreUnavailable(f"unsupported ledger URL {location.url!r}; use a file path or sqlite:PATH")
+    try:
+        return Ledger(env=env)
+    except (PersistenceError, sqlite3.Error, OSError) as exc:
+        raise StoreUnavailable(f"cannot open ledger {path}: {exc}") from exc
+
+
+def _check_sqlite_path(path: Path) -> None:
+    if path.exists():
+        if path.is_dir():
+            raise StoreUnavailable(f"ledger path {path} is a directory; give a file path")
+        with path.open("rb") as handle:
+            header = handle.read(16)
+        if header and header != b"SQLite format 3\x00":
+            raise StoreUnavailable(f"{path} is not a tasktrail ledger (not an SQLite file)")
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe = path.parent / f".{path.name}.probe"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot create ledger in {path.parent}: {exc.strerror or exc}") from exc

@@ -1,0 +1,164 @@
+"""The Task aggregate: decides whether a fact may be recorded, then appends it as an event.
+
+Its state is the projection state itself (``projections.state.TaskState``), so a
+snapshot of the aggregate is a snapshot of what the brief needs. Each appended
+event is linked into the task's hash chain before it is applied.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Self, cast
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.domain import Aggregate, CanSnapshotAggregate
+from eventsourcing.utils import get_topic, resolve_topic
+from pydantic import BaseModel, ConfigDict
+
+from ledger import chain
+from ledger import events as ev
+from ledger.errors import RuleBroken
+from ledger.mapper import stored_state
+from projections.state import TaskState, fold
+
+
+def task_id_for(number: int) -> UUID:
+    """Task ids derive from their number, so two writers cannot both create task N."""
+    return uuid5(NAMESPACE_URL, f"tasktrail:task/{number}")
+
+
+def linked(previous: str, event: ev.TaskEvent) -> ev.TaskEvent:
+    """``event`` with its chain hash set, given the previous event's hash."""
+    state = stored_state(event)
+    digest = chain.link(
+        previous, chain.canonical(get_topic(type(event)), event.originator_id, event.originator_version, state)
+    )
+    return event.model_copy(update={"chain": digest})
+
+
+class SnapshotBody(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    created_on: datetime
+    modified_on: datetime
+    head: str
+    state: TaskState
+
+
+class TaskSnapshot(BaseModel, CanSnapshotAggregate[UUID]):
+    """A snapshot of a task: the folded state and the chain head at a position."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    TOPIC: ClassVar[str] = "tasktrail/TaskSnapshot"
+    originator_id: UUID
+    originator_version: int
+    timestamp: datetime
+    topic: str
+    state: SnapshotBody
+
+    @classmethod
+    def take(cls, aggregate: Any) -> Self:
+        body = SnapshotBody(
+            created_on=aggregate.created_on,
+            modified_on=aggregate.modified_on,
+            head=aggregate.head,
+            state=aggregate.state,
+        )
+        return cls(
+            originator_id=aggregate.id,
+            originator_version=aggregate.version,
+            timestamp=cls.create_timestamp(),
+            topic=get_topic(type(aggregate)),
+            state=body,
+        )
+
+    def mutate(self, _: None) -> Any:
+        agg_cls = resolve_topic(self.topic)
+        agg = object.__new__(agg_cls)
+        agg.__dict__.update(
+            _id=self.originator_id,
+            _version=self.originator_version,
+            _created_on=self.state.created_on,
+            _modified_on=self.state.modified_on,
+            _pending_events=[],
+            head=self.state.head,
+            state=self.state.state,
+        )
+        return agg
+
+
+class Task(Aggregate):
+    TOPIC = "tasktrail/Task"
+    # Our pydantic classes stand in for the library's generated event classes.
+    Event = ev.TaskEvent  # type: ignore[assignment]
+    Created = ev.TaskOpened  # type: ignore[assignment]
+    Snapshot = TaskSnapshot  # type: ignore[assignment]
+
+    state: TaskState
+    head: str
+
+    @classmethod
+    def open(cls, number: int, title: str, slug: str, cwd: str | None, actor: str = "user") -> Task:
+        task_id = task_id_for(number)
+        timestamp = ev.TaskOpened.create_timestamp()
+        draft = ev.TaskOpened(
+            originator_id=task_id,
+            originator_version=cls.INITIAL_VERSION,
+            originator_topic=get_topic(cls),
+            timestamp=timestamp,
+            number=number,
+            title=title,
+            slug=slug,
+            cwd=cwd,
+            actor=actor,
+        )
+        opened = linked(chain.GENESIS, draft)
+        fields = opened.model_dump(exclude={"originator_id", "originator_version", "originator_topic"})
+        return cast(Task, cls._create(ev.TaskOpened, id=task_id, **fields))
+
+    def __init__(self) -> None:
+        self.state = TaskState()
+        self.head = chain.GENESIS
+
+    def fold_event(self, event: ev.TaskEvent) -> None:
+        self.state = fold(self.state, event)
+        self.head = event.chain
+
+    def trigger_event(self, event_class: type[Any], **kwargs: Any) -> None:
+        # Overridden to link each event into the chain before it is applied.
+        kwargs.setdefault("timestamp", None)
+        if kwargs["timestamp"] is None:
+            kwargs["timestamp"] = event_class.create_timestamp()
+        draft = event_class(originator_id=self.id, originator_version=self.version + 1, **kwargs)
+        event = linked(self.head, draft)
+        event.mutate(self)
+        self._pending_events.append(event)
+
+    # -- commands: check the rule, then append ------------------------------------
+
+    def record(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
+        """Append any catalogue event after checking the rules that involve state."""
+        if event_class is ev.TaskOpened:
+            raise RuleBroken("a task is opened once")
+        if event_class is ev.AttemptStarted and self.state.open_attempt is not None:
+            raise RuleBroken(
+                f"attempt at position {self.state.open_attempt} is still open; "
+                "end it first (trail fail / succeed / abandon)"
+            )
+        if event_class is ev.AttemptEnded:
+            attempt = fields.get("attempt") or self.state.open_attempt
+            if attempt is None:
+                raise RuleBroken("no open attempt to end; start one with `trail attempt`")
+            if attempt != self.state.open_attempt:
+                raise RuleBroken(f"position {attempt} is not the open attempt")
+            fields["attempt"] = attempt
+        if event_class is ev.RequirementChanged:
+            target = fields.get("supersedes")
+            if not any(r.position == target for r in self.state.requirements):
+                raise RuleBroken(f"no requirement at position {target} to change")
+        cause = fields.get("causation")
+        if cause is not None and cause > self.version:
+            raise RuleBroken(f"causation points at position {cause}, past the end ({self.version})")
+        self.trigger_event(event_class, **fields)
+
+
+get_topic(TaskSnapshot)  # registers the explicit topic so stored snapshots resolve

@@ -1,0 +1,313 @@
+"""The task state: a pure fold of a task's events into what a continuation needs.
+
+``fold(state, event) -> state`` never mutates its input and does no I/O. Collections
+are tuples and dicts copied on change; the ones that could grow without bound over
+a months-long task (commands, notes, checkpoints) keep a recent window plus counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from ledger import events as ev
+
+RECENT_COMMANDS = 20
+RECENT_NOTES = 20
+RECENT_CHECKPOINTS = 20
+
+
+class Item(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Requirement(Item):
+    position: int
+    text: str
+    at: datetime
+    actor: str
+    history: tuple[str, ...] = ()
+    """Earlier wordings, oldest first."""
+    changed_at: int | None = None
+
+
+class Correction(Item):
+    position: int
+    text: str
+    wrong: str | None
+    at: datetime
+    actor: str
+
+
+class Decision(Item):
+    position: int
+    text: str
+    reason: str | None
+    rejected: tuple[str, ...]
+    at: datetime
+    actor: str
+
+
+class Attempt(Item):
+    position: int
+    text: str
+    at: datetime
+    outcome: ev.Outcome | None = None
+    reason: str | None = None
+    ended_position: int | None = None
+    ended_at: datetime | None = None
+
+
+class FileTouch(Item):
+    path: str
+    operation: ev.FileOperation
+    position: int
+    at: datetime
+    before_sha256: str | None
+    after_sha256: str | None
+    changes: int
+    diff_size: int | None
+    attempt: int | None
+    """Position of the attempt open when the file last changed."""
+
+
+class CommandRecord(Item):
+    position: int
+    line: str
+    exit_code: int | None
+    duration_ms: int | None
+    at: datetime
+    output_tail: str
+    """The last lines of stderr, or of stdout when stderr is empty."""
+
+
+class TestRecord(Item):
+    __test__ = False
+    name: str
+    outcome: ev.TestOutcome
+    position: int
+    at: datetime
+    message: str | None
+
+
+class Checkpoint(Item):
+    position: int
+    label: str
+    at: datetime
+    git_head: str | None
+    git_dirty: bool | None
+    note: str | None
+
+
+class Note(Item):
+    position: int
+    text: str
+    at: datetime
+    actor: str
+
+
+class Conversation(Item):
+    position: int
+    agent: str
+    session_id: str
+    transcript: str | None
+    at: datetime
+
+
+class TaskLink(Item):
+    position: int
+    relation: ev.Relation
+    other: UUID
+    other_number: int | None
+
+
+class TaskState(Item):
+    id: UUID | None = None
+    number: int | None = None
+    title: str = ""
+    slug: str = ""
+    cwd: str | None = None
+    opened_at: datetime | None = None
+    updated_at: datetime | None = None
+    position: int = 0
+    status: ev.Status = "active"
+    status_reason: str | None = None
+    requirements: tuple[Requirement, ...] = ()
+    corrections: tuple[Correction, ...] = ()
+    decisions: tuple[Decision, ...] = ()
+    attempts: tuple[Attempt, ...] = ()
+    open_attempt: int | None = None
+    files: dict[str, FileTouch] = {}
+    commands: tuple[CommandRecord, ...] = ()
+    commands_total: int = 0
+    commands_failed: int = 0
+    tests: dict[str, TestRecord] = {}
+    tool_calls: int = 0
+    tool_errors: int = 0
+    checkpoints: tuple[Checkpoint, ...] = ()
+    checkpoints_total: int = 0
+    next_step: str | None = None
+    next_step_position: int | None = None
+    notes: tuple[Note, ...] = ()
+    conversations: tuple[Conversation, ...] = ()
+    links: tuple[TaskLink, ...] = ()
+    counts: dict[str, int] = {}
+    """Events folded, by type name."""
+
+
+def _recent(items: tuple[Any, ...], item: Any, keep: int) -> tuple[Any, ...]:
+    return (*items[-(keep - 1) :], item) if keep > 1 else (item,)
+
+
+def _tail_lines(text: str, lines: int = 5) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def command_line(event: ev.CommandRan) -> str:
+    if event.shell is not None:
+        return event.shell
+    import shlex
+
+    return shlex.join(event.argv or ())
+
+
+def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
+    """The fields that ``event`` changes, by event type."""
+    pos, at = event.originator_version, event.timestamp
+    match event:
+        case ev.TaskOpened():
+            return {
+                "id": event.originator_id,
+                "number": event.number,
+                "title": event.title,
+                "slug": event.slug,
+                "cwd": event.cwd,
+                "opened_at": at,
+            }
+        case ev.RequirementStated():
+            req = Requirement(position=pos, text=event.text, at=at, actor=event.actor)
+            return {"requirements": (*state.requirements, req)}
+        case ev.RequirementChanged():
+            reqs = tuple(
+                r.model_copy(update={"text": event.text, "history": (*r.history, r.text), "changed_at": pos})
+                if r.position == event.supersedes
+                else r
+                for r in state.requirements
+            )
+            return {"requirements": reqs}
+        case ev.CorrectionMade():
+            c = Correction(position=pos, text=event.text, wrong=event.wrong, at=at, actor=event.actor)
+            return {"corrections": (*state.corrections, c)}
+        case ev.DecisionRecorded():
+            d = Decision(
+                position=pos, text=event.text, reason=event.reason, rejected=event.rejected, at=at, actor=event.actor
+            )
+            return {"decisions": (*state.decisions, d)}
+        case ev.AttemptStarted():
+            a = Attempt(position=pos, text=event.text, at=at)
+            return {"attempts": (*state.attempts, a), "open_attempt": pos}
+        case ev.AttemptEnded():
+            attempts = tuple(
+                a.model_copy(
+                    update={"outcome": event.outcome, "reason": event.reason, "ended_position": pos, "ended_at": at}
+                )
+                if a.position == event.attempt
+                else a
+                for a in state.attempts
+            )
+            still_open = None if state.open_attempt == event.attempt else state.open_attempt
+            return {"attempts": attempts, "open_attempt": still_open}
+        case ev.ToolCalled():
+            return {"tool_calls": state.tool_calls + 1}
+        case ev.ToolResult():
+            return {"tool_errors": state.tool_errors + (0 if event.ok else 1)}
+        case ev.CommandRan():
+            out = event.stderr.tail if event.stderr and event.stderr.tail.strip() else ""
+            if not out and event.stdout:
+                out = event.stdout.tail
+            rec = CommandRecord(
+                position=pos,
+                line=command_line(event),
+                exit_code=event.exit_code,
+                duration_ms=event.duration_ms,
+                at=at,
+                output_tail=_tail_lines(out),
+            )
+            failed = event.exit_code not in (0, None)
+            return {
+                "commands": _recent(state.commands, rec, RECENT_COMMANDS),
+                "commands_total": state.commands_total + 1,
+                "commands_failed": state.commands_failed + int(failed),
+            }
+        case ev.FileChanged():
+            prev = state.files.get(event.path)
+            touch = FileTouch(
+                path=event.path,
+                operation=event.operation,
+                position=pos,
+                at=at,
+                before_sha256=event.before_sha256,
+                after_sha256=event.after_sha256,
+                changes=(prev.changes if prev else 0) + 1,
+                diff_size=event.diff.size if event.diff else None,
+                attempt=state.open_attempt,
+            )
+            files = {k: v for k, v in state.files.items() if k != event.path}
+            if event.renamed_from:
+                files.pop(event.renamed_from, None)
+            files[event.path] = touch  # insertion order = order of last change
+            return {"files": files}
+        case ev.TestResult():
+            t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message)
+            return {"tests": {**state.tests, event.name: t}}
+        case ev.CheckpointMarked():
+            cp = Checkpoint(
+                position=pos,
+                label=event.label,
+                at=at,
+                git_head=event.git_head,
+                git_dirty=event.git_dirty,
+                note=event.note,
+            )
+            return {
+                "checkpoints": _recent(state.checkpoints, cp, RECENT_CHECKPOINTS),
+                "checkpoints_total": state.checkpoints_total + 1,
+            }
+        case ev.NextStepSet():
+            return {"next_step": event.text, "next_step_position": pos}
+        case ev.StatusChanged():
+            return {"status": event.status, "status_reason": event.reason}
+        case ev.NoteAdded():
+            n = Note(position=pos, text=event.text, at=at, actor=event.actor)
+            return {"notes": _recent(state.notes, n, RECENT_NOTES)}
+        case ev.ConversationLinked():
+            c = Conversation(
+                position=pos, agent=event.agent, session_id=event.session_id, transcript=event.transcript, at=at
+            )
+            return {"conversations": (*state.conversations, c)}
+        case ev.TaskLinked():
+            link = TaskLink(position=pos, relation=event.relation, other=event.other, other_number=event.other_number)
+            return {"links": (*state.links, link)}
+    return {}
+
+
+def fold(state: TaskState, event: ev.TaskEvent) -> TaskState:
+    """The state after ``event``. Pure: ``state`` is left as it was."""
+    name = type(event).__name__
+    update = _fold_specific(state, event)
+    update["position"] = event.originator_version
+    update["updated_at"] = event.timestamp
+    update["counts"] = {**state.counts, name: state.counts.get(name, 0) + 1}
+    return state.model_copy(update=update)
+
+
+def replay(events: Iterable[ev.TaskEvent], state: TaskState | None = None) -> TaskState:
+    """Fold ``events`` onto ``state`` (an empty task when None)."""
+    current = state if state is not None else TaskState()
+    for event in events:
+        current = fold(current, event)
+    return current

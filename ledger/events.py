@@ -53,6 +53,17 @@ class Bounded(Value):
     truncated: bool = False
 
 
+class Provenance(Value):
+    """Why an action happened: positions of the attempt open then, the latest user intent
+    (requirement or correction) and the latest decision before it. Filled at append time."""
+
+    attempt: int | None = None
+    intent: int | None = None
+    decision: int | None = None
+    explicit: bool = False
+    """True when the user named the cause (``--because EVENT``) instead of the rules."""
+
+
 class TaskEvent(BaseModel, CanMutateAggregate[UUID]):
     """Fields every event carries. ``originator_id`` is the task, ``originator_version`` its position."""
 
@@ -155,6 +166,7 @@ class AttemptEnded(TaskEvent):
 
 class ToolCalled(TaskEvent):
     TOPIC = "tasktrail/ToolCalled"
+    because: Provenance | None = None
     tool: str
     call_id: str | None = None
     input: Bounded
@@ -162,6 +174,7 @@ class ToolCalled(TaskEvent):
 
 class ToolResult(TaskEvent):
     TOPIC = "tasktrail/ToolResult"
+    because: Provenance | None = None
     tool: str
     call_id: str | None = None
     ok: bool
@@ -183,6 +196,7 @@ class CommandRan(TaskEvent):
 
 class FileChanged(TaskEvent):
     TOPIC = "tasktrail/FileChanged"
+    because: Provenance | None = None
     path: str
     operation: FileOperation
     before_sha256: str | None = None
@@ -193,6 +207,7 @@ class FileChanged(TaskEvent):
 
 class TestResult(TaskEvent):
     TOPIC = "tasktrail/TestResult"
+    because: Provenance | None = None
     __test__ = False  # not a pytest test class
     name: str
     outcome: TestOutcome
@@ -239,6 +254,9 @@ class TaskLinked(TaskEvent):
     other: UUID
     other_number: int | None = None
 
+
+ACTIONS: tuple[type[TaskEvent], ...] = (ToolCalled, ToolResult, CommandRan, FileChanged, TestResult)
+"""Events that change the world; each carries a ``because`` provenance link."""
 
 CATALOGUE: tuple[type[TaskEvent], ...] = (
     TaskOpened,

@@ -155,6 +155,10 @@ class Task(Aggregate):
             target = fields.get("supersedes")
             if not any(r.position == target for r in self.state.requirements):
                 raise RuleBroken(f"no requirement at position {target} to change")
+        if event_class in ev.ACTIONS and fields.get("because") is None:
+            fields["because"] = ev.Provenance(
+                attempt=self.state.open_attempt, intent=self.state.last_intent, decision=self.state.last_decision
+            )
         cause = fields.get("causation")
         if cause is not None and cause > self.version:
             raise RuleBroken(f"causation points at position {cause}, past the end ({self.version})")

@@ -150,6 +150,9 @@ class TaskState(Item):
     tool_errors: int = 0
     checkpoints: tuple[Checkpoint, ...] = ()
     checkpoints_total: int = 0
+    last_intent: int | None = None
+    """Position of the latest requirement, requirement change or correction."""
+    last_decision: int | None = None
     next_step: str | None = None
     next_step_position: int | None = None
     notes: tuple[Note, ...] = ()
@@ -190,7 +193,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             }
         case ev.RequirementStated():
             req = Requirement(position=pos, text=event.text, at=at, actor=event.actor)
-            return {"requirements": (*state.requirements, req)}
+            return {"requirements": (*state.requirements, req), "last_intent": pos}
         case ev.RequirementChanged():
             reqs = tuple(
                 r.model_copy(update={"text": event.text, "history": (*r.history, r.text), "changed_at": pos})
@@ -198,15 +201,15 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 else r
                 for r in state.requirements
             )
-            return {"requirements": reqs}
+            return {"requirements": reqs, "last_intent": pos}
         case ev.CorrectionMade():
             c = Correction(position=pos, text=event.text, wrong=event.wrong, at=at, actor=event.actor)
-            return {"corrections": (*state.corrections, c)}
+            return {"corrections": (*state.corrections, c), "last_intent": pos}
         case ev.DecisionRecorded():
             d = Decision(
                 position=pos, text=event.text, reason=event.reason, rejected=event.rejected, at=at, actor=event.actor
             )
-            return {"decisions": (*state.decisions, d)}
+            return {"decisions": (*state.decisions, d), "last_decision": pos}
         case ev.AttemptStarted():
             a = Attempt(position=pos, text=event.text, at=at)
             return {"attempts": (*state.attempts, a), "open_attempt": pos}

@@ -1,0 +1,78 @@
+"""What every command needs: the ledger location, an opened ledger, task resolution, output.
+
+Kept thin: commands parse and print; the ledger and projections do the work.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+import orjson
+
+from ledger.errors import TrailError
+from ledger.location import Location
+
+if TYPE_CHECKING:
+    from ledger.registry import Entry
+    from ledger.store import Ledger
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class Context:
+    location: Location
+    _ledger: Ledger | None = field(default=None, repr=False)
+
+    def ledger(self) -> Ledger:
+        """Open the ledger on first use (created on first use, no set-up step)."""
+        if self._ledger is None:
+            from ledger.store import open_ledger
+
+            self._ledger = open_ledger(self.location)
+            self.before_read(self._ledger)
+        return self._ledger
+
+    def before_read(self, ledger: Ledger) -> None:
+        """Bring the ledger up to date before any command reads it (capture inboxes fold in here)."""
+
+    def entry(self, ref: str | None) -> Entry:
+        from ledger import refs
+
+        return refs.resolve(ref, self.ledger().entries(), self.location)
+
+    def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
+
+pass_context = click.make_pass_decorator(Context)
+
+
+def fails_cleanly(func: F) -> F:
+    """Turn a TrailError into one line on stderr and its exit code; nothing else is printed."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TrailError as exc:
+            click.echo(f"trail: {exc}", err=True)
+            sys.exit(exc.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit_json(data: Any) -> None:
+    """Machine output: one JSON document on stdout."""
+    click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")
+task_argument = click.argument("task", required=False, metavar="[TASK]")

@@ -1,0 +1,5 @@
+"""Placeholder; filled in by the next commit."""
+
+import click
+
+COMMANDS: list[click.Command] = []

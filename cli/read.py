@@ -1,5 +1,133 @@
-"""Placeholder; filled in by the next commit."""
+"""Commands that read: the brief, replay to a point, the timeline, the task list."""
+
+from __future__ import annotations
+
+from typing import Any
 
 import click
 
-COMMANDS: list[click.Command] = []
+from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument
+from ledger.registry import Entry
+from projections import brief, points, timeline
+from projections.state import TaskState
+
+max_chars_option = click.option(
+    "--max-chars", type=click.IntRange(min=200), metavar="N",
+    help="Fit the brief in N characters, dropping the least useful lines first.",
+)
+
+
+def _show(state: TaskState, as_json: bool, max_chars: int | None, at: int | None = None) -> None:
+    text = brief.render(state, max_chars=max_chars)
+    if as_json:
+        emit_json({"task": state.number, "position": state.position, "at": at, "brief": text,
+                   "state": state.model_dump(mode="json")})
+    else:
+        click.echo(text)
+
+
+@click.command("resume")
+@task_argument
+@max_chars_option
+@json_option
+@pass_context
+@fails_cleanly
+def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool) -> None:
+    """Print the continuation brief of TASK: what an agent needs to carry on.
+
+    With --json: the brief plus the full task state, for an agent to read.
+    """
+    entry = ctx.entry(task)
+    _show(ctx.ledger().state(entry.task_id), as_json, max_chars)
+
+
+@click.command("replay")
+@task_argument
+@click.option("--at", "at", required=True, metavar="POINT",
+              help="N (after event N), -N (N events back), a time (2026-11-28T14:00) or checkpoint:LABEL.")
+@max_chars_option
+@json_option
+@pass_context
+@fails_cleanly
+def replay(ctx: Context, task: str | None, at: str, max_chars: int | None, as_json: bool) -> None:
+    """Show TASK as it was at a point in its history, in the same views as `resume`."""
+    point = points.parse(at)
+    entry = ctx.entry(task)
+    ledger = ctx.ledger()
+    last = ledger.state(entry.task_id).position
+    history = ledger.task_events(entry.task_id) if point.needs_events else ()
+    position = points.locate(point, last, history)
+    _show(ledger.state(entry.task_id, at=position), as_json, max_chars, at=position)
+
+
+@click.command("log")
+@task_argument
+@click.option("--type", "types", multiple=True, metavar="TYPE", help="Only events of this type (e.g. CommandRan).")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Only the last N matching events.")
+@json_option
+@pass_context
+@fails_cleanly
+def log(ctx: Context, task: str | None, types: tuple[str, ...], limit: int | None, as_json: bool) -> None:
+    """Print TASK's timeline: one line per event, oldest first."""
+    from ledger.errors import BadInput
+    from ledger.events import BY_NAME
+
+    unknown = [t for t in types if t not in BY_NAME]
+    if unknown:
+        raise BadInput(f"--type {unknown[0]}: unknown event type; known: {', '.join(BY_NAME)}")
+    entry = ctx.entry(task)
+    selected = [e for e in ctx.ledger().task_events(entry.task_id) if not types or type(e).__name__ in types]
+    if limit:
+        selected = selected[-limit:]
+    if as_json:
+        emit_json([timeline.as_record(e) for e in selected])
+        return
+    for e in selected:
+        click.echo(f"[{e.originator_version:>4}] {e.timestamp:%Y-%m-%d %H:%M:%S} {e.actor:<14} {timeline.summary(e)}")
+
+
+def _row(entry: Entry, state: TaskState, active: bool) -> dict[str, Any]:
+    return {
+        "number": entry.number,
+        "slug": entry.slug,
+        "title": entry.title,
+        "status": state.status,
+        "events": state.position,
+        "updated_at": state.updated_at.isoformat() if state.updated_at else None,
+        "next_step": state.next_step,
+        "active": active,
+    }
+
+
+@click.command("list")
+@click.option(
+    "--status", "statuses", multiple=True, type=click.Choice(["active", "paused", "blocked", "done", "abandoned"]),
+    help="Only tasks with this status.",
+)
+@json_option
+@pass_context
+@fails_cleanly
+def list_tasks(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
+    """List all tasks with their status and next step (* marks the active task)."""
+    from ledger import refs
+
+    ledger = ctx.ledger()
+    active = refs.active_task_id(ctx.location)
+    rows = []
+    for entry in ledger.entries():
+        state = ledger.state(entry.task_id)
+        if not statuses or state.status in statuses:
+            rows.append(_row(entry, state, entry.task_id == active))
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("No tasks yet. Start one with: trail start \"what you are about to do\"")
+        return
+    for r in rows:
+        mark = "*" if r["active"] else " "
+        step = f"  next: {r['next_step']}" if r["next_step"] else ""
+        click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {r['slug']:<40} {r['events']:>6} ev{step}")
+
+
+COMMANDS: list[click.Command] = [resume, replay, log, list_tasks]

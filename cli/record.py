@@ -1,5 +1,327 @@
-"""Placeholder; filled in by the next commit."""
+"""Commands that record facts: each appends one event to a task (the active one by default)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
 
 import click
 
-COMMANDS: list[click.Command] = []
+from cli.context import Context, emit_json, fails_cleanly, pass_context
+from ledger import events as ev
+from ledger.errors import BadInput
+
+task_option = click.option(
+    "-t", "--task", "task_ref", metavar="TASK", help="Task number or slug prefix (default: the active task)."
+)
+actor_option = click.option(
+    "--actor",
+    default="user",
+    show_default=True,
+    help="Who states this: user, system, agent:NAME or tool:NAME.",
+)
+json_flag = click.option("--json", "as_json", is_flag=True, help="Print the appended event as JSON.")
+
+
+def _report(ctx: Context, number: int | None, position: int, what: str, as_json: bool) -> None:
+    if as_json:
+        emit_json({"task": number, "position": position, "event": what})
+    else:
+        click.echo(f"#{number} [{position}] {what}")
+
+
+def _append(
+    ctx: Context, task_ref: str | None, event_class: type[ev.TaskEvent], as_json: bool, **fields: Any
+) -> int:
+    entry = ctx.entry(task_ref)
+    state = ctx.ledger().append(entry.task_id, event_class, **fields)
+    _report(ctx, entry.number, state.position, event_class.__name__, as_json)
+    return state.position
+
+
+def _simple(name: str, event_class: type[ev.TaskEvent], help_text: str, metavar: str = "TEXT") -> click.Command:
+    """A command whose one argument is the event's ``text``."""
+
+    @click.command(name, help=help_text)
+    @click.argument("text", metavar=metavar)
+    @task_option
+    @actor_option
+    @json_flag
+    @pass_context
+    @fails_cleanly
+    def command(ctx: Context, text: str, task_ref: str | None, actor: str, as_json: bool) -> None:
+        _append(ctx, task_ref, event_class, as_json, text=text, actor=actor)
+
+    return command
+
+
+@click.command("start")
+@click.argument("title")
+@click.option("--no-switch", is_flag=True, help="Do not make the new task the active one.")
+@actor_option
+@json_flag
+@pass_context
+@fails_cleanly
+def start(ctx: Context, title: str, no_switch: bool, actor: str, as_json: bool) -> None:
+    """Open a new task named TITLE and make it the active task."""
+    from ledger import refs
+
+    state = ctx.ledger().open_task(title, cwd=os.getcwd(), actor=actor)
+    if not no_switch and state.id is not None:
+        refs.set_active(ctx.location, state.id)
+    if as_json:
+        emit_json({"task": state.number, "slug": state.slug, "id": str(state.id), "active": not no_switch})
+    else:
+        click.echo(f"Started #{state.number} {state.slug}" + ("" if no_switch else " (now active)"))
+
+
+@click.command("require")
+@click.argument("text")
+@click.option("--replaces", type=int, metavar="POSITION", help="Reword the requirement recorded at POSITION.")
+@task_option
+@actor_option
+@json_flag
+@pass_context
+@fails_cleanly
+def require(ctx: Context, text: str, replaces: int | None, task_ref: str | None, actor: str, as_json: bool) -> None:
+    """State a requirement, or reword an earlier one with --replaces POSITION."""
+    if replaces is None:
+        _append(ctx, task_ref, ev.RequirementStated, as_json, text=text, actor=actor)
+    else:
+        _append(ctx, task_ref, ev.RequirementChanged, as_json, text=text, supersedes=replaces, actor=actor)
+
+
+@click.command("correct")
+@click.argument("text")
+@click.option("--wrong", metavar="TEXT", help="What the agent had wrong.")
+@task_option
+@actor_option
+@json_flag
+@pass_context
+@fails_cleanly
+def correct(ctx: Context, text: str, wrong: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
+    """Correct a misunderstanding of the agent's."""
+    _append(ctx, task_ref, ev.CorrectionMade, as_json, text=text, wrong=wrong, actor=actor)
+
+
+@click.command("decide")
+@click.argument("text")
+@click.option("--because", "reason", metavar="REASON", help="Why this was decided.")
+@click.option("--rejected", multiple=True, metavar="ALTERNATIVE", help="An alternative that was turned down.")
+@task_option
+@actor_option
+@json_flag
+@pass_context
+@fails_cleanly
+def decide(
+    ctx: Context, text: str, reason: str | None, rejected: tuple[str, ...], task_ref: str | None, actor: str,
+    as_json: bool,
+) -> None:
+    """Record a decision with its reason and the alternatives turned down."""
+    _append(ctx, task_ref, ev.DecisionRecorded, as_json, text=text, reason=reason, rejected=rejected, actor=actor)
+
+
+def _ending(name: str, outcome: str, help_text: str) -> click.Command:
+    @click.command(name, help=help_text)
+    @click.argument("reason", required=outcome == "failed", metavar="REASON" if outcome == "failed" else "[REASON]")
+    @task_option
+    @actor_option
+    @json_flag
+    @pass_context
+    @fails_cleanly
+    def command(ctx: Context, reason: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
+        if reason is not None and not reason.strip():
+            raise BadInput("reason: must not be empty")
+        _append(ctx, task_ref, ev.AttemptEnded, as_json, attempt=None, outcome=outcome, reason=reason, actor=actor)
+
+    return command
+
+
+@click.command("ran", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
+@click.option("--because", "because", type=int, metavar="EVENT", help="Position of the intent or decision behind it.")
+@task_option
+@actor_option
+@pass_context
+@fails_cleanly
+def ran(ctx: Context, argv: tuple[str, ...], because: int | None, task_ref: str | None, actor: str) -> None:
+    """Run COMMAND, record its exit code, duration and output tails, and exit with its code.
+
+    \b
+    Example:  trail ran -- pytest tests/test_login.py
+    """
+    from ledger.bounds import bound
+    from ledger.run import run
+
+    entry = ctx.entry(task_ref)  # fail on a bad task before running anything
+    done = run(list(argv))
+    fields: dict[str, Any] = {
+        "argv": argv,
+        "cwd": os.getcwd(),
+        "exit_code": done.exit_code,
+        "duration_ms": done.duration_ms,
+        "stdout": bound(done.stdout, full_size=done.stdout_size, full_sha256=done.stdout_sha256),
+        "stderr": bound(done.stderr, full_size=done.stderr_size, full_sha256=done.stderr_sha256),
+        "actor": actor,
+        "because_event": because,
+    }
+    state = ctx.ledger().append(entry.task_id, ev.CommandRan, **fields)
+    click.echo(f"trail: #{entry.number} [{state.position}] recorded exit {done.exit_code}", err=True)
+    raise SystemExit(done.exit_code)
+
+
+@click.command("changed")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--because", "because", type=int, metavar="EVENT", help="Position of the intent or decision behind it.")
+@task_option
+@actor_option
+@json_flag
+@pass_context
+@fails_cleanly
+def changed(
+    ctx: Context, paths: tuple[str, ...], because: int | None, task_ref: str | None, actor: str, as_json: bool
+) -> None:
+    """Record that files changed: their new sha256 and a unified diff against the last recorded version."""
+    from ledger.bounds import bound
+    from ledger.workspace import BlobCache, describe_change
+
+    entry = ctx.entry(task_ref)
+    ledger = ctx.ledger()
+    state = ledger.state(entry.task_id)
+    cache = BlobCache(ctx.location.home / "blobs")
+    items: list[tuple[type[ev.TaskEvent], dict[str, Any]]] = []
+    for given in paths:
+        path = os.path.normpath(given)
+        last = state.files.get(path)
+        change = describe_change(path, last.after_sha256 if last else None, cache)
+        items.append(
+            (
+                ev.FileChanged,
+                {
+                    "path": path,
+                    "operation": change.operation,
+                    "before_sha256": change.before_sha256,
+                    "after_sha256": change.after_sha256,
+                    "diff": bound(change.diff, limit=16384) if change.diff is not None else None,
+                    "actor": actor,
+                    "because_event": because,
+                },
+            )
+        )
+    after = ledger.append_many(entry.task_id, items)  # all files or none
+    first = after.position - len(items) + 1
+    if as_json:
+        emit_json({"task": entry.number, "positions": list(range(first, after.position + 1)), "paths": list(paths)})
+    else:
+        for offset, (_, fields) in enumerate(items):
+            click.echo(f"#{entry.number} [{first + offset}] {fields['operation']} {fields['path']}")
+
+
+@click.command("tested")
+@click.argument("name")
+@click.argument("outcome", type=click.Choice(["passed", "failed", "error", "skipped"]))
+@click.option("--message", metavar="TEXT", help="The failure message or a summary.")
+@click.option("--duration-ms", type=click.IntRange(min=0), metavar="MS")
+@task_option
+@actor_option
+@json_flag
+@pass_context
+@fails_cleanly
+def tested(
+    ctx: Context, name: str, outcome: str, message: str | None, duration_ms: int | None, task_ref: str | None,
+    actor: str, as_json: bool,
+) -> None:
+    """Record a test result: NAME passed, failed, error or skipped."""
+    _append(
+        ctx, task_ref, ev.TestResult, as_json, name=name, outcome=outcome, message=message, duration_ms=duration_ms,
+        actor=actor,
+    )
+
+
+@click.command("checkpoint")
+@click.argument("label")
+@click.option("--note", metavar="TEXT", help="What holds at this point.")
+@task_option
+@actor_option
+@json_flag
+@pass_context
+@fails_cleanly
+def checkpoint(ctx: Context, label: str, note: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
+    """Mark a checkpoint LABEL, with git HEAD and dirty state when in a git repo."""
+    from ledger.workspace import git_state
+
+    head, dirty = git_state(Path.cwd())
+    _append(ctx, task_ref, ev.CheckpointMarked, as_json, label=label, note=note, git_head=head, git_dirty=dirty,
+            actor=actor)
+
+
+def _status(name: str, status: str, help_text: str, reason_required: bool = False) -> click.Command:
+    @click.command(name, help=help_text)
+    @click.argument("reason", required=reason_required, metavar="REASON" if reason_required else "[REASON]")
+    @task_option
+    @actor_option
+    @json_flag
+    @pass_context
+    @fails_cleanly
+    def command(ctx: Context, reason: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
+        if reason is not None and not reason.strip():
+            raise BadInput("reason: must not be empty")
+        _append(ctx, task_ref, ev.StatusChanged, as_json, status=status, reason=reason, actor=actor)
+
+    return command
+
+
+@click.command("link")
+@click.argument("other", metavar="OTHER")
+@click.option(
+    "--as", "relation", type=click.Choice(["parent", "child", "blocks", "blocked_by", "related"]), default="related",
+    show_default=True, help="How OTHER relates to this task.",
+)
+@task_option
+@actor_option
+@json_flag
+@pass_context
+@fails_cleanly
+def link(ctx: Context, other: str, relation: str, task_ref: str | None, actor: str, as_json: bool) -> None:
+    """Link this task to task OTHER."""
+    target = ctx.entry(other)
+    _append(ctx, task_ref, ev.TaskLinked, as_json, relation=relation, other=target.task_id,
+            other_number=target.number, actor=actor)
+
+
+@click.command("switch")
+@click.argument("task")
+@pass_context
+@fails_cleanly
+def switch(ctx: Context, task: str) -> None:
+    """Make TASK the active task (the one commands use when none is named)."""
+    from ledger import refs
+
+    entry = ctx.entry(task)
+    refs.set_active(ctx.location, entry.task_id)
+    click.echo(f"Active task: #{entry.number} {entry.slug}")
+
+
+COMMANDS: list[click.Command] = [
+    start,
+    require,
+    correct,
+    decide,
+    _simple("attempt", ev.AttemptStarted, "Start an attempt: an approach being tried now."),
+    _ending("fail", "failed", "End the open attempt as failed, saying why."),
+    _ending("succeed", "succeeded", "End the open attempt as succeeded."),
+    _ending("abandon", "abandoned", "End the open attempt as abandoned."),
+    ran,
+    changed,
+    tested,
+    checkpoint,
+    _simple("next", ev.NextStepSet, "Set the next step the task means to take."),
+    _simple("note", ev.NoteAdded, "Add a free-form note."),
+    _status("pause", "paused", "Pause the task."),
+    _status("block", "blocked", "Mark the task blocked by REASON.", reason_required=True),
+    _status("done", "done", "Mark the task done."),
+    _status("reopen", "active", "Make a paused, blocked or done task active again."),
+    link,
+    switch,
+]

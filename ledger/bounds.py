@@ -10,10 +10,17 @@ DEFAULT_LIMIT = 4096
 """Bytes of tail kept by default: enough for a test failure's last lines."""
 
 
-def bound(text: str | bytes, limit: int = DEFAULT_LIMIT) -> Bounded:
-    """Keep the last ``limit`` bytes; record the full size, and the full hash when cut."""
+def bound(
+    text: str | bytes, limit: int = DEFAULT_LIMIT, *, full_size: int | None = None, full_sha256: str | None = None
+) -> Bounded:
+    """Keep the last ``limit`` bytes; record the full size, and the full hash when cut.
+
+    ``full_size``/``full_sha256`` describe the whole stream when ``text`` is already only its tail.
+    """
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "replace")
-    if len(raw) <= limit:
-        return Bounded(tail=raw.decode("utf-8", "replace"), size=len(raw))
+    size = len(raw) if full_size is None else full_size
+    if size <= limit and len(raw) == size:
+        return Bounded(tail=raw.decode("utf-8", "replace"), size=size)
     tail = raw[-limit:].decode("utf-8", "ignore")  # "ignore" drops a split leading code point
-    return Bounded(tail=tail, size=len(raw), sha256=hashlib.sha256(raw).hexdigest(), truncated=True)
+    digest = full_sha256 or hashlib.sha256(raw).hexdigest()
+    return Bounded(tail=tail, size=size, sha256=digest, truncated=True)

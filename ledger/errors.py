@@ -25,3 +25,9 @@ class StoreUnavailable(TrailError):
     """The ledger's storage cannot be opened or written."""
 
     exit_code = 4
+
+
+class BadInput(TrailError):
+    """A value that does not fit the event it would go into."""
+
+    exit_code = 2

@@ -185,6 +185,7 @@ class CommandRan(TaskEvent):
     """A command and its result: ``argv`` when exec'd directly, ``shell`` for a shell line."""
 
     TOPIC = "tasktrail/CommandRan"
+    because: Provenance | None = None
     argv: tuple[str, ...] | None = None
     shell: str | None = None
     cwd: str | None = None

@@ -18,9 +18,10 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError
 from eventsourcing.utils import get_topic
+from pydantic import ValidationError
 
 from ledger import events as ev
-from ledger.errors import NotFound, StoreUnavailable
+from ledger.errors import BadInput, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.registry import REGISTRY_ID, Entry, Registry
@@ -49,6 +50,8 @@ class Ledger(Application[UUID]):
         for attempt in range(RETRY_ATTEMPTS):
             try:
                 return command()
+            except ValidationError as exc:
+                raise BadInput(_first_problem(exc)) from None
             except IntegrityError:
                 # Another writer took this position; back off with jitter and re-read.
                 time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
@@ -120,11 +123,18 @@ class Ledger(Application[UUID]):
 
     def task_events(self, task_id: UUID, after: int = 0, upto: int | None = None) -> Iterator[ev.TaskEvent]:
         """The task's events with ``after < position <= upto``, in order."""
-        for event in self.events.get(task_id, gt=after or None, lte=upto):
-            yield event  # type: ignore[misc]
+        yield from self.events.get(task_id, gt=after or None, lte=upto)  # type: ignore[misc]
 
     def task_id(self, number: int) -> UUID:
         return task_id_for(number)
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or exc.title
+    message = str(error["msg"]).removeprefix("Value error, ")
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {message}{more}"
 
 
 def open_ledger(location: Location) -> Ledger:

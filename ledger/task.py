@@ -8,7 +8,7 @@ event is linked into the task's hash chain before it is applied.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, Self
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, CanSnapshotAggregate
@@ -113,7 +113,8 @@ class Task(Aggregate):
         )
         opened = linked(chain.GENESIS, draft)
         fields = opened.model_dump(exclude={"originator_id", "originator_version", "originator_topic"})
-        return cast(Task, cls._create(ev.TaskOpened, id=task_id, **fields))
+        task: Task = cls._create(ev.TaskOpened, id=task_id, **fields)
+        return task
 
     def __init__(self) -> None:
         self.state = TaskState()
@@ -132,6 +133,10 @@ class Task(Aggregate):
         event = linked(self.head, draft)
         event.mutate(self)
         self._pending_events.append(event)
+
+    def explicit_provenance(self, position: int) -> ev.Provenance:
+        """Provenance naming the event at ``position`` as the cause (``--because EVENT``)."""
+        return _explicit(self, position)
 
     # -- commands: check the rule, then append ------------------------------------
 
@@ -155,6 +160,11 @@ class Task(Aggregate):
             target = fields.get("supersedes")
             if not any(r.position == target for r in self.state.requirements):
                 raise RuleBroken(f"no requirement at position {target} to change")
+        cause_of = fields.pop("because_event", None)
+        if cause_of is not None:
+            if event_class not in ev.ACTIONS:
+                raise RuleBroken(f"--because applies to actions, not to {event_class.__name__}")
+            fields["because"] = self.explicit_provenance(cause_of)
         if event_class in ev.ACTIONS and fields.get("because") is None:
             fields["because"] = ev.Provenance(
                 attempt=self.state.open_attempt, intent=self.state.last_intent, decision=self.state.last_decision
@@ -166,3 +176,16 @@ class Task(Aggregate):
 
 
 get_topic(TaskSnapshot)  # registers the explicit topic so stored snapshots resolve
+
+
+def _explicit(task: Task, position: int) -> ev.Provenance:
+    state = task.state
+    intents = [r.position for r in state.requirements] + [c.position for c in state.corrections]
+    intents += [r.changed_at for r in state.requirements if r.changed_at]
+    if position in intents:
+        return ev.Provenance(attempt=state.open_attempt, intent=position, explicit=True)
+    if any(d.position == position for d in state.decisions):
+        return ev.Provenance(attempt=state.open_attempt, decision=position, explicit=True)
+    if any(a.position == position for a in state.attempts):
+        return ev.Provenance(attempt=position, explicit=True)
+    raise RuleBroken(f"event {position} is not a requirement, correction, decision or attempt of this task")

@@ -288,10 +288,10 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             n = Note(position=pos, text=event.text, at=at, actor=event.actor)
             return {"notes": _recent(state.notes, n, RECENT_NOTES)}
         case ev.ConversationLinked():
-            c = Conversation(
+            conv = Conversation(
                 position=pos, agent=event.agent, session_id=event.session_id, transcript=event.transcript, at=at
             )
-            return {"conversations": (*state.conversations, c)}
+            return {"conversations": (*state.conversations, conv)}
         case ev.TaskLinked():
             link = TaskLink(position=pos, relation=event.relation, other=event.other, other_number=event.other_number)
             return {"links": (*state.links, link)}

@@ -1,0 +1,129 @@
+"""Reading the working tree for `trail changed` and `trail checkpoint`: hashes, diffs, git state.
+
+Diff baselines, in order: the content this ledger saw at the file's last recorded
+change (kept in a local content-addressed cache, never in the log), else the file at
+git HEAD, else nothing (the file is new).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger.errors import TrailError
+
+GIT_TIMEOUT_S = 5
+
+
+@dataclass(frozen=True)
+class Change:
+    operation: str
+    before_sha256: str | None
+    after_sha256: str | None
+    diff: str | None
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _git(args: list[str], cwd: Path) -> bytes | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def git_state(cwd: Path) -> tuple[str | None, bool | None]:
+    """(HEAD commit, dirty?) when ``cwd`` is in a git work tree, else (None, None)."""
+    head = _git(["rev-parse", "HEAD"], cwd)
+    if head is None:
+        return None, None
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    return head.decode().strip(), bool(status and status.strip())
+
+
+def _git_head_content(path: Path) -> bytes | None:
+    parent = path.parent if path.parent.exists() else Path.cwd()
+    top = _git(["rev-parse", "--show-toplevel"], parent)
+    if top is None:
+        return None
+    root = Path(top.decode().strip())
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    return _git(["show", f"HEAD:{rel.as_posix()}"], root)
+
+
+class BlobCache:
+    """Content seen at recorded changes, by sha256, so the next change can be diffed."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def get(self, digest: str | None) -> bytes | None:
+        if not digest:
+            return None
+        try:
+            return (self.root / digest[:2] / digest).read_bytes()
+        except OSError:
+            return None
+
+    def put(self, data: bytes) -> None:
+        digest = sha256(data)
+        target = self.root / digest[:2] / digest
+        if target.exists():
+            return
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        except OSError:
+            pass  # the cache only improves later diffs; recording must not fail for it
+
+
+def _text(data: bytes) -> list[str] | None:
+    if b"\x00" in data[:8192]:
+        return None  # binary: hashes only
+    return data.decode("utf-8", "replace").splitlines(keepends=True)
+
+
+def unified_diff(before: bytes | None, after: bytes | None, label: str) -> str | None:
+    old = _text(before) if before is not None else []
+    new = _text(after) if after is not None else []
+    if old is None or new is None:
+        return None
+    lines = difflib.unified_diff(old, new, fromfile=f"a/{label}", tofile=f"b/{label}")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def describe_change(path_given: str, last_sha256: str | None, cache: BlobCache) -> Change:
+    """Hash ``path_given`` now and diff it against the best baseline available."""
+    path = Path(path_given)
+    if path.is_dir():
+        raise TrailError(f"{path_given} is a directory; name the files that changed")
+    try:
+        after = path.read_bytes() if path.exists() else None
+    except OSError as exc:
+        raise TrailError(f"cannot read {path_given}: {exc.strerror or exc}") from exc
+    before = cache.get(last_sha256)
+    if before is None:
+        before = _git_head_content(path)
+    before_sha = last_sha256 or (sha256(before) if before is not None else None)
+    if after is None:
+        if before_sha is None:
+            raise TrailError(f"{path_given} does not exist and was never recorded; nothing changed")
+        return Change("deleted", before_sha, None, unified_diff(before, None, path_given))
+    cache.put(after)
+    after_sha = sha256(after)
+    operation = "created" if before_sha is None else "modified"
+    return Change(operation, before_sha, after_sha, unified_diff(before, after, path_given))

@@ -1,0 +1,74 @@
+"""Points in a task's history, as users name them for `--at`: N, -N, a time, or checkpoint:LABEL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from ledger import events as ev
+from ledger.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Point:
+    kind: Literal["position", "back", "time", "checkpoint"]
+    position: int = 0
+    time: datetime | None = None
+    label: str = ""
+
+    @property
+    def needs_events(self) -> bool:
+        return self.kind in ("time", "checkpoint")
+
+
+def parse(spec: str) -> Point:
+    """Parse an ``--at`` value; a bad one is a one-line BadInput."""
+    text = spec.strip()
+    if text.startswith("checkpoint:"):
+        label = text.removeprefix("checkpoint:")
+        if not label:
+            raise BadInput("--at checkpoint: needs a label, e.g. checkpoint:green-tests")
+        return Point("checkpoint", label=label)
+    if text.lstrip("-").isdigit():
+        number = int(text)
+        if number < 0:
+            return Point("back", position=-number)
+        if number == 0:
+            raise BadInput("--at 0: positions start at 1")
+        return Point("position", position=number)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(
+            f"--at {spec!r}: expected a position (4), a count back (-5), a time (2026-11-28T14:00) "
+            "or checkpoint:LABEL"
+        ) from None
+    return Point("time", time=when if when.tzinfo else when.replace(tzinfo=UTC))
+
+
+def locate(point: Point, last: int, events: Iterable[ev.TaskEvent] = ()) -> int:
+    """The position ``point`` names in a task whose last position is ``last``."""
+    if point.kind == "position":
+        if point.position > last:
+            raise BadInput(f"--at {point.position} is past the end: the task has {last} events")
+        return point.position
+    if point.kind == "back":
+        if point.position >= last:
+            raise BadInput(f"--at -{point.position} goes before the first event: the task has {last} events")
+        return last - point.position
+    found = 0
+    for event in events:
+        if point.kind == "time":
+            assert point.time is not None
+            if event.timestamp > point.time:
+                break
+            found = event.originator_version
+        elif isinstance(event, ev.CheckpointMarked) and event.label == point.label:
+            found = event.originator_version  # the latest checkpoint of that name wins
+    if found == 0:
+        if point.kind == "time":
+            raise BadInput(f"--at {point.time:%Y-%m-%dT%H:%M:%S%z} is before the task was opened")
+        raise BadInput(f"--at checkpoint:{point.label}: no checkpoint with that label")
+    return found

@@ -1,0 +1,75 @@
+"""One line per event, for `trail log`: what happened, in the task's own words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger import events as ev
+from projections.state import command_line
+
+
+def _short(text: str | None, width: int = 100) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def summary(event: ev.TaskEvent) -> str:
+    match event:
+        case ev.TaskOpened():
+            return f"opened #{event.number} {_short(event.title)}"
+        case ev.RequirementStated():
+            return f"requirement: {_short(event.text)}"
+        case ev.RequirementChanged():
+            return f"requirement [{event.supersedes}] now: {_short(event.text)}"
+        case ev.CorrectionMade():
+            return f"correction: {_short(event.text)}"
+        case ev.DecisionRecorded():
+            because = f" because {_short(event.reason, 60)}" if event.reason else ""
+            return f"decision: {_short(event.text)}{because}"
+        case ev.AttemptStarted():
+            return f"attempt: {_short(event.text)}"
+        case ev.AttemptEnded():
+            reason = f": {_short(event.reason)}" if event.reason else ""
+            return f"attempt [{event.attempt}] {event.outcome}{reason}"
+        case ev.ToolCalled():
+            return f"tool {event.tool} called: {_short(event.input.tail, 80)}"
+        case ev.ToolResult():
+            return f"tool {event.tool} {'ok' if event.ok else 'ERROR'}: {_short(event.output.tail, 80)}"
+        case ev.CommandRan():
+            code = "?" if event.exit_code is None else event.exit_code
+            took = f" in {event.duration_ms} ms" if event.duration_ms is not None else ""
+            return f"ran `{_short(command_line(event), 80)}` -> exit {code}{took}"
+        case ev.FileChanged():
+            size = f" ({event.diff.size} B diff)" if event.diff else ""
+            return f"{event.operation} {event.path}{size}"
+        case ev.TestResult():
+            return f"test {event.name} {event.outcome}"
+        case ev.CheckpointMarked():
+            git = f" @ {event.git_head[:10]}" if event.git_head else ""
+            return f"checkpoint '{event.label}'{git}"
+        case ev.NextStepSet():
+            return f"next: {_short(event.text)}"
+        case ev.StatusChanged():
+            reason = f": {_short(event.reason)}" if event.reason else ""
+            return f"status -> {event.status}{reason}"
+        case ev.NoteAdded():
+            return f"note: {_short(event.text)}"
+        case ev.ConversationLinked():
+            return f"conversation {event.agent} {event.session_id}"
+        case ev.TaskLinked():
+            other = f"#{event.other_number}" if event.other_number else str(event.other)
+            return f"linked {event.relation} {other}"
+    return type(event).__name__
+
+
+def as_record(event: ev.TaskEvent) -> dict[str, Any]:
+    """The machine form of one event: its type and every field (JSON-safe)."""
+    data = event.model_dump(mode="json")
+    return {
+        "position": event.originator_version,
+        "type": type(event).__name__,
+        "timestamp": data.pop("timestamp"),
+        "actor": data.pop("actor"),
+        "summary": summary(event),
+        **{k: v for k, v in data.items() if k not in ("originator_id", "originator_version", "originator_topic")},
+    }

@@ -36,9 +36,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 def _register() -> None:
-    from cli import read, record
+    from cli import demo, read, record
 
-    for module in (record, read):
+    for module in (record, read, demo):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 from projections.state import TaskState
 
-# Higher keeps longer. The goal, status and next step are never dropped.
+# Higher keeps longer; the order follows what an agent needs first. The goal, status
+# and next step are never dropped.
 KEEP = 100
-HIGH, MID, LOW, LEAST = 60, 40, 20, 10
+REQUIREMENT, CORRECTION, IN_PROGRESS, FAILED, DECISION, STOPPED = 70, 65, 62, 55, 50, 45
+MID, LOW, LEAST = 40, 20, 10
 
 
 @dataclass(frozen=True)
@@ -42,35 +44,37 @@ def lines(state: TaskState) -> list[Line]:
     add("goal", f"# Task #{state.number} {state.title} [{status}]", KEEP)
 
     if state.requirements:
-        add("requirements", "## Requirements (current wording)", HIGH)
+        add("requirements", "## Requirements (current wording)", REQUIREMENT)
         for r in state.requirements:
             changed = f" (reworded {len(r.history)}x)" if r.history else ""
-            add("requirements", f"- [{r.position}] {_clip(r.text)}{changed}", HIGH)
+            add("requirements", f"- [{r.position}] {_clip(r.text)}{changed}", REQUIREMENT)
 
     if state.corrections:
-        add("corrections", "## Corrections (the agent had these wrong)", HIGH)
+        add("corrections", "## Corrections (the agent had these wrong)", CORRECTION)
         for c in state.corrections:
             wrong = f" (was: {_clip(c.wrong, 120)})" if c.wrong else ""
-            add("corrections", f"- [{c.position}] {_clip(c.text)}{wrong}", HIGH - 1)
+            add("corrections", f"- [{c.position}] {_clip(c.text)}{wrong}", CORRECTION)
 
     ended = [a for a in state.attempts if a.outcome in ("failed", "abandoned")]
     if ended:
-        add("failed", "## Tried and did not work", MID + 5)
-        # Most recent failures matter most: older ones drop first.
+        add("failed", "## Tried and did not work", FAILED)
+        # The latest failures matter most: older ones drop first.
         for i, a in enumerate(ended):
             why = f": {_clip(a.reason)}" if a.reason else ""
-            add("failed", f"- [{a.position}] {str(a.outcome).upper()} {_clip(a.text, 160)}{why}", MID + i % 5)
+            latest = i >= len(ended) - 3
+            add("failed", f"- [{a.position}] {str(a.outcome).upper()} {_clip(a.text, 160)}{why}",
+                FAILED if latest else MID)
 
     if state.open_attempt is not None:
         current = next(a for a in state.attempts if a.position == state.open_attempt)
-        add("attempt", f"## In progress\n- [{current.position}] {_clip(current.text)}", HIGH + 5)
+        add("attempt", f"## In progress\n- [{current.position}] {_clip(current.text)}", IN_PROGRESS)
 
     if state.decisions:
-        add("decisions", "## Decisions", MID)
+        add("decisions", "## Decisions", DECISION)
         for d in state.decisions:
             reason = f" because {_clip(d.reason, 160)}" if d.reason else ""
             rejected = f" (rejected: {', '.join(d.rejected)})" if d.rejected else ""
-            add("decisions", f"- [{d.position}] {_clip(d.text)}{reason}{rejected}", MID - 1)
+            add("decisions", f"- [{d.position}] {_clip(d.text)}{reason}{rejected}", DECISION)
 
     if state.files:
         add("files", f"## Files changed ({len(state.files)})", LOW + 5)
@@ -99,13 +103,14 @@ def lines(state: TaskState) -> list[Line]:
         if state.commands_total > len(commands):
             add("results", f"- ({state.commands_total} commands in all, {state.commands_failed} failed)", LEAST)
 
-    add("stopped", "## Where it stopped", HIGH)
+    add("stopped", "## Where it stopped", STOPPED)
     if state.checkpoints:
         cp = state.checkpoints[-1]
         git = f" at git {cp.git_head[:10]}{' (dirty)' if cp.git_dirty else ''}" if cp.git_head else ""
-        add("stopped", f"- checkpoint '{cp.label}'{git} [{cp.position}]", HIGH)
+        note = f": {_clip(cp.note, 160)}" if cp.note else ""
+        add("stopped", f"- checkpoint '{cp.label}'{git} [{cp.position}]{note}", STOPPED)
     when = state.updated_at.strftime("%Y-%m-%d %H:%M UTC") if state.updated_at else "never"
-    add("stopped", f"- last event [{state.position}] at {when}", HIGH)
+    add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
     for n in state.notes[-3:]:
         add("stopped", f"- note [{n.position}]: {_clip(n.text, 160)}", LEAST)
 

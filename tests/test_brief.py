@@ -1,0 +1,69 @@
+"""The continuation brief: order, content, and the character budget."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger import sample
+from ledger.store import Ledger
+from projections import brief
+from projections.state import TaskState
+
+
+def _sample_state(ledger: Ledger) -> TaskState:
+    return sample.record(ledger)
+
+
+def test_sections_come_in_the_order_an_agent_needs(ledger: Ledger) -> None:
+    text = brief.render(_sample_state(ledger))
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert headings[0].startswith("# Task #1 Fix login timeout on slow networks [paused (end of day)]")
+    order = ["Requirements", "Corrections", "Tried and did not work", "In progress", "Decisions", "Files changed",
+             "Last results", "Where it stopped", "Next step"]
+    positions = [next(i for i, h in enumerate(headings) if name in h) for name in order]
+    assert positions == sorted(positions)
+    assert "retry loop is in auth/refresh.py" in text
+    assert "FAILED Raise the HTTP client timeout to 30 s: Timeout is not the cause" in text
+    assert "checkpoint 'unit-tests-green'" in text
+    assert text.rstrip().endswith("Run the 3G network profile (tc netem, 2 s RTT) against staging login")
+
+
+def test_brief_is_state_not_chat(ledger: Ledger) -> None:
+    """No message replay: every line of the brief comes from a folded fact, and the size stays
+    bounded when the same kind of fact repeats."""
+    state = _sample_state(ledger)
+    assert state.id is not None
+    from ledger import events as ev
+    from ledger.bounds import bound
+
+    before = len(brief.render(ledger.state(state.id)))
+    for i in range(200):
+        ledger.append(state.id, ev.CommandRan, shell=f"make step{i}", exit_code=0, stdout=bound("ok"))
+    after = brief.render(ledger.state(state.id))
+    assert len(after) < before + 400  # only the last five commands and a count are shown
+    assert "200" not in after or "(202 commands in all" in after
+
+
+def test_budget_keeps_goal_and_next_step_and_says_what_it_dropped(ledger: Ledger) -> None:
+    state = _sample_state(ledger)
+    full = brief.render(state)
+    cut = brief.render(state, max_chars=600)
+    assert len(cut) <= 600 < len(full)
+    assert cut.startswith("# Task #1")
+    assert "Run the 3G network profile" in cut
+    note = re.search(r"\[brief cut to fit 600 chars: dropped (.*) line\(s\)\]", cut)
+    assert note is not None
+    # Requirements and corrections outrank file lists and command tails, so they survive.
+    assert "Login must succeed on 3G" in cut and "retry loop is in auth/refresh.py" in cut
+    assert "net/client.py" not in cut
+
+
+@settings(max_examples=40, deadline=None)
+@given(budget=st.integers(min_value=200, max_value=3000))
+def test_any_budget_is_respected(budget: int) -> None:
+    state = TaskState(number=1, title="t" * 50, next_step="n" * 100)
+    for limit in (budget,):
+        assert len(brief.render(state, max_chars=limit)) <= limit

@@ -1,0 +1,91 @@
+"""The README's flow, run as real `trail` processes against one real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.conftest import run_trail
+
+
+def test_readme_flow_survives_across_processes(home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "repo"
+    (work / "auth").mkdir(parents=True)
+    (work / "auth" / "refresh.py").write_text("while True:\n    retry()\n")
+
+    def trail(*args: str) -> str:
+        return run_trail(*args, home=home, cwd=work, check=True).stdout
+
+    assert "Started #1" in trail("start", "Fix login timeout on slow networks")
+    trail("require", "Login must succeed on 3G (2 s RTT)")
+    trail("attempt", "Raise the HTTP client timeout to 30 s")
+    ran = run_trail("ran", "--", "python3", "-c", "import sys; print('1 failed'); sys.exit(3)", home=home, cwd=work)
+    assert ran.returncode == 3  # `trail ran` exits with the command's own code
+    assert "1 failed" in ran.stdout  # and its output still reaches the terminal
+    trail("fail", "Timeout is not the cause: the token refresh retries forever")
+    trail("correct", "Don't touch the global client; the retry loop is in auth/refresh.py")
+    trail("decide", "Cap refresh retries at 3 with backoff", "--because", "server rejects >5 rapid retries")
+    (work / "auth" / "refresh.py").write_text("for _ in range(3):\n    retry()\n")
+    assert "auth/refresh.py" in trail("changed", "auth/refresh.py")
+    trail("next", "Re-run tests/test_login.py, then the 3G profile")
+    trail("pause")
+
+    brief = trail("resume")
+    for expected in ("Login must succeed on 3G", "retry loop is in auth/refresh.py", "FAILED Raise the HTTP client",
+                     "Cap refresh retries at 3", "auth/refresh.py", "exit 3", "Re-run tests/test_login.py", "paused"):
+        assert expected in brief, expected
+
+    machine = json.loads(trail("resume", "1", "--json"))
+    state = machine["state"]
+    assert machine["position"] == 10
+    assert state["status"] == "paused"
+    assert state["attempts"][0]["outcome"] == "failed"
+    assert state["commands"][0]["exit_code"] == 3
+    assert list(state["files"]) == ["auth/refresh.py"]
+    assert state["files"]["auth/refresh.py"]["after_sha256"] is not None
+
+    back = json.loads(trail("replay", "1", "--at", "4", "--json"))["state"]
+    assert back["position"] == 4 and back["open_attempt"] == 3 and back["commands_total"] == 1
+    assert back["corrections"] == [] and back["status"] == "active"
+
+    timeline = trail("log", "1").splitlines()
+    assert len(timeline) == 10 and "opened #1" in timeline[0] and "status -> paused" in timeline[-1]
+    listing = trail("list")
+    assert "#1" in listing and "paused" in listing and "Re-run tests/test_login.py" in listing
+
+    # The diff of the change is in the log, against the version the ledger last saw (none: created).
+    rows = sqlite3.connect(home / "ledger.db").execute(
+        "SELECT state FROM stored_events WHERE topic = 'tasktrail/FileChanged'"
+    ).fetchall()
+    assert len(rows) == 1 and b"+for _ in range(3):" in rows[0][0]
+
+
+def test_switch_and_slug_prefix(home: Path) -> None:
+    run_trail("start", "Port the parser to Rust", home=home, check=True)
+    run_trail("start", "Port the lexer to Rust", home=home, check=True)
+    run_trail("start", "Write release notes", home=home, check=True)
+    run_trail("note", "the active task is the last one started", home=home, check=True)
+    assert "#3" in run_trail("list", home=home).stdout.splitlines()[2][:6]
+    assert run_trail("switch", "port-the-p", home=home, check=True).stdout.startswith("Active task: #1")
+    run_trail("require", "Same AST as before", home=home, check=True)
+    one = json.loads(run_trail("resume", "--json", home=home, check=True).stdout)
+    assert one["task"] == 1 and one["state"]["requirements"][0]["text"] == "Same AST as before"
+    assert json.loads(run_trail("resume", "write", "--json", home=home).stdout)["state"]["notes"]
+
+
+def test_second_change_is_diffed_against_the_first(home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("one\ntwo\n")
+    run_trail("start", "Edit a file twice", home=home, cwd=work, check=True)
+    run_trail("changed", "a.txt", home=home, cwd=work, check=True)
+    (work / "a.txt").write_text("one\nTWO\n")
+    run_trail("changed", "a.txt", home=home, cwd=work, check=True)
+    (work / "a.txt").unlink()
+    run_trail("changed", "a.txt", home=home, cwd=work, check=True)
+    events = json.loads(run_trail("log", "--type", "FileChanged", "--json", home=home, check=True).stdout)
+    assert [e["operation"] for e in events] == ["created", "modified", "deleted"]
+    assert "-two\n+TWO\n" in events[1]["diff"]["tail"]
+    assert events[1]["before_sha256"] == events[0]["after_sha256"]
+    assert events[2]["before_sha256"] == events[1]["after_sha256"] and events[2]["after_sha256"] is None

@@ -36,9 +36,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 def _register() -> None:
-    from cli import demo, read, record
+    from cli import audit, demo, read, record
 
-    for module in (record, read, demo):
+    for module in (record, read, audit, demo):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -63,20 +63,36 @@ def replay(ctx: Context, task: str | None, at: str, max_chars: int | None, as_js
 @click.command("log")
 @task_argument
 @click.option("--type", "types", multiple=True, metavar="TYPE", help="Only events of this type (e.g. CommandRan).")
+@click.option(
+    "--actor", "actors", multiple=True, metavar="ACTOR", help="Only events by this actor (agent:* matches all agents)."
+)
+@click.option("--since", metavar="TIME", help="Only events at or after TIME (ISO, e.g. 2026-11-28T14:00).")
+@click.option("--until", metavar="TIME", help="Only events before TIME.")
+@click.option("--file", "path", metavar="PATH", help="Only events about PATH (its changes, and events that name it).")
+@click.option("--grep", metavar="TEXT", help="Only events whose content contains TEXT (case-insensitive).")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Only the last N matching events.")
 @json_option
 @pass_context
 @fails_cleanly
-def log(ctx: Context, task: str | None, types: tuple[str, ...], limit: int | None, as_json: bool) -> None:
-    """Print TASK's timeline: one line per event, oldest first."""
+def log(
+    ctx: Context, task: str | None, types: tuple[str, ...], actors: tuple[str, ...], since: str | None,
+    until: str | None, path: str | None, grep: str | None, limit: int | None, as_json: bool,
+) -> None:
+    """Print TASK's timeline: one line per event, oldest first, filtered as asked."""
     from ledger.errors import BadInput
     from ledger.events import BY_NAME
+    from projections.timeline import EventFilter
 
     unknown = [t for t in types if t not in BY_NAME]
     if unknown:
         raise BadInput(f"--type {unknown[0]}: unknown event type; known: {', '.join(BY_NAME)}")
+    keep = EventFilter(
+        types=types, actors=actors, path=path, grep=grep,
+        since=points.parse_time(since, "--since") if since else None,
+        until=points.parse_time(until, "--until") if until else None,
+    )
     entry = ctx.entry(task)
-    selected = [e for e in ctx.ledger().task_events(entry.task_id) if not types or type(e).__name__ in types]
+    selected = [e for e in ctx.ledger().task_events(entry.task_id) if keep.matches(e)]
     if limit:
         selected = selected[-limit:]
     if as_json:

@@ -37,6 +37,11 @@ E   (token refresh attempted 57 times)
 """
 
 
+def _timeout_diff(old: int, new: int) -> str:
+    return (f"--- a/net/client.py\n+++ b/net/client.py\n@@ -3,3 +3,3 @@\n import httpx\n \n"
+            f"-TIMEOUT_S = {old}\n+TIMEOUT_S = {new}\n")
+
+
 def steps() -> list[tuple[type[ev.TaskEvent], dict[str, Any]]]:
     """The sample task's events after it is opened, in order."""
     agent = "agent:claude-code"
@@ -46,7 +51,7 @@ def steps() -> list[tuple[type[ev.TaskEvent], dict[str, Any]]]:
         (ev.ConversationLinked, {"agent": "claude-code", "session_id": "demo-session-1", "actor": "system"}),
         (ev.AttemptStarted, {"text": "Raise the HTTP client timeout to 30 s", "actor": agent}),
         (ev.FileChanged, {"path": "net/client.py", "operation": "modified", "before_sha256": "9f2c" * 16,
-                          "after_sha256": "41ab" * 16, "diff": bound("-TIMEOUT_S = 10\n+TIMEOUT_S = 30\n"),
+                          "after_sha256": "41ab" * 16, "diff": bound(_timeout_diff(10, 30)),
                           "actor": agent}),
         (ev.CommandRan, {"argv": ("pytest", "tests/test_login.py"), "exit_code": 1, "duration_ms": 31420,
                          "stdout": bound(_PYTEST_FAIL), "stderr": bound(""), "actor": agent}),
@@ -61,7 +66,7 @@ def steps() -> list[tuple[type[ev.TaskEvent], dict[str, Any]]]:
                                "rejected": ("retry until the login deadline",), "actor": agent}),
         (ev.AttemptStarted, {"text": "Bounded retry loop in auth/refresh.py", "actor": agent}),
         (ev.FileChanged, {"path": "net/client.py", "operation": "modified", "before_sha256": "41ab" * 16,
-                          "after_sha256": "9f2c" * 16, "diff": bound("-TIMEOUT_S = 30\n+TIMEOUT_S = 10\n"),
+                          "after_sha256": "9f2c" * 16, "diff": bound(_timeout_diff(30, 10)),
                           "actor": agent}),
         (ev.FileChanged, {"path": "auth/refresh.py", "operation": "modified", "before_sha256": "07d1" * 16,
                           "after_sha256": "c3e8" * 16, "diff": bound(_REFRESH_DIFF), "actor": agent}),

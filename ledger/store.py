@@ -82,6 +82,28 @@ class Ledger(Application[UUID]):
 
         return self._retrying(attempt)
 
+    def branch(self, task_id: UUID, at: int, title: str, actor: str = "user") -> TaskState:
+        """Start a new task whose history is this task's first ``at`` events (same positions,
+        so provenance pointers stay valid), linked back to it. The original is left untouched."""
+        origin = self.state(task_id, at=at)
+        history = list(self.task_events(task_id, after=1, upto=at))
+
+        def attempt() -> TaskState:
+            registry = self._registry()
+            number = registry.next_number()
+            slug = registry.unique_slug(title)
+            task = Task.open(number=number, title=title, slug=slug, cwd=origin.cwd, actor=actor)
+            for event in history:
+                fields = event.model_dump(exclude={"originator_id", "originator_version", "chain"})
+                task.trigger_event(type(event), **fields)  # already valid once: copied as recorded
+            task.record(ev.TaskLinked, relation="branched_from", other=task_id, other_number=origin.number,
+                        actor=actor)
+            registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
+            self.save(registry, task)
+            return task.state
+
+        return self._retrying(attempt)
+
     def append(self, task_id: UUID, event_class: type[ev.TaskEvent], **fields: Any) -> TaskState:
         """Append one event to a task; the Task aggregate checks its rules first."""
         return self.append_many(task_id, [(event_class, fields)])

@@ -39,13 +39,21 @@ def parse(spec: str) -> Point:
             raise BadInput("--at 0: positions start at 1")
         return Point("position", position=number)
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        return Point("time", time=parse_time(text, "--at"))
+    except BadInput:
         raise BadInput(
             f"--at {spec!r}: expected a position (4), a count back (-5), a time (2026-11-28T14:00) "
             "or checkpoint:LABEL"
         ) from None
-    return Point("time", time=when if when.tzinfo else when.replace(tzinfo=UTC))
+
+
+def parse_time(text: str, option: str) -> datetime:
+    """An ISO time; without a zone it is taken as UTC."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"{option} {text!r}: expected an ISO time such as 2026-11-28T14:00") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def locate(point: Point, last: int, events: Iterable[ev.TaskEvent] = ()) -> int:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+import orjson
 
 from ledger import events as ev
 from projections.state import command_line
@@ -73,3 +77,39 @@ def as_record(event: ev.TaskEvent) -> dict[str, Any]:
         "summary": summary(event),
         **{k: v for k, v in data.items() if k not in ("originator_id", "originator_version", "originator_topic")},
     }
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """The `trail log` filters; an event passes when it matches all that are set."""
+
+    types: tuple[str, ...] = ()
+    actors: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    path: str | None = None
+    grep: str | None = None
+
+    def matches(self, event: ev.TaskEvent) -> bool:
+        if self.types and type(event).__name__ not in self.types:
+            return False
+        if self.actors and not any(
+            event.actor == a or (a.endswith("*") and event.actor.startswith(a[:-1])) for a in self.actors
+        ):
+            return False
+        if self.since and event.timestamp < self.since:
+            return False
+        if self.until and event.timestamp >= self.until:
+            return False
+        if self.path is None and self.grep is None:
+            return True
+        content = orjson.dumps(event.model_dump(mode="json")).decode() + " " + summary(event)
+        if self.path is not None:
+            from projections.why import same_path
+
+            named = isinstance(event, ev.FileChanged) and any(
+                same_path(p, self.path) for p in (event.path, event.renamed_from) if p
+            )
+            if not named and self.path not in content:
+                return False
+        return self.grep is None or self.grep.lower() in content.lower()

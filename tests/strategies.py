@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from hypothesis import strategies as st
 
 from ledger import events as ev
 from ledger.bounds import bound
+from ledger.errors import RuleBroken
+from ledger.store import Ledger
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40).filter(
     lambda s: s.strip() != ""
@@ -52,3 +55,14 @@ steps: st.SearchStrategy[Step] = st.one_of(
 )
 
 histories = st.lists(steps, min_size=1, max_size=40)
+
+
+def record_history(ledger: Ledger, history: list[Step], title: str = "property task") -> int:
+    """Open a task and append what its rules allow of ``history``; returns the last position."""
+    state = ledger.open_task(title)
+    assert state.id is not None
+    for event_class, fields in history:
+        # A step the rules refuse (ending an attempt when none is open) appends nothing.
+        with contextlib.suppress(RuleBroken):
+            state = ledger.append(state.id, event_class, **fields)
+    return state.position

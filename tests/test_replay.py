@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
@@ -12,27 +11,15 @@ from hypothesis import HealthCheck, given, settings
 
 from cli.main import cli
 from ledger import sample
-from ledger.errors import RuleBroken
 from ledger.location import Location
 from ledger.store import Ledger, open_ledger
 from ledger.task import Task
 from projections.state import replay
-from tests.strategies import Step, histories
+from tests.strategies import Step, histories, record_history
 
 
 class EveryThirdSnapshot(Ledger):
     snapshotting_intervals = {Task: 3}
-
-
-def _record(ledger: Ledger, history: list[Step]) -> int:
-    """Append what the task's rules allow; returns the last position."""
-    state = ledger.open_task("property task")
-    assert state.id is not None
-    for event_class, fields in history:
-        # A step the rules refuse (ending an attempt when none is open) appends nothing.
-        with contextlib.suppress(RuleBroken):
-            state = ledger.append(state.id, event_class, **fields)
-    return state.position
 
 
 @pytest.mark.parametrize("ledger_class", [Ledger, EveryThirdSnapshot], ids=["no-snapshot-yet", "snapshot-every-3"])
@@ -44,7 +31,7 @@ def test_state_at_every_point_equals_fold_of_prefix(
     path = tmp_path_factory.mktemp("replay") / "ledger.db"
     ledger = ledger_class(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path)})
     try:
-        last = _record(ledger, history)
+        last = record_history(ledger, history)
         task_id = ledger.entries()[0].task_id
         events = list(ledger.task_events(task_id))
         assert [e.originator_version for e in events] == list(range(1, last + 1))

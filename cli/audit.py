@@ -1,0 +1,165 @@
+"""Audit and time travel: why a file is as it is, state diffs, branching, chain verification."""
+
+from __future__ import annotations
+
+import re
+from uuid import UUID
+
+import click
+
+from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
+from ledger.errors import BadInput, TrailError
+from projections import points
+
+LINE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+
+
+class ChainBroken(TrailError):
+    exit_code = 5
+
+
+def _position(ctx: Context, task_id: UUID, spec: str) -> int:
+    point = points.parse(spec)
+    ledger = ctx.ledger()
+    last = ledger.state(task_id).position
+    return points.locate(point, last, ledger.task_events(task_id) if point.needs_events else ())
+
+
+@click.command("why")
+@click.argument("target", metavar="PATH[:LINE]")
+@click.option("-t", "--task", "task_ref", metavar="TASK", help="Only this task (default: all tasks).")
+@json_option
+@pass_context
+@fails_cleanly
+def why(ctx: Context, target: str, task_ref: str | None, as_json: bool) -> None:
+    """Why is PATH (or the line PATH:LINE) like this? Every recorded change, newest first,
+    with the attempt, decision and requirement or correction behind it.
+
+    A line is followed back through later diffs, so PATH:LINE numbers the line as the
+    file is now (as of its last recorded change).
+    """
+    from projections import why as why_projection
+
+    match = LINE_SUFFIX.match(target)
+    path, line = (match["path"], int(match["line"])) if match else (target, None)
+    if line is not None and line < 1:
+        raise BadInput(f"{target}: line numbers start at 1")
+    ledger = ctx.ledger()
+    entries = [ctx.entry(task_ref)] if task_ref else ledger.entries()
+    found = []
+    for entry in entries:
+        found += why_projection.changes(ledger.task_events(entry.task_id), path)
+    if line is not None:
+        found = why_projection.follow_line(found, line)
+    found.sort(key=lambda c: c.at, reverse=True)
+    if as_json:
+        emit_json({"path": path, "line": line, "changes": [c.model_dump(mode="json") for c in found]})
+        return
+    if not found:
+        scope = f"task #{entries[0].number}" if task_ref else "any task"
+        click.echo(f"No recorded change of {target} in {scope}.")
+        return
+    for c in found:
+        at_line = f" (line {c.line} then)" if c.line is not None and line is not None else ""
+        cut = ", diff cut" if c.diff_truncated else ""
+        click.echo(f"#{c.task} [{c.position}] {c.at:%Y-%m-%d %H:%M} {c.actor}: {c.operation} {c.path}{at_line}{cut}")
+        for ref in (c.attempt, c.decision, c.intent):
+            if ref is not None:
+                detail = f" ({ref.detail})" if ref.detail else ""
+                click.echo(f"    {ref.kind} [{ref.position}] {ref.at:%Y-%m-%d %H:%M} {ref.actor}: {ref.text}{detail}")
+        if c.explicit:
+            click.echo("    (cause named explicitly with --because)")
+        if c.attempt is c.decision is c.intent is None:
+            click.echo("    (no attempt, decision or user intent recorded before it)")
+
+
+@click.command("diff")
+@click.argument("task", metavar="TASK")
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@json_option
+@pass_context
+@fails_cleanly
+def diff(ctx: Context, task: str, a: str, b: str, as_json: bool) -> None:
+    """What changed in TASK's state between points A and B (each as for `replay --at`)."""
+    from projections import statediff
+
+    entry = ctx.entry(task)
+    ledger = ctx.ledger()
+    pa, pb = _position(ctx, entry.task_id, a), _position(ctx, entry.task_id, b)
+    patch = statediff.diff(ledger.state(entry.task_id, at=pa), ledger.state(entry.task_id, at=pb))
+    if as_json:
+        emit_json({"task": entry.number, "from": pa, "to": pb, "diff": patch})
+        return
+    click.echo(f"#{entry.number} [{pa}] -> [{pb}]")
+    lines = statediff.describe(patch)
+    click.echo("\n".join(lines) if lines else "(no change in the task's state)")
+
+
+@click.command("branch")
+@click.argument("task", metavar="TASK")
+@click.argument("title")
+@click.option("--at", "at", required=True, metavar="POINT", help="Where to branch (as for `replay --at`).")
+@click.option("--no-switch", is_flag=True, help="Do not make the new task the active one.")
+@json_option
+@pass_context
+@fails_cleanly
+def branch(ctx: Context, task: str, title: str, at: str, no_switch: bool, as_json: bool) -> None:
+    """Start a new task TITLE from TASK's state at a point, to try another way from there.
+
+    The new task holds copies of the first events (same positions), then a link back.
+    The original task is left as it is.
+    """
+    from ledger import refs
+
+    entry = ctx.entry(task)
+    position = _position(ctx, entry.task_id, at)
+    state = ctx.ledger().branch(entry.task_id, position, title)
+    if not no_switch and state.id is not None:
+        refs.set_active(ctx.location, state.id)
+    if as_json:
+        emit_json({"task": state.number, "slug": state.slug, "from": entry.number, "at": position})
+    else:
+        click.echo(f"Branched #{state.number} {state.slug} from #{entry.number} at [{position}]")
+
+
+@click.command("verify")
+@click.argument("task", required=False, metavar="[TASK]")
+@json_option
+@pass_context
+@fails_cleanly
+def verify(ctx: Context, task: str | None, as_json: bool) -> None:
+    """Walk the hash chain of TASK (default: every task) and report the first tampered event.
+
+    Exits 5 when any chain is broken.
+    """
+    from ledger.verify import verify_all
+
+    ledger = ctx.ledger()
+    entries = [ctx.entry(task)] if task else ledger.entries()
+    reports = list(verify_all(ledger, [e.task_id for e in entries]))
+    numbers = {e.task_id: e.number for e in entries}
+    broken = [r for r in reports if not r.ok]
+    if as_json:
+        emit_json([{
+            "task": numbers[r.task_id], "events": r.events, "ok": r.ok, "head": r.head,
+            "break": None if r.first_break is None else {
+                "position": r.first_break.position, "kind": r.first_break.kind, "detail": r.first_break.detail},
+        } for r in reports])
+    else:
+        for r in reports:
+            if r.first_break is None:
+                click.echo(f"#{numbers[r.task_id]} ok: {r.events} events, head {r.head[:16]}")
+            else:
+                b = r.first_break
+                click.echo(f"#{numbers[r.task_id]} BROKEN at position {b.position}: {b.kind} ({b.detail})")
+    if broken:
+        first = broken[0].first_break
+        assert first is not None
+        raise ChainBroken(
+            f"{len(broken)} of {len(reports)} task chain(s) broken; first: #{numbers[broken[0].task_id]} "
+            f"at position {first.position} ({first.kind})"
+        )
+
+
+COMMANDS: list[click.Command] = [why, diff, branch, verify]

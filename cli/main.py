@@ -12,7 +12,8 @@ HELP = """Keep a long AI coding task as a resumable ledger of events.
 \b
 Record as you go:   trail start TITLE, require, attempt, ran, fail, correct, decide, changed, next
 Pick up again:      trail resume [TASK]   (the continuation brief; --json for agents)
-Look back:          trail log, replay --at N, list
+Look back:          trail log, replay --at N, diff, why PATH[:LINE], verify, branch, list
+First time here:    trail demo
 
 TASK is a number (7 or #7), a unique prefix of the task's slug, or left out for the
 active task (set by `trail start` and `trail switch`). The ledger is an SQLite file in
@@ -20,7 +21,14 @@ $TRAIL_HOME (default ~/.local/share/tasktrail), created on first use; --db point
 """
 
 
-@click.group(help=HELP, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class InOrder(click.Group):
+    """Lists commands in the order they were added (record, read, audit...), not A to Z."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@click.group(cls=InOrder, help=HELP, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--db",
     metavar="PATH",

@@ -61,13 +61,19 @@ class PydanticMapper(Mapper[UUID]):
             state=data,
         )
 
-    def to_domain_event(self, stored_event: Any) -> DomainEventProtocol[UUID]:
-        data = stored_event.state
+    def decode_state(self, data: bytes) -> dict[str, Any]:
+        """The stored state as written (before upcasting), from its raw bytes."""
         if self.cipher:
             data = self.cipher.decrypt(data)
         if self.compressor:
             data = self.compressor.decompress(data)
         state = self.transcoder.decode(data)
+        if not isinstance(state, dict):
+            raise ValueError("stored state is not a JSON object")
+        return state
+
+    def to_domain_event(self, stored_event: Any) -> DomainEventProtocol[UUID]:
+        state = self.decode_state(stored_event.state)
         cls = resolve_topic(stored_event.topic)
         upcast(cls, state)
         state["originator_id"] = stored_event.originator_id

@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 from uuid import NAMESPACE_URL, UUID, uuid5
 
-from eventsourcing.domain import Aggregate, CanInitAggregate, CanMutateAggregate, CanSnapshotAggregate
-from eventsourcing.utils import get_topic, resolve_topic
+from eventsourcing.domain import Aggregate, CanInitAggregate, CanMutateAggregate
+from eventsourcing.utils import get_topic
 from pydantic import BaseModel, ConfigDict
+
+from ledger.snapshot import ModelSnapshot, SnapshotBody
 
 REGISTRY_ID = uuid5(NAMESPACE_URL, "tasktrail:registry")
 SLUG_MAX = 48
@@ -56,43 +58,13 @@ class TaskRegistered(RegistryEvent):
     entry: Entry
 
 
-class RegistrySnapshot(BaseModel, CanSnapshotAggregate[UUID]):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class RegistryBody(SnapshotBody):
+    entries: dict[int, Entry]
+
+
+class RegistrySnapshot(ModelSnapshot):
     TOPIC: ClassVar[str] = "tasktrail/RegistrySnapshot"
-    originator_id: UUID
-    originator_version: int
-    timestamp: datetime
-    topic: str
-    state: dict[str, Any]
-
-    @classmethod
-    def take(cls, aggregate: Any) -> Self:
-        body = {
-            "created_on": aggregate.created_on,
-            "modified_on": aggregate.modified_on,
-            "entries": [e.model_dump(mode="json") for e in aggregate.entries.values()],
-        }
-        return cls(
-            originator_id=aggregate.id,
-            originator_version=aggregate.version,
-            timestamp=cls.create_timestamp(),
-            topic=get_topic(type(aggregate)),
-            state=body,
-        )
-
-    def mutate(self, _: None) -> Any:
-        agg_cls = resolve_topic(self.topic)
-        agg = object.__new__(agg_cls)
-        entries = [Entry.model_validate(e) for e in self.state["entries"]]
-        agg.__dict__.update(
-            _id=self.originator_id,
-            _version=self.originator_version,
-            _created_on=datetime.fromisoformat(str(self.state["created_on"])),
-            _modified_on=datetime.fromisoformat(str(self.state["modified_on"])),
-            _pending_events=[],
-            entries={e.number: e for e in entries},
-        )
-        return agg
+    state: RegistryBody
 
 
 class Registry(Aggregate):

@@ -7,18 +7,17 @@ event is linked into the task's hash chain before it is applied.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 from uuid import NAMESPACE_URL, UUID, uuid5
 
-from eventsourcing.domain import Aggregate, CanSnapshotAggregate
-from eventsourcing.utils import get_topic, resolve_topic
-from pydantic import BaseModel, ConfigDict
+from eventsourcing.domain import Aggregate
+from eventsourcing.utils import get_topic
 
 from ledger import chain
 from ledger import events as ev
 from ledger.errors import RuleBroken
 from ledger.mapper import stored_state
+from ledger.snapshot import ModelSnapshot, SnapshotBody
 from projections.state import TaskState, fold
 
 
@@ -36,54 +35,16 @@ def linked(previous: str, event: ev.TaskEvent) -> ev.TaskEvent:
     return event.model_copy(update={"chain": digest})
 
 
-class SnapshotBody(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    created_on: datetime
-    modified_on: datetime
+class TaskBody(SnapshotBody):
     head: str
     state: TaskState
 
 
-class TaskSnapshot(BaseModel, CanSnapshotAggregate[UUID]):
+class TaskSnapshot(ModelSnapshot):
     """A snapshot of a task: the folded state and the chain head at a position."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     TOPIC: ClassVar[str] = "tasktrail/TaskSnapshot"
-    originator_id: UUID
-    originator_version: int
-    timestamp: datetime
-    topic: str
-    state: SnapshotBody
-
-    @classmethod
-    def take(cls, aggregate: Any) -> Self:
-        body = SnapshotBody(
-            created_on=aggregate.created_on,
-            modified_on=aggregate.modified_on,
-            head=aggregate.head,
-            state=aggregate.state,
-        )
-        return cls(
-            originator_id=aggregate.id,
-            originator_version=aggregate.version,
-            timestamp=cls.create_timestamp(),
-            topic=get_topic(type(aggregate)),
-            state=body,
-        )
-
-    def mutate(self, _: None) -> Any:
-        agg_cls = resolve_topic(self.topic)
-        agg = object.__new__(agg_cls)
-        agg.__dict__.update(
-            _id=self.originator_id,
-            _version=self.originator_version,
-            _created_on=self.state.created_on,
-            _modified_on=self.state.modified_on,
-            _pending_events=[],
-            head=self.state.head,
-            state=self.state.state,
-        )
-        return agg
+    state: TaskBody
 
 
 class Task(Aggregate):

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
 from ledger import chain
+from ledger.mapper import PydanticMapper
 from ledger.store import Ledger
 
 Kind = Literal["missing", "altered", "out of place", "truncated", "undecodable"]
@@ -48,16 +49,10 @@ class Report:
 
 
 def _decode(ledger: Ledger, stored: StoredEvent) -> dict[str, Any]:
-    data = stored.state
-    mapper = ledger.mapper
-    if mapper.cipher:
-        data = mapper.cipher.decrypt(data)
-    if mapper.compressor:
-        data = mapper.compressor.decompress(data)
-    decoded = mapper.transcoder.decode(data)
-    if not isinstance(decoded, dict):
-        raise ValueError("state is not a JSON object")
-    return decoded
+    try:
+        return cast(PydanticMapper, ledger.mapper).decode_state(stored.state)
+    except Exception as exc:  # any decoding failure is a finding, not a crash
+        raise ValueError(f"undecodable state: {exc}") from exc
 
 
 def _link(previous: str, stored: StoredEvent, state: dict[str, Any]) -> str:

@@ -24,6 +24,7 @@ from ledger import events as ev
 from ledger.errors import BadInput, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
+from ledger.redact import redact_fields
 from ledger.registry import REGISTRY_ID, Entry, Registry
 from ledger.task import Task, task_id_for
 from projections.state import TaskState
@@ -70,6 +71,7 @@ class Ledger(Application[UUID]):
 
     def open_task(self, title: str, cwd: str | None = None, actor: str = "user") -> TaskState:
         """Register a new task under the next free number and append its opening event."""
+        title, cwd = redact_fields({"title": title, "cwd": cwd}).values()  # secrets never reach the log
 
         def attempt() -> TaskState:
             registry = self._registry()
@@ -116,7 +118,7 @@ class Ledger(Application[UUID]):
         def attempt() -> TaskState:
             task = self.task(task_id)
             for event_class, fields in items:
-                task.record(event_class, **dict(fields))
+                task.record(event_class, **redact_fields(fields))  # secrets never reach the log
             self.save(task)
             return task.state
 

@@ -1,0 +1,151 @@
+"""Redaction: secrets are replaced by a marker before anything is appended to the ledger.
+
+A marker keeps the kind of secret and a short hash of it, ``[REDACTED:github-token:3f2a9c1b]``,
+so two mentions of one secret stay recognisable without revealing it. The ledger's write path
+(``Ledger.append_many``, ``Ledger.open_task``) calls ``redact_fields``, so every path (CLI,
+hook, import) is covered. Users add patterns in ``TRAIL_HOME/redact.toml`` (or ``redact.json``)::
+
+    [[pattern]]
+    name = "internal-token"        # the marker's kind
+    regex = "itk_[A-Za-z0-9]{20,}" # Python regex; group 1, when present, is the part replaced
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ledger.errors import TrailError
+from ledger.events import SourceKey
+from ledger.location import trail_home
+
+MARKER_PREFIX = "[REDACTED:"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    regex: re.Pattern[str]
+    group: int = 0
+    """The group replaced by the marker (0: the whole match)."""
+
+
+_KEY_WORDS = r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)"
+
+BUILTIN: tuple[Pattern, ...] = (
+    Pattern(
+        "private-key",
+        # An unterminated block (a cut tail) is redacted to the end of the text.
+        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)",
+                   re.S),
+    ),
+    Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    Pattern("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    Pattern("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    Pattern("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    Pattern("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    Pattern("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35,}")),
+    Pattern("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    Pattern(
+        "bearer",
+        re.compile(
+            r"(?i)(?:\bbearer\s+|\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|bearer)?\s*)"
+            r"([A-Za-z0-9._~+/-]{12,}=*)"
+        ),
+        group=1,
+    ),
+    Pattern("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), group=1),
+    # .env-style or JSON/YAML assignments whose key names a secret: KEY=value, "key": "value".
+    Pattern(
+        "assignment",
+        re.compile(
+            r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*[\"']?"
+            r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)([^\s\"'`,;(){}]{3,}+)(?!\()"
+        ),
+        group=1,
+    ),
+)
+
+
+def marker(kind: str, secret: str) -> str:
+    digest = hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()[:8]
+    return f"{MARKER_PREFIX}{kind}:{digest}]"
+
+
+def _load_user_patterns(home: Path) -> tuple[Pattern, ...]:
+    """Patterns from ``redact.toml`` or ``redact.json`` in ``home``; a bad file is one clear error."""
+    for name in ("redact.toml", "redact.json"):
+        path = home / name
+        if not path.exists():
+            continue
+        try:
+            raw = path.read_text()
+            data = tomllib.loads(raw) if name.endswith(".toml") else json.loads(raw)
+            entries = data.get("pattern", data.get("patterns", []))
+        except (OSError, ValueError, AttributeError) as exc:
+            raise TrailError(f"bad redaction config {path}: {exc}") from exc
+        patterns = []
+        for i, entry in enumerate(entries, 1):
+            try:
+                regex = re.compile(str(entry["regex"]))
+            except (KeyError, TypeError, re.error) as exc:
+                raise TrailError(f"bad redaction config {path}, pattern {i}: {exc!r}") from exc
+            patterns.append(Pattern(str(entry.get("name", "custom")), regex, 1 if regex.groups >= 1 else 0))
+        return tuple(patterns)
+    return ()
+
+
+@lru_cache(maxsize=8)
+def patterns_for(home: Path) -> tuple[Pattern, ...]:
+    return (*_load_user_patterns(home), *BUILTIN)
+
+
+def redact_text(text: str, patterns: tuple[Pattern, ...] | None = None) -> str:
+    """``text`` with every secret replaced by its marker."""
+    for pattern in patterns if patterns is not None else patterns_for(trail_home()):
+        text = pattern.regex.sub(functools.partial(_replace, pattern), text)
+    return text
+
+
+def _replace(pattern: Pattern, match: re.Match[str]) -> str:
+    """The match with its secret group swapped for the marker (left alone if already a marker)."""
+    secret = match.group(pattern.group)
+    if secret.startswith(MARKER_PREFIX):
+        return match.group(0)
+    start, end = (i - match.start() for i in match.span(pattern.group))
+    text = match.group(0)
+    return text[:start] + marker(pattern.name, secret) + text[end:]
+
+
+def redact_value(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
+    """Redact every string inside ``value`` (str, pydantic model, list, tuple, dict)."""
+    if isinstance(value, str):
+        return redact_text(value, patterns)
+    if isinstance(value, SourceKey):
+        return value  # identifiers, not content: redacting could merge or split source keys
+    if isinstance(value, BaseModel):
+        update = {name: redact_value(getattr(value, name), patterns) for name in type(value).model_fields}
+        return value.model_copy(update=update)
+    if isinstance(value, tuple):
+        return tuple(redact_value(v, patterns) for v in value)
+    if isinstance(value, list):
+        return [redact_value(v, patterns) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_value(v, patterns) for k, v in value.items()}
+    return value
+
+
+def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """An event's fields with every string redacted (a new dict; the input is left alone)."""
+    patterns = patterns_for(trail_home())
+    return {name: redact_value(value, patterns) for name, value in fields.items()}

@@ -16,16 +16,12 @@ import functools
 import hashlib
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from ledger.errors import TrailError
-from ledger.events import SourceKey
 from ledger.location import trail_home
 
 MARKER_PREFIX = "[REDACTED:"
@@ -88,6 +84,8 @@ def _load_user_patterns(home: Path) -> tuple[Pattern, ...]:
         path = home / name
         if not path.exists():
             continue
+        import tomllib  # only when a config file exists: the hook path imports this module
+
         try:
             raw = path.read_text()
             data = tomllib.loads(raw) if name.endswith(".toml") else json.loads(raw)
@@ -129,6 +127,11 @@ def _replace(pattern: Pattern, match: re.Match[str]) -> str:
 
 def redact_value(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
     """Redact every string inside ``value`` (str, pydantic model, list, tuple, dict)."""
+    # Imported here so the capture hook can use redact_text without loading pydantic.
+    from pydantic import BaseModel
+
+    from ledger.events import SourceKey
+
     if isinstance(value, str):
         return redact_text(value, patterns)
     if isinstance(value, SourceKey):

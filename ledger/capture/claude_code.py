@@ -1,0 +1,379 @@
+"""Claude Code transcripts and hook payloads -> ledger items (pure; see docs/capture.md).
+
+Source keys: ``SourceKey("claude-code", sessionId, record)`` where ``record`` is the tool call id
+(``toolu_…``, plus ``#plan``/``#next``/``#result`` for the second event of one call) for tool
+events, so a tool call captured live by the hook and later imported from its transcript is one
+fact; the line's ``uuid`` for prompts and notes; ``<file-stem>:<line>`` for lines without a uuid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger import events as ev
+from ledger.capture.classify import classify, clean_prompt
+from ledger.capture.items import Item, bounded, plan_items, prompt_item, sha256, title_from
+
+AGENT = "claude-code"
+ACTOR = f"agent:{AGENT}"
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+REJECTED = "The user doesn't want to proceed"
+INTERRUPTED = "[Request interrupted by user"
+_EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
+_SKIP_PROMPT = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
+                "Caveat: The messages below")
+_BASH_TAG = re.compile(r"<bash-(input|stdout|stderr)>(.*?)</bash-\1>", re.S)
+
+
+@dataclass
+class Skipped:
+    line: int
+    reason: str
+
+
+@dataclass
+class Session:
+    """What one transcript file maps to."""
+
+    session_id: str = ""
+    title: str | None = None
+    cwd: str | None = None
+    items: list[Item] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    references: set[str] = field(default_factory=set)
+    """uuids this file points at outside itself (summary leafs, parents): links to earlier sessions."""
+    is_subagent: bool = False
+    first_timestamp: str = ""
+
+
+def text_of(content: Any) -> str:
+    """The text in a message or tool-result ``content`` (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def actor_for(record: dict[str, Any]) -> str:
+    """The main agent, or ``agent:claude-code/<agentId>`` for sub-agent (sidechain) traffic."""
+    agent_id = record.get("agentId") or record.get("agent_id")
+    if agent_id:
+        return ACTOR + "/" + re.sub(r"\s+", "-", str(agent_id))
+    return f"{ACTOR}/sidechain" if record.get("isSidechain") else ACTOR
+
+
+def _patch_text(patch: Any) -> str:
+    """A ``structuredPatch`` rendered as unified-diff hunks."""
+    if not isinstance(patch, list):
+        return ""
+    out = []
+    for hunk in patch:
+        if not isinstance(hunk, dict):
+            continue
+        out.append(f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},{hunk.get('newLines')} @@")
+        out.extend(str(line) for line in hunk.get("lines") or ())
+    return "\n".join(out)
+
+
+def _input_diff(name: str, data: dict[str, Any]) -> str:
+    """A rough diff from the tool input alone, for transcripts without ``toolUseResult``."""
+    if name == "Write":
+        return "\n".join("+" + ln for ln in str(data.get("content", "")).splitlines())
+    edits = data.get("edits") if name == "MultiEdit" else [data]
+    out = []
+    for e in edits or ():
+        if isinstance(e, dict):
+            out.extend("-" + ln for ln in str(e.get("old_string", "")).splitlines())
+            out.extend("+" + ln for ln in str(e.get("new_string", "")).splitlines())
+    return "\n".join(out)
+
+
+def _after_content(name: str, data: dict[str, Any], result: dict[str, Any], before: str | None) -> str | None:
+    """The file's content after the edit, where the transcript lets us derive it."""
+    if result.get("userModified"):
+        return None  # the user changed the proposal; what was written is not in the record
+    if name == "Write":
+        content = result.get("content", data.get("content"))
+        return content if isinstance(content, str) else None
+    if before is None:
+        return None
+    edits = data.get("edits") if name == "MultiEdit" else [data]
+    text = before
+    for e in edits or ():
+        old, new = e.get("old_string"), e.get("new_string")
+        if not isinstance(old, str) or not isinstance(new, str) or old not in text:
+            return None
+        text = text.replace(old, new) if e.get("replace_all") else text.replace(old, new, 1)
+    return text
+
+
+def file_item(name: str, data: dict[str, Any], result: Any, actor: str, source: ev.SourceKey, ts: Any) -> Item | None:
+    result = result if isinstance(result, dict) else {}
+    path = result.get("filePath") or data.get("file_path") or data.get("notebook_path")
+    if not path:
+        return None
+    before = result.get("originalFile", result.get("originalFileContents"))
+    before = before if isinstance(before, str) else None
+    created = name == "Write" and (result.get("type") == "create" or (not result and before is None))
+    diff = _patch_text(result.get("structuredPatch")) or (
+        "" if name == "NotebookEdit" else _input_diff(name, data)
+    )
+    after = None if name == "NotebookEdit" else _after_content(name, data, result, before)
+    return ev.FileChanged, {
+        "path": str(path),
+        "operation": "created" if created else "modified",
+        "before_sha256": sha256(before) if before is not None and not created else None,
+        "after_sha256": sha256(after) if after is not None else None,
+        "diff": bounded(diff),
+        "actor": actor,
+        "source": source,
+        "timestamp": ts,
+    }
+
+
+def command_item(
+    data: dict[str, Any], result: Any, content: str, is_error: bool, actor: str, source: ev.SourceKey, ts: Any
+) -> Item:
+    """A Bash call and its outcome. Claude Code only states an exit code on failure."""
+    stdout = stderr = None
+    exit_code: int | None = 0
+    if is_error:
+        text = result if isinstance(result, str) else content
+        match = _EXIT.match(text or "")
+        # 1.0.x failures carry no "Exit code N": the command failed, its code is unknown, so 1.
+        exit_code = int(match.group(1)) if match else 1
+        stderr = text
+    elif isinstance(result, dict):
+        stdout, stderr = result.get("stdout"), result.get("stderr")
+        if result.get("returnCodeInterpretation"):
+            exit_code = None  # non-zero but judged benign by Claude Code (grep found nothing)
+    else:
+        stdout = content
+    return ev.CommandRan, {
+        "shell": str(data.get("command", "")),
+        "exit_code": exit_code,
+        "stdout": bounded(stdout if isinstance(stdout, str) else None),
+        "stderr": bounded(stderr if isinstance(stderr, str) else None),
+        "actor": actor,
+        "source": source,
+        "timestamp": ts,
+    }
+
+
+def tool_items(
+    name: str,
+    data: Any,
+    result: Any,
+    content: str,
+    is_error: bool,
+    actor: str,
+    source: ev.SourceKey,
+    ts: Any,
+) -> list[Item]:
+    """One finished tool call (shared by the importer and the live hook)."""
+    data = data if isinstance(data, dict) else {}
+    tool_actor = f"tool:{name}" if re.fullmatch(r"\S+", name) else "tool:unknown"
+    rejected = is_error and (content.startswith(REJECTED) or content.startswith(INTERRUPTED))
+    if name == "Bash" and not rejected:
+        return [command_item(data, result, content, is_error, actor, source, ts)]
+    if name in EDIT_TOOLS and not is_error:
+        item = file_item(name, data, result, actor, source, ts)
+        return [item] if item else []
+    if name == "TodoWrite" and not is_error:
+        todos = data.get("todos") or []
+        steps = [(str(t.get("content", "")), str(t.get("status", ""))) for t in todos if isinstance(t, dict)]
+        return plan_items(steps, actor, source, ts)
+    output = content or (result if isinstance(result, str) else json.dumps(result, default=str) if result else "")
+    called = source.model_copy(update={"record": source.record + "#call"})
+    done = source.model_copy(update={"record": source.record + "#result"})
+    return [
+        (ev.ToolCalled, {"tool": name, "call_id": source.record, "input": bounded(json.dumps(data, default=str))
+                         or bounded("{}"), "actor": actor, "source": called, "timestamp": ts}),
+        (ev.ToolResult, {"tool": name, "call_id": source.record, "ok": not is_error,
+                         "output": bounded(output) or bounded(" "), "actor": tool_actor, "source": done,
+                         "timestamp": ts}),
+    ]
+
+
+@dataclass
+class _Pending:
+    name: str
+    input: Any
+    actor: str
+
+
+def _is_prompt(record: dict[str, Any], content: Any) -> bool:
+    if record.get("isMeta") or record.get("isCompactSummary") or record.get("isSidechain"):
+        return False
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+        return False
+    return bool(text_of(content).strip())
+
+
+def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
+    """Map the numbered lines of one transcript file to items (pure: no I/O)."""
+    session = Session()
+    pending: dict[str, _Pending] = {}
+    uuids: set[str] = set()
+    parents: set[str] = set()
+    summaries: dict[str, str] = {}
+    interrupted = False
+    wrong: str | None = None
+    prompts = 0
+    user_command: tuple[str, str, Any] | None = None
+    for number, raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            session.skipped.append(Skipped(number, f"not JSON ({exc.msg})"))
+            continue
+        if not isinstance(record, dict):
+            session.skipped.append(Skipped(number, "not a JSON object"))
+            continue
+        kind = record.get("type")
+        uuid = record.get("uuid")
+        ts = record.get("timestamp")
+        if ts and not session.first_timestamp:
+            session.first_timestamp = str(ts)
+        if record.get("sessionId") and not session.session_id:
+            session.session_id = str(record["sessionId"])
+            session.is_subagent = bool(record.get("agentId")) or stem.split(".")[-1].startswith("agent-")
+        if record.get("cwd") and session.cwd is None:
+            session.cwd = str(record["cwd"])
+        if uuid:
+            uuids.add(str(uuid))
+        if record.get("parentUuid"):
+            parents.add(str(record["parentUuid"]))
+        key = str(uuid) if uuid else f"{stem}:{number}"
+        src = ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=key)
+        actor = actor_for(record)
+
+        if kind == "summary":
+            if isinstance(record.get("summary"), str) and record.get("leafUuid"):
+                summaries[str(record["leafUuid"])] = record["summary"]
+            continue
+        if kind in ("custom-title", "ai-title"):
+            title = record.get("customTitle") or record.get("aiTitle") or record.get("title")
+            if isinstance(title, str) and title.strip():
+                session.title = title.strip()
+            continue
+        if kind == "system":
+            sub = record.get("subtype")
+            if sub == "compact_boundary":
+                meta = record.get("compactMetadata") or {}
+                session.items.append((ev.CheckpointMarked, {
+                    "label": f"compaction ({meta.get('trigger', 'auto')})",
+                    "note": f"context compacted at {meta.get('preTokens', '?')} tokens",
+                    "actor": "system", "source": src, "timestamp": ts}))
+            elif sub == "away_summary" and text_of(record.get("content")).strip():
+                session.items.append((ev.NoteAdded, {"text": text_of(record.get("content")), "actor": ACTOR,
+                                                     "source": src, "timestamp": ts}))
+            continue
+        if kind == "assistant":
+            for block in (record.get("message") or {}).get("content") or ():
+                if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id"):
+                    pending[str(block["id"])] = _Pending(str(block.get("name", "?")), block.get("input"), actor)
+                    if block.get("name") in EDIT_TOOLS | {"Bash"}:
+                        wrong = None
+            continue
+        if kind != "user":
+            continue
+
+        message = record.get("message") or {}
+        content = message.get("content")
+        if record.get("isCompactSummary"):
+            text = text_of(content)
+            if text.strip():
+                session.items.append((ev.NoteAdded, {"text": text, "actor": "system", "source": src,
+                                                     "timestamp": ts}))
+            continue
+        if isinstance(content, list):
+            for block in content:
+                if not (isinstance(block, dict) and block.get("type") == "tool_result"):
+                    continue
+                call_id = str(block.get("tool_use_id", ""))
+                call = pending.pop(call_id, None)
+                if call is None:
+                    continue  # result of a call made in another file (copied history)
+                body = text_of(block.get("content"))
+                is_error = bool(block.get("is_error"))
+                if is_error and (body.startswith(REJECTED) or body.startswith(INTERRUPTED)):
+                    interrupted = True
+                    wrong = f"{call.name} {json.dumps(call.input, default=str)[:200]}"
+                tool_src = ev.SourceKey(agent=AGENT, session=src.session, record=call_id)
+                session.items.extend(tool_items(call.name, call.input, record.get("toolUseResult"), body,
+                                                is_error, call.actor, tool_src, ts))
+        if not _is_prompt(record, content):
+            continue
+        text = text_of(content)
+        if text.lstrip().startswith(INTERRUPTED):
+            interrupted = True
+            continue
+        tags = dict((m.group(1), m.group(2)) for m in _BASH_TAG.finditer(text))
+        if "input" in tags:  # the user ran a command with `!`; its output follows on the next line
+            user_command = (tags["input"], key, ts)
+            continue
+        if "stdout" in tags or "stderr" in tags:
+            if user_command is not None:
+                line, cmd_key, cmd_ts = user_command
+                session.items.append((ev.CommandRan, {
+                    "shell": line, "exit_code": None, "stdout": bounded(tags.get("stdout")),
+                    "stderr": bounded(tags.get("stderr")), "actor": "user", "timestamp": cmd_ts,
+                    "source": src.model_copy(update={"record": cmd_key})}))
+                user_command = None
+            continue
+        if text.lstrip().startswith(_SKIP_PROMPT):
+            continue
+        cleaned = clean_prompt(text) or text.strip()
+        prompts += 1
+        kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
+        session.items.append(prompt_item(kind_, cleaned, src, ts, wrong if kind_ == "correction" else None))
+        if session.title is None and prompts == 1:
+            session.title = title_from(cleaned)
+        interrupted, wrong = False, None
+
+    own = [summaries[u] for u in summaries if u in uuids]
+    if own:
+        session.title = title_from(own[-1])  # Claude Code's own title for this session wins
+    session.references = ({u for u in summaries if u not in uuids} | parents) - uuids
+    if transcript and session.session_id and not session.is_subagent:
+        session.items.insert(0, (ev.ConversationLinked, {
+            "agent": AGENT, "session_id": session.session_id, "transcript": transcript, "actor": "system",
+            "source": ev.SourceKey(agent=AGENT, session=session.session_id, record=f"link:{stem}")}))
+    return session
+
+
+# -- live hook payloads ----------------------------------------------------------------------------
+
+def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
+    """Items for one Claude Code hook payload taken from the inbox (row = its inbox id)."""
+    session = str(payload.get("session_id") or "unknown")
+    event = payload.get("hook_event_name")
+    actor = actor_for(payload)
+    src = ev.SourceKey(agent=AGENT, session=session, record=f"hook:{row}")
+    if event == "UserPromptSubmit":
+        return []  # prompts need the task's history to classify: see capture.inbox
+    if event in ("PostToolUse", "PostToolUseFailure"):
+        name = str(payload.get("tool_name") or "?")
+        call_id = str(payload.get("tool_use_id") or f"hook:{row}")
+        response = payload.get("tool_response")
+        error = payload.get("error")
+        is_error = event == "PostToolUseFailure" or (isinstance(response, dict) and bool(response.get("is_error")))
+        content = str(error) if error else (response if isinstance(response, str) else "")
+        tool_src = src.model_copy(update={"record": call_id})
+        return tool_items(name, payload.get("tool_input"), response, content, is_error, actor, tool_src, timestamp)
+    if event in ("PreCompact", "Stop", "SessionEnd", "SubagentStop"):
+        detail = payload.get("trigger") or payload.get("reason") or ""
+        label = {"PreCompact": "before compaction", "Stop": "agent stopped", "SessionEnd": "session ended",
+                 "SubagentStop": "sub-agent stopped"}[str(event)]
+        return [(ev.CheckpointMarked, {"label": f"{label} ({detail})" if detail else label, "actor": actor,
+                                       "source": src, "timestamp": timestamp})]
+    return []

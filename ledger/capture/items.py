@@ -1,0 +1,65 @@
+"""The unit every importer produces: an event class and its fields, plus shared builders.
+
+Importers are pure: they turn transcript records into ``Item``s and never touch the ledger.
+``capture.writer`` appends them, skipping source keys the task already holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ledger import events as ev
+from ledger.bounds import bound
+from ledger.capture.classify import Kind
+
+Item = tuple[type[ev.TaskEvent], dict[str, Any]]
+
+LATEST_REQUIREMENT = -1
+"""Placeholder for ``RequirementChanged.supersedes``: the writer resolves it to the task's latest
+requirement at append time (an importer cannot know positions)."""
+
+TITLE_MAX = 80
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def title_from(text: str) -> str:
+    """A task title from a prompt: its first non-empty line, cut at a word near ``TITLE_MAX``."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if len(line) > TITLE_MAX:
+        line = line[:TITLE_MAX].rsplit(" ", 1)[0] + "…"
+    return line or "untitled session"
+
+
+def prompt_item(kind: Kind, text: str, source: ev.SourceKey, timestamp: Any, wrong: str | None = None) -> Item:
+    """A user prompt as the intent event its classification names."""
+    base: dict[str, Any] = {"text": text, "actor": "user", "source": source, "timestamp": timestamp}
+    if kind == "correction":
+        return ev.CorrectionMade, {**base, "wrong": wrong}
+    if kind == "change":
+        return ev.RequirementChanged, {**base, "supersedes": LATEST_REQUIREMENT}
+    return ev.RequirementStated, base
+
+
+def plan_items(steps: list[tuple[str, str]], actor: str, source: ev.SourceKey, timestamp: Any) -> list[Item]:
+    """A plan (``(text, status)`` steps) as a note with the checklist and the next step to take."""
+    marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+    lines = [f"{marks.get(status, '[ ]')} {text}" for text, status in steps if text.strip()]
+    if not lines:
+        return []
+    items: list[Item] = [
+        (ev.NoteAdded, {"text": "Plan:\n" + "\n".join(lines), "actor": actor, "timestamp": timestamp,
+                        "source": source.model_copy(update={"record": source.record + "#plan"})})
+    ]
+    open_steps = [t for t, s in steps if s == "in_progress"] or [t for t, s in steps if s == "pending"]
+    if open_steps and open_steps[0].strip():
+        items.append((ev.NextStepSet, {"text": open_steps[0], "actor": actor, "timestamp": timestamp,
+                                       "source": source.model_copy(update={"record": source.record + "#next"})}))
+    return items
+
+
+def bounded(text: str | None) -> ev.Bounded | None:
+    return bound(text) if text else None

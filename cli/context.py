@@ -40,6 +40,16 @@ class Context:
 
     def before_read(self, ledger: Ledger) -> None:
         """Bring the ledger up to date before any command reads it (capture inboxes fold in here)."""
+        from ledger.capture.inbox import drain
+
+        try:
+            drained = drain(ledger, self.location)
+        except TrailError as exc:
+            # A broken inbox must not lock the user out of the ledger; the rows stay for a retry.
+            click.echo(f"trail: capture inbox not folded in: {exc}", err=True)
+            return
+        for line in drained.rejected:
+            click.echo(f"trail: captured event refused: {line}", err=True)
 
     def entry(self, ref: str | None) -> Entry:
         from ledger import refs

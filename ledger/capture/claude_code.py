@@ -227,6 +227,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     wrong: str | None = None
     prompts = 0
     user_command: tuple[str, str, Any] | None = None
+    last: tuple[str, int, Any] | None = None
     for number, raw in lines:
         if not raw.strip():
             continue
@@ -250,6 +251,8 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             session.cwd = str(record["cwd"])
         if uuid:
             uuids.add(str(uuid))
+            if not record.get("isSidechain") and kind in ("user", "assistant"):
+                last = (str(uuid), number, ts)
         if record.get("parentUuid"):
             parents.add(str(record["parentUuid"]))
         key = str(uuid) if uuid else f"{stem}:{number}"
@@ -340,6 +343,12 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             session.title = title_from(cleaned)
         interrupted, wrong = False, None
 
+    if last is not None and not session.is_subagent:
+        # Where the transcript stopped; keyed by the last message's uuid, which later sessions'
+        # summary records point at (``leafUuid``), so a continuation finds this task.
+        session.items.append((ev.CheckpointMarked, {
+            "label": "transcript end", "note": f"{stem} line {last[1]}", "actor": "system", "timestamp": last[2],
+            "source": ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=last[0])}))
     own = [summaries[u] for u in summaries if u in uuids]
     if own:
         session.title = title_from(own[-1])  # Claude Code's own title for this session wins

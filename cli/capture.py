@@ -1,0 +1,304 @@
+"""Capture commands: import transcripts, install the Claude Code hooks, the hook itself, doctor, reclassify."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument
+from ledger.errors import NotFound, RuleBroken, TrailError
+
+# -- trail import -----------------------------------------------------------------------------------
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import agent sessions after the fact (re-importing adds nothing new)."""
+
+
+def _run_import(ctx: Context, agent: str, paths: tuple[Path, ...], task: str | None, as_json: bool) -> None:
+    from ledger.capture.importer import DEFAULT_ROOTS, discover, import_files
+
+    files = discover(list(paths) or [DEFAULT_ROOTS[agent]])
+    ledger = ctx.ledger()
+    target = ctx.entry(task).task_id if task else None
+    total = sum(f.stat().st_size for f in files)
+    with click.progressbar(length=total, label=f"importing {len(files)} {agent} files", file=sys.stderr) as bar:
+        report = import_files(ledger, ctx.location, agent, files, target, progress=bar.update)  # type: ignore[arg-type]
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    data = report.as_dict()
+    click.echo(
+        f"Imported {data['events_total']} events from {report.files} files into {len(report.tasks)} tasks "
+        f"({report.new_tasks} new)."
+    )
+    for number, title in sorted(report.tasks.items()):
+        click.echo(f"  #{number} {title}")
+    for name, count in sorted(report.events.items()):
+        click.echo(f"  {name:<20} {count}")
+    if report.skipped:
+        click.echo(f"Skipped {len(report.skipped)} lines:")
+        for file, line, why in report.skipped:
+            click.echo(f"  {file}:{line}: {why}")
+
+
+_paths = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+_task = click.option("--task", metavar="TASK", help="Attach every session to this task instead of one task each.")
+
+
+@import_group.command("claude-code")
+@_paths
+@_task
+@json_option
+@pass_context
+@fails_cleanly
+def import_claude_code(ctx: Context, paths: tuple[Path, ...], task: str | None, as_json: bool) -> None:
+    """Import Claude Code transcripts (files or folders; default ~/.claude/projects)."""
+    _run_import(ctx, "claude-code", paths, task, as_json)
+
+
+@import_group.command("codex")
+@_paths
+@_task
+@json_option
+@pass_context
+@fails_cleanly
+def import_codex(ctx: Context, paths: tuple[Path, ...], task: str | None, as_json: bool) -> None:
+    """Import Codex CLI rollouts (files or folders; default ~/.codex/sessions)."""
+    _run_import(ctx, "codex", paths, task, as_json)
+
+
+# -- trail install / uninstall claude-code -----------------------------------------------------------
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop",
+               "SessionEnd")
+TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
+HOOK_SUFFIX = " hook claude-code"
+
+
+def _hook_command() -> str:
+    trail = shutil.which("trail") or "trail"
+    return f"{trail}{HOOK_SUFFIX}"
+
+
+def _is_ours(hook: Any) -> bool:
+    command = hook.get("command", "") if isinstance(hook, dict) else ""
+    return isinstance(command, str) and command.endswith(HOOK_SUFFIX) and "trail" in command
+
+
+def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with tasktrail's hooks taken out and everything else kept as it was."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return settings
+    kept: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            kept[event] = groups
+            continue
+        new_groups = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                inner = [h for h in group["hooks"] if not _is_ours(h)]
+                if inner:
+                    new_groups.append({**group, "hooks": inner})
+            else:
+                new_groups.append(group)
+        if new_groups:
+            kept[event] = new_groups
+    result = {**settings, "hooks": kept}
+    if not kept:
+        del result["hooks"]
+    return result
+
+
+def with_ours(settings: dict[str, Any], command: str) -> dict[str, Any]:
+    """``settings`` with exactly one copy of tasktrail's hooks (the user's own are kept)."""
+    result = without_ours(settings)
+    hooks = dict(result.get("hooks") or {})
+    for event in HOOK_EVENTS:
+        entry: dict[str, Any] = {"type": "command", "command": command, "timeout": 30 if event == "SessionStart" else 10}
+        group: dict[str, Any] = {"hooks": [entry]}
+        if event in TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        hooks[event] = [*(hooks.get(event) or []), group]
+    return {**result, "hooks": hooks}
+
+
+def _settings_path(project: bool) -> Path:
+    return (Path.cwd() / ".claude" if project else Path.home() / ".claude") / "settings.json"
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError) as exc:
+        raise TrailError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise TrailError(f"{path} does not hold a JSON object")
+    return data
+
+
+def _write_settings(path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool) -> None:
+    old = json.dumps(before, indent=2).splitlines() if before else []
+    new = json.dumps(after, indent=2).splitlines()
+    if old == new:
+        click.echo(f"{path}: already up to date")
+        return
+    if dry_run:
+        click.echo("\n".join(difflib.unified_diff(old, new, str(path), str(path), lineterm="")))
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(after, indent=2) + "\n")
+    tmp.replace(path)  # atomic: Claude Code never reads a half-written file
+    click.echo(f"{path}: updated")
+
+
+_scope = click.option("--project/--user", "project", default=True,
+                      help="The project's .claude/settings.json (default) or the user's ~/.claude/settings.json.")
+_dry = click.option("--dry-run", is_flag=True, help="Show the change as a diff; write nothing.")
+
+
+@click.group("install")
+def install_group() -> None:
+    """Install live capture into an agent."""
+
+
+@install_group.command("claude-code")
+@_scope
+@_dry
+@fails_cleanly
+def install_claude_code(project: bool, dry_run: bool) -> None:
+    """Add tasktrail's hooks to Claude Code's settings.json, keeping every hook already there."""
+    path = _settings_path(project)
+    before = _read_settings(path)
+    _write_settings(path, before, with_ours(before, _hook_command()), dry_run)
+
+
+@click.group("uninstall")
+def uninstall_group() -> None:
+    """Remove live capture from an agent."""
+
+
+@uninstall_group.command("claude-code")
+@_scope
+@_dry
+@fails_cleanly
+def uninstall_claude_code(project: bool, dry_run: bool) -> None:
+    """Remove tasktrail's hooks (only ours) from Claude Code's settings.json."""
+    path = _settings_path(project)
+    before = _read_settings(path)
+    _write_settings(path, before, without_ours(before), dry_run)
+
+
+# -- trail hook (the click route; `trail` itself dispatches it before click loads) ---------------------
+
+
+@click.group("hook")
+def hook_group() -> None:
+    """Entry points the agents' hooks call (payload on stdin)."""
+
+
+@hook_group.command("claude-code")
+def hook_claude_code() -> None:
+    """Take one Claude Code hook payload from stdin into the capture inbox; never fails the agent."""
+    from ledger.capture.hook import run
+
+    sys.exit(run(["claude-code"]))
+
+
+# -- trail doctor ----------------------------------------------------------------------------------
+
+
+@click.command("doctor")
+@click.option("--retry", is_flag=True, help="Replay the dead-letter spool into the inbox and fold it in.")
+@json_option
+@pass_context
+@fails_cleanly
+def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
+    """Check capture health: dead letters and inbox rows still waiting for a task."""
+    from ledger.capture import hook
+    from ledger.capture.inbox import drain
+
+    spool = hook.deadletter_dir()
+    files = sorted(spool.glob("*.json")) if spool.is_dir() else []
+    replayed, failed = 0, []
+    if retry:
+        for file in files:
+            try:
+                raw = json.loads(file.read_text())["raw"]
+                hook.enqueue(ctx.location.sqlite_path, "claude-code", raw)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                failed.append(f"{file}: {exc}")
+                continue
+            file.unlink()
+            replayed += 1
+    drained = drain(ctx.ledger(), ctx.location)
+    left = sorted(spool.glob("*.json")) if spool.is_dir() else []
+    report = {"dead_letters": len(left), "replayed": replayed, "events": drained.events,
+              "waiting_rows": drained.waiting, "failed": failed}
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(f"dead letters: {len(left)} in {spool}" + (f" (replayed {replayed})" if retry else ""))
+        click.echo(f"inbox: {drained.events} events folded in, {drained.waiting} rows waiting for a task")
+        for line in failed:
+            click.echo(f"  cannot replay {line}", err=True)
+    if failed:
+        sys.exit(1)
+
+
+# -- trail reclassify ------------------------------------------------------------------------------
+
+KINDS = {"requirement": "RequirementStated", "correction": "CorrectionMade", "change": "RequirementChanged"}
+
+
+@click.command("reclassify")
+@click.argument("position", type=click.IntRange(min=1))
+@click.option("--as", "kind", type=click.Choice(list(KINDS)), required=True, help="What the prompt really was.")
+@task_argument
+@json_option
+@pass_context
+@fails_cleanly
+def reclassify(ctx: Context, position: int, kind: str, task: str | None, as_json: bool) -> None:
+    """Override how a captured prompt was classified: appends a new event that supersedes it.
+
+    The log is never edited: the new event names POSITION as its cause.
+    """
+    from ledger import events as ev
+
+    ledger = ctx.ledger()
+    entry = ctx.entry(task)
+    found = list(ledger.task_events(entry.task_id, after=position - 1, upto=position))
+    if not found:
+        raise NotFound(f"task #{entry.number} has no event at position {position}")
+    old = found[0]
+    if not isinstance(old, ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade):
+        raise RuleBroken(f"position {position} is a {type(old).__name__}, not a requirement, change or correction")
+    if type(old).__name__ == KINDS[kind]:
+        raise RuleBroken(f"position {position} is already a {kind}")
+    fields: dict[str, Any] = {"text": old.text, "actor": "user", "causation": position, "source": None}
+    event_class: type[ev.TaskEvent] = getattr(ev, KINDS[kind])
+    if kind == "change":
+        earlier = [r.position for r in ledger.state(entry.task_id).requirements if r.position < position]
+        if not earlier:
+            raise RuleBroken(f"no requirement before position {position} for it to change")
+        fields["supersedes"] = earlier[-1]
+    state = ledger.append(entry.task_id, event_class, **fields)
+    if as_json:
+        emit_json({"task": entry.number, "position": state.position, "type": KINDS[kind], "supersedes": position})
+    else:
+        click.echo(f"#{entry.number} position {state.position}: {kind} (reclassifies position {position})")
+
+
+COMMANDS: list[click.Command] = [import_group, install_group, uninstall_group, hook_group, doctor, reclassify]

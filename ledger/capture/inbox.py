@@ -1,0 +1,182 @@
+"""Folding the capture inbox (raw hook payloads) into validated task events.
+
+Called before any read (``Context.before_read``) and by the SessionStart hook. Rows are taken in
+inbox-id order, which is commit order, so events land in the order the hooks ran. Each row's
+events carry a source key (the tool call id, else ``hook:<inbox id>``), so two drains racing over
+the same rows append them once (``writer.append_unseen``); rows are deleted only after their
+events are saved. A session's rows wait in the inbox until the session has a task: the task its
+conversation is linked to, else the active task, else a new task named after its first prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from ledger import events as ev
+from ledger import refs
+from ledger.capture import claude_code
+from ledger.capture.classify import classify, clean_prompt
+from ledger.capture.hook import INBOX_DDL, spool
+from ledger.capture.items import Item, prompt_item, title_from
+from ledger.capture.writer import append_unseen, task_for_session
+from ledger.location import Location
+
+if TYPE_CHECKING:
+    from ledger.store import Ledger
+
+
+@dataclass
+class Drained:
+    events: int = 0
+    rows: int = 0
+    waiting: int = 0
+    """Rows left for a session that has no task yet."""
+    dead: list[str] = field(default_factory=list)
+    """Dead-letter files written for rows that were not JSON objects."""
+    rejected: list[str] = field(default_factory=list)
+    """Events the catalogue refused (why, and the source), reported, not retried."""
+    tasks: set[UUID] = field(default_factory=set)
+
+
+@dataclass
+class _Row:
+    id: int
+    received: float
+    payload: dict[str, Any]
+
+
+def _rows(conn: sqlite3.Connection, drained: Drained) -> list[_Row]:
+    rows = []
+    for row_id, received, text in conn.execute("SELECT id, received, payload FROM capture_inbox ORDER BY id"):
+        try:
+            payload = json.loads(text)
+            if not isinstance(payload, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            drained.dead.append(str(spool(text, f"inbox row {row_id}: {exc}")))
+            conn.execute("DELETE FROM capture_inbox WHERE id = ?", (row_id,))
+            continue
+        rows.append(_Row(row_id, received, payload))
+    conn.commit()
+    return rows
+
+
+def _session_task(ledger: Ledger, location: Location, session: str, rows: list[_Row]) -> tuple[UUID | None, bool]:
+    """The task for a session's rows and whether it was just opened (None: wait for a prompt)."""
+    found = task_for_session(ledger, location, claude_code.AGENT, session)
+    if found is not None:
+        return found, False
+    active = refs.active_task_id(location)
+    if active is not None and any(e.task_id == active for e in ledger.entries()):
+        return active, False
+    prompt = next((str(r.payload.get("prompt") or "") for r in rows
+                   if r.payload.get("hook_event_name") == "UserPromptSubmit"), "")
+    if not clean_prompt(prompt):
+        return None, False
+    cwd = next((str(r.payload["cwd"]) for r in rows if r.payload.get("cwd")), None)
+    state = ledger.open_task(title_from(clean_prompt(prompt)), cwd=cwd, actor=claude_code.ACTOR)
+    assert state.id is not None
+    refs.set_active(location, state.id)
+    return state.id, True
+
+
+def _items(ledger: Ledger, task: UUID, session: str, rows: list[_Row]) -> list[Item]:
+    first_row = rows[0]
+    items: list[Item] = [(ev.ConversationLinked, {
+        "agent": claude_code.AGENT, "session_id": session, "actor": "system",
+        "transcript": first_row.payload.get("transcript_path"),
+        "source": ev.SourceKey(agent=claude_code.AGENT, session=session, record="link:hook"),
+    })]
+    state = ledger.state(task)
+    first = not state.requirements and not state.corrections
+    for row in rows:
+        ts = datetime.fromtimestamp(row.received, UTC)
+        if row.payload.get("hook_event_name") == "UserPromptSubmit":
+            text = clean_prompt(str(row.payload.get("prompt") or ""))
+            if text:
+                src = ev.SourceKey(agent=claude_code.AGENT, session=session, record=f"hook:{row.id}")
+                items.append(prompt_item(classify(text, first=first), text, src, ts))
+                first = False
+            continue
+        items.extend(claude_code.hook_items(row.payload, row.id, ts))
+    return items
+
+
+def drain(ledger: Ledger, location: Location) -> Drained:
+    """Fold every inbox row whose session has a task into events; delete the rows folded."""
+    drained = Drained()
+    if not location.is_sqlite or not location.sqlite_path.exists():
+        return drained
+    conn = sqlite3.connect(location.sqlite_path, timeout=30)
+    try:
+        conn.execute(INBOX_DDL)
+        rows = _rows(conn, drained)
+        sessions: dict[str, list[_Row]] = {}
+        for row in rows:
+            sessions.setdefault(str(row.payload.get("session_id") or "unknown"), []).append(row)
+        for session, session_rows in sessions.items():
+            task, _ = _session_task(ledger, location, session, session_rows)
+            if task is None:
+                drained.waiting += len(session_rows)
+                continue
+            done = append_unseen(ledger, location, task, _items(ledger, task, session, session_rows))
+            drained.rejected += [f"{fields.get('source')}: {why}" for (_, fields), why in done.rejected]
+            with conn:
+                conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in session_rows])
+            drained.events += len(done.items)
+            drained.rows += len(session_rows)
+            drained.tasks.add(task)
+    finally:
+        conn.close()
+    return drained
+
+
+def _render(state: Any) -> str:
+    try:
+        from projections.brief import render  # the continuation brief, once main has it
+    except ImportError:
+        return _fallback_brief(state)
+    text: str = render(state)
+    return text
+
+
+def _fallback_brief(state: Any) -> str:
+    lines = [f"Task #{state.number}: {state.title} ({state.status})"]
+    lines += [f"- requirement: {r.text}" for r in state.requirements[-5:]]
+    lines += [f"- correction: {c.text}" for c in state.corrections[-5:]]
+    if state.files:
+        lines.append("- files changed: " + ", ".join(list(state.files)[-10:]))
+    failed = [c for c in state.commands if c.exit_code not in (0, None)]
+    if failed:
+        lines.append(f"- last failing command: {failed[-1].line} (exit {failed[-1].exit_code})")
+    if state.next_step:
+        lines.append(f"- next step: {state.next_step}")
+    return "\n".join(lines)
+
+
+def session_start_answer(payload: dict[str, Any]) -> str:
+    """Drain at once and answer SessionStart with the task's brief as additional context ("" if none)."""
+    import os
+
+    from ledger.location import resolve
+    from ledger.store import open_ledger
+
+    location = resolve(os.environ.get("TRAIL_DB"))
+    ledger = open_ledger(location)
+    try:
+        drain(ledger, location)
+        task = task_for_session(ledger, location, claude_code.AGENT, str(payload.get("session_id") or ""))
+        if task is None:
+            return ""
+        state = ledger.state(task)
+        if state.position <= 2:  # opened and linked only: no history worth injecting
+            return ""
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                  "additionalContext": _render(state)}})
+    finally:
+        ledger.close()

@@ -100,6 +100,11 @@ def lines(state: TaskState) -> list[Line]:
             if cmd.exit_code not in (0, None) and cmd.output_tail:
                 tail = "\n".join(f"    {line}" for line in cmd.output_tail.splitlines()[-3:])
                 add("results", tail, LOW if last else LEAST)
+        failed = state.last_failed_command
+        if failed is not None and failed not in commands:
+            # The latest failure is what a continuation most needs, even when later commands passed.
+            add("results", f"- last failure: $ {_clip(failed.line, 160)} -> exit {failed.exit_code} [{failed.position}]",
+                MID)
         if state.commands_total > len(commands):
             add("results", f"- ({state.commands_total} commands in all, {state.commands_failed} failed)", LEAST)
 

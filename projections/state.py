@@ -145,6 +145,8 @@ class TaskState(Item):
     commands: tuple[CommandRecord, ...] = ()
     commands_total: int = 0
     commands_failed: int = 0
+    last_failed_command: CommandRecord | None = None
+    """The latest command with a non-zero exit, kept beyond the recent window."""
     tests: dict[str, TestRecord] = {}
     tool_calls: int = 0
     tool_errors: int = 0
@@ -245,6 +247,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 "commands": _recent(state.commands, rec, RECENT_COMMANDS),
                 "commands_total": state.commands_total + 1,
                 "commands_failed": state.commands_failed + int(failed),
+                "last_failed_command": rec if failed else state.last_failed_command,
             }
         case ev.FileChanged():
             prev = state.files.get(event.path)

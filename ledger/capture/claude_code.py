@@ -353,10 +353,10 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     if own:
         session.title = title_from(own[-1])  # Claude Code's own title for this session wins
     session.references = ({u for u in summaries if u not in uuids} | parents) - uuids
-    if transcript and session.session_id and not session.is_subagent:
+    if transcript and session.session_id:
         session.items.insert(0, (ev.ConversationLinked, {
             "agent": AGENT, "session_id": session.session_id, "transcript": transcript, "actor": "system",
-            "source": ev.SourceKey(agent=AGENT, session=session.session_id, record=f"link:{stem}")}))
+            "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link")}))
     return session
 
 

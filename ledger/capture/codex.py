@@ -118,7 +118,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                     session.items.append((ev.ConversationLinked, {
                         "agent": AGENT, "session_id": session.session_id, "transcript": transcript,
                         "actor": "system", "timestamp": ts,
-                        "source": ev.SourceKey(agent=AGENT, session=session.session_id, record=f"link:{stem}")}))
+                        "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link")}))
             continue
         sid = session.session_id or stem
         src = ev.SourceKey(agent=AGENT, session=sid, record=f"{stem}:{number}")

@@ -90,7 +90,7 @@ def _items(ledger: Ledger, task: UUID, session: str, rows: list[_Row]) -> list[I
     items: list[Item] = [(ev.ConversationLinked, {
         "agent": claude_code.AGENT, "session_id": session, "actor": "system",
         "transcript": first_row.payload.get("transcript_path"),
-        "source": ev.SourceKey(agent=claude_code.AGENT, session=session, record="link:hook"),
+        "source": ev.SourceKey(agent=claude_code.AGENT, session=session, record="link"),
     })]
     state = ledger.state(task)
     first = not state.requirements and not state.corrections

@@ -1,0 +1,168 @@
+"""Live capture: the Claude Code hook in real processes, its inbox, dead letters, install and reclassify."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ledger import events as ev
+from ledger.store import Ledger
+from tests.conftest import REPO, run_trail
+
+SESSION = "44444444-dddd-4eee-8fff-000000000004"
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DATABASE_URL", "TRAIL_DB")}
+    return {**env, "TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), **extra}
+
+
+def hook(payload: dict[str, Any] | str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
+        input=text, capture_output=True, text=True, env=_env(home, **env), timeout=60, cwd=home.parent,
+    )
+
+
+def _tool(call: str, command: str, stdout: str = "", session: str = SESSION) -> dict[str, Any]:
+    return {"session_id": session, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": call,
+            "tool_input": {"command": command}, "tool_response": {"stdout": stdout, "stderr": ""}, "cwd": "/w"}
+
+
+def test_hook_path_imports_nothing_heavy(home: Path) -> None:
+    probe = (
+        "import sys; sys.argv = ['trail', 'hook', 'claude-code']\n"
+        "from cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('click', 'pydantic', 'eventsourcing', 'duckdb', 'orjson') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], input=json.dumps(_tool("toolu_x", "ls")),
+                          capture_output=True, text=True, env=_env(home), timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_a_session_is_captured_and_a_new_session_starts_from_its_brief(home: Path, ledger: Ledger) -> None:
+    start = hook({"session_id": SESSION, "hook_event_name": "SessionStart", "source": "startup"}, home)
+    assert start.returncode == 0 and start.stdout == ""  # no task yet: nothing to inject
+    steps = [
+        {"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Make the parser accept tabs"},
+        {"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": "toolu_e1",
+         "tool_input": {"file_path": "/w/parser.py", "old_string": "' '", "new_string": "(' ', '\\t')"},
+         "tool_response": {"filePath": "/w/parser.py", "originalFile": "sep = ' '\n", "structuredPatch": [
+             {"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
+              "lines": ["-sep = ' '", "+sep = (' ', '\\t')"]}]}},
+        {"session_id": SESSION, "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+         "tool_use_id": "toolu_b1", "tool_input": {"command": "pytest tests/test_parser.py"},
+         "error": "Exit code 1\nFAILED test_tabs"},
+        {"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "no, tabs only inside strings"},
+        {"session_id": SESSION, "hook_event_name": "Stop", "stop_hook_active": False},
+    ]
+    for step in steps:
+        proc = hook(step, home)
+        assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    resume = run_trail("resume", "--json", home=home, check=True)
+    assert "parser" in resume.stdout
+    events = list(ledger.task_events(ledger.task_id(1)))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["TaskOpened", "ConversationLinked", "RequirementStated", "FileChanged", "CommandRan",
+                     "CorrectionMade", "CheckpointMarked"]
+    command = next(e for e in events if isinstance(e, ev.CommandRan))
+    assert command.exit_code == 1 and command.source is not None and command.source.record == "toolu_b1"
+    # A fresh session in the same ledger binds to the active task and is answered with its brief.
+    other = hook({"session_id": "55555555-0000-4000-8000-000000000005", "hook_event_name": "SessionStart",
+                  "source": "startup"}, home)
+    answer = json.loads(other.stdout)["hookSpecificOutput"]
+    assert answer["hookEventName"] == "SessionStart"
+    assert "/w/parser.py" in answer["additionalContext"] and "pytest tests/test_parser.py" in answer["additionalContext"]
+    assert "tabs only inside strings" in answer["additionalContext"]
+
+
+def test_failures_never_block_and_dead_letters_replay(home: Path, ledger: Ledger, tmp_path: Path) -> None:
+    run_trail("start", "Catch everything", home=home, check=True)
+    bad = hook("{not json", home)
+    assert bad.returncode == 0 and len(bad.stderr.strip().splitlines()) == 1 and "payload kept in" in bad.stderr
+    unreachable = hook(_tool("toolu_d1", "make"), home, TRAIL_DB=str(tmp_path))  # a directory: cannot open
+    assert unreachable.returncode == 0 and "payload kept in" in unreachable.stderr
+    assert len(list((home / "deadletter").glob("*.json"))) == 2
+    retry = run_trail("doctor", "--retry", "--json", home=home)
+    report = json.loads(retry.stdout)
+    assert retry.returncode == 1 and report["replayed"] == 1 and len(report["failed"]) == 1  # the garbage stays
+    assert report["dead_letters"] == 1
+    commands = [e for e in ledger.task_events(ledger.task_id(1)) if isinstance(e, ev.CommandRan)]
+    assert [c.shell for c in commands] == ["make"]
+
+
+def test_concurrent_hooks_all_land_in_order_once(home: Path, ledger: Ledger) -> None:
+    run_trail("start", "Storm", home=home, check=True)
+    chains, length = 20, 3
+
+    def chain(k: int) -> list[int]:
+        # One chain is one agent's sequence of tool calls; chains run at once, as parallel hooks do.
+        return [hook(_tool(f"toolu_{k}_{i}", f"step {k} {i}"), home).returncode for i in range(length)]
+
+    def reader(_: int) -> int:
+        return run_trail("list", home=home).returncode  # folds the inbox in while hooks write
+
+    with ThreadPoolExecutor(max_workers=chains + 2) as pool:
+        readers = [pool.submit(reader, n) for n in range(2)]
+        codes = list(pool.map(chain, range(chains)))
+    assert all(c == 0 for row in codes for c in row) and all(r.result() == 0 for r in readers)
+    run_trail("list", home=home, check=True)
+    commands = [e.shell for e in ledger.task_events(ledger.task_id(1)) if isinstance(e, ev.CommandRan)]
+    assert len(commands) == len(set(commands)) == chains * length
+    for k in range(chains):
+        mine = [c for c in commands if c and c.startswith(f"step {k} ")]
+        assert mine == [f"step {k} {i}" for i in range(length)]
+
+
+def test_install_merges_idempotently_and_uninstall_removes_only_ours(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    mine = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"PostToolUse": [mine]}}))
+
+    def trail(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", "from cli.main import main; main()", *args], cwd=project,
+                              capture_output=True, text=True, env=_env(home), timeout=60)
+
+    before = settings.read_text()
+    dry = trail("install", "claude-code", "--project", "--dry-run")
+    assert dry.returncode == 0 and "+" in dry.stdout and "hook claude-code" in dry.stdout
+    assert settings.read_text() == before
+    assert trail("install", "claude-code").returncode == 0
+    once = json.loads(settings.read_text())
+    assert trail("install", "claude-code").returncode == 0
+    assert json.loads(settings.read_text()) == once  # idempotent
+    assert once["model"] == "opus" and once["hooks"]["PostToolUse"][0] == mine
+    ours = [h["command"] for groups in once["hooks"].values() for g in groups for h in g["hooks"]]
+    assert sum(c.endswith("hook claude-code") for c in ours) == 7
+    assert trail("uninstall", "claude-code").returncode == 0
+    assert json.loads(settings.read_text()) == {"model": "opus", "hooks": {"PostToolUse": [mine]}}
+    settings.write_text("[1, 2")
+    broken = trail("install", "claude-code")
+    assert broken.returncode == 1 and str(settings) in broken.stderr and settings.read_text() == "[1, 2"
+
+
+def test_reclassify_appends_a_superseding_event(home: Path, ledger: Ledger) -> None:
+    run_trail("start", "Reclassify", home=home, check=True)
+    hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Add CSV export"}, home)
+    hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Use semicolons as separator"},
+         home)
+    run_trail("list", home=home, check=True)
+    events = list(ledger.task_events(ledger.task_id(1)))
+    second = next(e for e in events if isinstance(e, ev.RequirementStated) and e.text.startswith("Use semicolons"))
+    out = run_trail("reclassify", str(second.originator_version), "--as", "correction", "--json", home=home,
+                    check=True)
+    assert json.loads(out.stdout)["supersedes"] == second.originator_version
+    last = list(ledger.task_events(ledger.task_id(1)))[-1]
+    assert isinstance(last, ev.CorrectionMade) and last.causation == second.originator_version
+    assert last.text == second.text
+    again = run_trail("reclassify", "1", "--as", "change", home=home)
+    assert again.returncode != 0 and "position 1 is a TaskOpened" in again.stderr

@@ -1,0 +1,121 @@
+"""Redaction: no planted secret reaches the ledger file, whatever the path; markers keep a short hash."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ledger import events as ev
+from ledger.errors import TrailError
+from ledger.redact import BUILTIN, _load_user_patterns, marker, redact_text
+from ledger.store import Ledger
+from tests.conftest import REPO, run_trail
+
+# Fake secrets of the right shapes (none is a live credential).
+CORPUS = {
+    "openai-key": "sk-proj-Zq8xY2mN4pL6vB1cD3fG5hJ7kQ9wE0rT",
+    "anthropic-key": "sk-ant-api03-Qw3rTy6uIo9pAs2dFg5hJk8lZx1cVb4n",
+    "github-token": "ghp_R2d2C3po0123456789AbCdEfGhIjKlMnOpQr",
+    "github-pat": "github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789abcdef",
+    "aws-access-key": "AKIAQ5EXAMPLE7TZ4JWX",
+    "slack-token": "xoxb-2048-9955-Tk0mYsEcReTvAlUe",
+    "google-api-key": "AIzaSyD4-qwertyuiopASDFGHJKLzxcvbnm12345",
+    "stripe-key": "sk_live_51HqLmN0pQrStUvWxYz0123",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTQyIn0.c2lnbmF0dXJlLXZhbHVlLWhlcmU",
+    "private-key-body": "MIIEpQIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2ZTcrnS4Ivrsq",
+    "bearer": "b3arerT0kenValue0987654321",
+    "env-password": "Tr0ub4dor&3horse",
+    "json-secret": "q1w2e3r4t5y6u7i8",
+    "url-password": "s3cretPa55w0rd",
+}
+
+TEXT = f"""export OPENAI_API_KEY={CORPUS["openai-key"]}
+ANTHROPIC={CORPUS["anthropic-key"]} and {CORPUS["github-token"]} / {CORPUS["github-pat"]}
+aws {CORPUS["aws-access-key"]} slack {CORPUS["slack-token"]} google {CORPUS["google-api-key"]}
+stripe {CORPUS["stripe-key"]} jwt {CORPUS["jwt"]}
+-----BEGIN OPENSSH PRIVATE KEY-----
+{CORPUS["private-key-body"]}
+-----END OPENSSH PRIVATE KEY-----
+curl -H "Authorization: Bearer {CORPUS["bearer"]}" https://api.example.com
+DB_PASSWORD={CORPUS["env-password"]}
+{{"client_secret": "{CORPUS["json-secret"]}"}}
+git clone https://deploy:{CORPUS["url-password"]}@git.example.com/repo.git
+"""
+
+
+def test_every_builtin_kind_is_redacted_and_markers_are_stable() -> None:
+    out = redact_text(TEXT, BUILTIN)
+    for name, secret in CORPUS.items():
+        assert secret not in out, name
+    assert marker("github-token", CORPUS["github-token"]) in out
+    assert redact_text(out, BUILTIN) == out  # markers are not redacted again
+    # Equal secrets give equal markers; different ones differ.
+    twice = redact_text(f"{CORPUS['github-token']} {CORPUS['github-token']} {CORPUS['openai-key']}", BUILTIN)
+    parts = twice.split()
+    assert parts[0] == parts[1] != parts[2]
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    text = "max_tokens=4096; token_count: 17; a basic understanding; token = get_token(); password: ${PASSWORD}"
+    assert redact_text(text, BUILTIN) == text
+
+
+def test_user_patterns_from_toml_and_bad_config(tmp_path: Path) -> None:
+    (tmp_path / "redact.toml").write_text('[[pattern]]\nname = "internal"\nregex = "itk_[a-z0-9]{8,}"\n')
+    patterns = _load_user_patterns(tmp_path)
+    assert redact_text("use itk_abcdef123 now", patterns).startswith("use [REDACTED:internal:")
+    (tmp_path / "redact.toml").write_text('[[pattern]]\nname = "broken"\nregex = "(unclosed"\n')
+    with pytest.raises(TrailError, match=r"redact.toml, pattern 1"):
+        _load_user_patterns(tmp_path)
+
+
+def test_cli_append_path_redacts(home: Path, ledger: Ledger) -> None:
+    run_trail("start", f"Rotate {CORPUS['github-token']}", home=home, check=True)
+    state = ledger.state(ledger.task_id(1))
+    assert CORPUS["github-token"] not in state.title and "[REDACTED:github-token:" in state.title
+
+
+def test_no_planted_secret_reaches_the_database_file(home: Path, tmp_path: Path) -> None:
+    session = "33333333-cccc-4ddd-8eee-000000000003"
+    base = {"sessionId": session, "cwd": "/w", "version": "2.0.0", "isSidechain": False}
+    lines = [
+        {**base, "type": "user", "uuid": "p1", "parentUuid": None, "timestamp": "2026-01-01T00:00:01Z",
+         "message": {"role": "user", "content": f"Use these credentials:\n{TEXT}"}},
+        {**base, "type": "assistant", "uuid": "a1", "parentUuid": "p1", "timestamp": "2026-01-01T00:00:02Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_S1", "name": "Bash", "input": {"command": f"echo '{TEXT}'"}},
+             {"type": "tool_use", "id": "toolu_S2", "name": "Write",
+              "input": {"file_path": "/w/.env", "content": TEXT}}]}},
+        {**base, "type": "user", "uuid": "r1", "parentUuid": "a1", "timestamp": "2026-01-01T00:00:03Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_S1", "content": TEXT}]},
+         "toolUseResult": {"stdout": TEXT, "stderr": TEXT}},
+        {**base, "type": "user", "uuid": "r2", "parentUuid": "r1", "timestamp": "2026-01-01T00:00:04Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_S2", "content": "ok"}]},
+         "toolUseResult": {"type": "create", "filePath": "/w/.env", "content": TEXT, "structuredPatch": []}},
+    ]
+    transcript = tmp_path / f"{session}.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    run_trail("import", "claude-code", str(transcript), home=home, check=True)
+    # And the live path: a hook payload full of secrets, folded in by a read.
+    payload = {"session_id": session, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_S3",
+               "tool_input": {"command": TEXT}, "tool_response": {"stdout": TEXT, "stderr": ""}}
+    env = {"TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
+                   input=json.dumps(payload), text=True, env=env, check=True, timeout=30)
+    run_trail("list", home=home, check=True)
+    data = b"".join(p.read_bytes() for p in home.glob("ledger.db*"))
+    assert b"[REDACTED:" in data  # the events are there, in redacted form
+    events = b"tasktrail/CommandRan" in data and b"tasktrail/FileChanged" in data
+    assert events
+    for name, secret in CORPUS.items():
+        assert secret.encode() not in data, name
+
+
+def test_state_of_redacted_import_keeps_the_structure(home: Path, ledger: Ledger) -> None:
+    state = ledger.append(ledger.open_task("t").id or ledger.task_id(1), ev.NoteAdded,
+                          text=f"key {CORPUS['aws-access-key']}")
+    assert state.notes[-1].text.startswith("key [REDACTED:aws-access-key:")

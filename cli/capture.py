@@ -77,8 +77,15 @@ def import_codex(ctx: Context, paths: tuple[Path, ...], task: str | None, as_jso
 
 # -- trail install / uninstall claude-code -----------------------------------------------------------
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop",
-               "SessionEnd")
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "Stop",
+    "SessionEnd",
+)
 TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
 HOOK_SUFFIX = " hook claude-code"
 
@@ -124,7 +131,11 @@ def with_ours(settings: dict[str, Any], command: str) -> dict[str, Any]:
     result = without_ours(settings)
     hooks = dict(result.get("hooks") or {})
     for event in HOOK_EVENTS:
-        entry: dict[str, Any] = {"type": "command", "command": command, "timeout": 30 if event == "SessionStart" else 10}
+        entry: dict[str, Any] = {
+            "type": "command",
+            "command": command,
+            "timeout": 30 if event == "SessionStart" else 10,
+        }
         group: dict[str, Any] = {"hooks": [entry]}
         if event in TOOL_EVENTS:
             group = {"matcher": "*", **group}
@@ -164,8 +175,12 @@ def _write_settings(path: Path, before: dict[str, Any], after: dict[str, Any], d
     click.echo(f"{path}: updated")
 
 
-_scope = click.option("--project/--user", "project", default=True,
-                      help="The project's .claude/settings.json (default) or the user's ~/.claude/settings.json.")
+_scope = click.option(
+    "--project/--user",
+    "project",
+    default=True,
+    help="The project's .claude/settings.json (default) or the user's ~/.claude/settings.json.",
+)
 _dry = click.option("--dry-run", is_flag=True, help="Show the change as a diff; write nothing.")
 
 
@@ -230,14 +245,14 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     from ledger.capture import hook
     from ledger.capture.inbox import drain
 
-    spool = hook.deadletter_dir()
+    spool = Path(hook.deadletter_dir())
     files = sorted(spool.glob("*.json")) if spool.is_dir() else []
     replayed, failed = 0, []
     if retry:
         for file in files:
             try:
                 raw = json.loads(file.read_text())["raw"]
-                hook.enqueue(ctx.location.sqlite_path, "claude-code", raw)
+                hook.enqueue(str(ctx.location.sqlite_path), "claude-code", raw)
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 failed.append(f"{file}: {exc}")
                 continue
@@ -245,8 +260,13 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
             replayed += 1
     drained = drain(ctx.ledger(), ctx.location)
     left = sorted(spool.glob("*.json")) if spool.is_dir() else []
-    report = {"dead_letters": len(left), "replayed": replayed, "events": drained.events,
-              "waiting_rows": drained.waiting, "failed": failed}
+    report = {
+        "dead_letters": len(left),
+        "replayed": replayed,
+        "events": drained.events,
+        "waiting_rows": drained.waiting,
+        "failed": failed,
+    }
     if as_json:
         emit_json(report)
     else:

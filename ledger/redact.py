@@ -15,20 +15,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.errors import TrailError
-from ledger.location import trail_home
 
 MARKER_PREFIX = "[REDACTED:"
 
 
-@dataclass(frozen=True)
-class Pattern:
+class Pattern(NamedTuple):
     name: str
     regex: re.Pattern[str]
     group: int = 0
@@ -41,8 +38,9 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
         # An unterminated block (a cut tail) is redacted to the end of the text.
-        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)",
-                   re.S),
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)", re.S
+        ),
     ),
     Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
     Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
@@ -78,16 +76,17 @@ def marker(kind: str, secret: str) -> str:
     return f"{MARKER_PREFIX}{kind}:{digest}]"
 
 
-def _load_user_patterns(home: Path) -> tuple[Pattern, ...]:
+def _load_user_patterns(home: str) -> tuple[Pattern, ...]:
     """Patterns from ``redact.toml`` or ``redact.json`` in ``home``; a bad file is one clear error."""
     for name in ("redact.toml", "redact.json"):
-        path = home / name
-        if not path.exists():
+        path = os.path.join(home, name)
+        if not os.path.exists(path):
             continue
         import tomllib  # only when a config file exists: the hook path imports this module
 
         try:
-            raw = path.read_text()
+            with open(path) as handle:
+                raw = handle.read()
             data = tomllib.loads(raw) if name.endswith(".toml") else json.loads(raw)
             entries = data.get("pattern", data.get("patterns", []))
         except (OSError, ValueError, AttributeError) as exc:
@@ -104,13 +103,21 @@ def _load_user_patterns(home: Path) -> tuple[Pattern, ...]:
 
 
 @lru_cache(maxsize=8)
-def patterns_for(home: Path) -> tuple[Pattern, ...]:
+def patterns_for(home: str) -> tuple[Pattern, ...]:
     return (*_load_user_patterns(home), *BUILTIN)
+
+
+def _home() -> str:
+    # Imported late: ledger.location pulls in dataclasses, too slow for the capture hook
+    # (which passes its own patterns_for(home)).
+    from ledger.location import trail_home
+
+    return str(trail_home())
 
 
 def redact_text(text: str, patterns: tuple[Pattern, ...] | None = None) -> str:
     """``text`` with every secret replaced by its marker."""
-    for pattern in patterns if patterns is not None else patterns_for(trail_home()):
+    for pattern in patterns if patterns is not None else patterns_for(_home()):
         text = pattern.regex.sub(functools.partial(_replace, pattern), text)
     return text
 
@@ -150,5 +157,5 @@ def redact_value(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any
 
 def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """An event's fields with every string redacted (a new dict; the input is left alone)."""
-    patterns = patterns_for(trail_home())
+    patterns = patterns_for(_home())
     return {name: redact_value(value, patterns) for name, value in fields.items()}

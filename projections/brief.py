@@ -103,8 +103,8 @@ def lines(state: TaskState) -> list[Line]:
         failed = state.last_failed_command
         if failed is not None and failed not in commands:
             # The latest failure is what a continuation most needs, even when later commands passed.
-            add("results", f"- last failure: $ {_clip(failed.line, 160)} -> exit {failed.exit_code} [{failed.position}]",
-                MID)
+            line = f"- last failure: $ {_clip(failed.line, 160)} -> exit {failed.exit_code} [{failed.position}]"
+            add("results", line, MID)
         if state.commands_total > len(commands):
             add("results", f"- ({state.commands_total} commands in all, {state.commands_failed} failed)", LEAST)
 

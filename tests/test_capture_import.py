@@ -114,9 +114,23 @@ def test_concurrent_imports_of_one_file_land_once(home: Path, ledger: Ledger) ->
     run_trail("start", "Race target", home=home, check=True)
     env = {"TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     procs = [
-        subprocess.Popen([sys.executable, "-c", "from cli.main import main; main()", "import", "claude-code",
-                          str(FIXTURES / "claude-small.jsonl"), "--task", "1", "--json"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from cli.main import main; main()",
+                "import",
+                "claude-code",
+                str(FIXTURES / "claude-small.jsonl"),
+                "--task",
+                "1",
+                "--json",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(4)
     ]
     outputs = [p.communicate(timeout=60) for p in procs]
@@ -152,23 +166,32 @@ def _claude_counts(path: Path) -> dict[str, Any]:
                     body = b.get("content")
                     text = body if isinstance(body, str) else " ".join(x.get("text", "") for x in body or [])
                     results[b["tool_use_id"]] = (text, bool(b.get("is_error")))
-        text = content if isinstance(content, str) else "".join(
-            b.get("text", "") for b in content or [] if b.get("type") == "text")
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
+        )
         typed = not (r.get("isMeta") or r.get("isCompactSummary") or r.get("isSidechain"))
         has_result = isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
         if typed and not has_result and text.strip():
             if text.startswith("<bash-input>"):
                 bash_inputs += 1
-            elif not text.lstrip().startswith(("[Request interrupted", "<command-", "<local-command-", "<bash-",
-                                                "Caveat: The messages below")):
+            elif not text.lstrip().startswith(
+                ("[Request interrupted", "<command-", "<local-command-", "<bash-", "Caveat: The messages below")
+            ):
                 prompts += 1
     ran = [
-        i for i, c in calls.items()
-        if c["name"] == "Bash" and i in results
+        i
+        for i, c in calls.items()
+        if c["name"] == "Bash"
+        and i in results
         and not results[i][0].startswith(("The user doesn't want to proceed", "[Request interrupted"))
     ]
-    edits = [i for i, c in calls.items()
-             if c["name"] in ("Edit", "Write", "MultiEdit", "NotebookEdit") and i in results and not results[i][1]]
+    edits = [
+        i
+        for i, c in calls.items()
+        if c["name"] in ("Edit", "Write", "MultiEdit", "NotebookEdit") and i in results and not results[i][1]
+    ]
     failing = [calls[i]["input"]["command"] for i in ran if results[i][1]]
     return {
         "commands": len(ran) + bash_inputs,
@@ -187,8 +210,14 @@ def _codex_counts(path: Path) -> dict[str, Any]:
     ended = {p["call_id"] for p in ends}
     shell_calls = {p["call_id"] for p in items if p.get("type") == "function_call" and p.get("name") == "exec_command"}
     # Without exec_command_end (Codex Desktop), a finished command says so in its output.
-    finished = [p for p in items if p.get("type") == "function_call_output" and p["call_id"] in shell_calls
-                and p["call_id"] not in ended and "Process exited with code" in str(p.get("output"))]
+    finished = [
+        p
+        for p in items
+        if p.get("type") == "function_call_output"
+        and p["call_id"] in shell_calls
+        and p["call_id"] not in ended
+        and "Process exited with code" in str(p.get("output"))
+    ]
     changes = [c for p in events if p.get("type") == "patch_apply_end" and p.get("success") for c in p["changes"]]
     return {
         "commands": len(ends) + len(finished),
@@ -228,8 +257,11 @@ def _check_real(path: Path, ledger: Ledger, location: Location, agent: str, want
     assert not report.skipped, report.skipped
     (number,) = report.tasks
     events = _events(ledger, number)
-    prompts = [e for e in events if e.actor == "user" and isinstance(
-        e, ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade)]
+    prompts = [
+        e
+        for e in events
+        if e.actor == "user" and isinstance(e, ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade)
+    ]
     assert sum(isinstance(e, ev.CommandRan) for e in events) == want["commands"]
     assert sum(isinstance(e, ev.FileChanged) for e in events) == want["files"]
     assert len(prompts) == want["prompts"]
@@ -241,8 +273,9 @@ def _check_real(path: Path, ledger: Ledger, location: Location, agent: str, want
     assert import_files(ledger, location, agent, [path]).events.total() == 0  # type: ignore[arg-type]
 
 
-def test_real_sessions_that_continue_each_other_share_a_task(ledger: Ledger, location: Location,
-                                                             tmp_path: Path) -> None:
+def test_real_sessions_that_continue_each_other_share_a_task(
+    ledger: Ledger, location: Location, tmp_path: Path
+) -> None:
     root = SHARED / "fixtures" / "claude-code"
     pair = [root / "ccl-session-nav-37f83ec9.jsonl", root / "ccl-project-title-aa5c5ada.jsonl"]
     if not all(p.exists() for p in pair):

@@ -26,13 +26,25 @@ def hook(payload: dict[str, Any] | str, home: Path, **env: str) -> subprocess.Co
     text = payload if isinstance(payload, str) else json.dumps(payload)
     return subprocess.run(
         [sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
-        input=text, capture_output=True, text=True, env=_env(home, **env), timeout=60, cwd=home.parent,
+        input=text,
+        capture_output=True,
+        text=True,
+        env=_env(home, **env),
+        timeout=60,
+        cwd=home.parent,
     )
 
 
 def _tool(call: str, command: str, stdout: str = "", session: str = SESSION) -> dict[str, Any]:
-    return {"session_id": session, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": call,
-            "tool_input": {"command": command}, "tool_response": {"stdout": stdout, "stderr": ""}, "cwd": "/w"}
+    return {
+        "session_id": session,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": call,
+        "tool_input": {"command": command},
+        "tool_response": {"stdout": stdout, "stderr": ""},
+        "cwd": "/w",
+    }
 
 
 def test_hook_path_imports_nothing_heavy(home: Path) -> None:
@@ -42,8 +54,14 @@ def test_hook_path_imports_nothing_heavy(home: Path) -> None:
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in ('click', 'pydantic', 'eventsourcing', 'duckdb', 'orjson') if m in sys.modules))"
     )
-    proc = subprocess.run([sys.executable, "-c", probe], input=json.dumps(_tool("toolu_x", "ls")),
-                          capture_output=True, text=True, env=_env(home), timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        input=json.dumps(_tool("toolu_x", "ls")),
+        capture_output=True,
+        text=True,
+        env=_env(home),
+        timeout=60,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
 
 
@@ -52,14 +70,34 @@ def test_a_session_is_captured_and_a_new_session_starts_from_its_brief(home: Pat
     assert start.returncode == 0 and start.stdout == ""  # no task yet: nothing to inject
     steps = [
         {"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Make the parser accept tabs"},
-        {"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": "toolu_e1",
-         "tool_input": {"file_path": "/w/parser.py", "old_string": "' '", "new_string": "(' ', '\\t')"},
-         "tool_response": {"filePath": "/w/parser.py", "originalFile": "sep = ' '\n", "structuredPatch": [
-             {"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
-              "lines": ["-sep = ' '", "+sep = (' ', '\\t')"]}]}},
-        {"session_id": SESSION, "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
-         "tool_use_id": "toolu_b1", "tool_input": {"command": "pytest tests/test_parser.py"},
-         "error": "Exit code 1\nFAILED test_tabs"},
+        {
+            "session_id": SESSION,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Edit",
+            "tool_use_id": "toolu_e1",
+            "tool_input": {"file_path": "/w/parser.py", "old_string": "' '", "new_string": "(' ', '\\t')"},
+            "tool_response": {
+                "filePath": "/w/parser.py",
+                "originalFile": "sep = ' '\n",
+                "structuredPatch": [
+                    {
+                        "oldStart": 1,
+                        "oldLines": 1,
+                        "newStart": 1,
+                        "newLines": 1,
+                        "lines": ["-sep = ' '", "+sep = (' ', '\\t')"],
+                    }
+                ],
+            },
+        },
+        {
+            "session_id": SESSION,
+            "hook_event_name": "PostToolUseFailure",
+            "tool_name": "Bash",
+            "tool_use_id": "toolu_b1",
+            "tool_input": {"command": "pytest tests/test_parser.py"},
+            "error": "Exit code 1\nFAILED test_tabs",
+        },
         {"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "no, tabs only inside strings"},
         {"session_id": SESSION, "hook_event_name": "Stop", "stop_hook_active": False},
     ]
@@ -70,16 +108,27 @@ def test_a_session_is_captured_and_a_new_session_starts_from_its_brief(home: Pat
     assert "parser" in resume.stdout
     events = list(ledger.task_events(ledger.task_id(1)))
     kinds = [type(e).__name__ for e in events]
-    assert kinds == ["TaskOpened", "ConversationLinked", "RequirementStated", "FileChanged", "CommandRan",
-                     "CorrectionMade", "CheckpointMarked"]
+    assert kinds == [
+        "TaskOpened",
+        "ConversationLinked",
+        "RequirementStated",
+        "FileChanged",
+        "CommandRan",
+        "CorrectionMade",
+        "CheckpointMarked",
+    ]
     command = next(e for e in events if isinstance(e, ev.CommandRan))
     assert command.exit_code == 1 and command.source is not None and command.source.record == "toolu_b1"
     # A fresh session in the same ledger binds to the active task and is answered with its brief.
-    other = hook({"session_id": "55555555-0000-4000-8000-000000000005", "hook_event_name": "SessionStart",
-                  "source": "startup"}, home)
+    other = hook(
+        {"session_id": "55555555-0000-4000-8000-000000000005", "hook_event_name": "SessionStart", "source": "startup"},
+        home,
+    )
     answer = json.loads(other.stdout)["hookSpecificOutput"]
     assert answer["hookEventName"] == "SessionStart"
-    assert "/w/parser.py" in answer["additionalContext"] and "pytest tests/test_parser.py" in answer["additionalContext"]
+    assert (
+        "/w/parser.py" in answer["additionalContext"] and "pytest tests/test_parser.py" in answer["additionalContext"]
+    )
     assert "tabs only inside strings" in answer["additionalContext"]
 
 
@@ -129,8 +178,14 @@ def test_install_merges_idempotently_and_uninstall_removes_only_ours(home: Path,
     settings.write_text(json.dumps({"model": "opus", "hooks": {"PostToolUse": [mine]}}))
 
     def trail(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-c", "from cli.main import main; main()", *args], cwd=project,
-                              capture_output=True, text=True, env=_env(home), timeout=60)
+        return subprocess.run(
+            [sys.executable, "-c", "from cli.main import main; main()", *args],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            env=_env(home),
+            timeout=60,
+        )
 
     before = settings.read_text()
     dry = trail("install", "claude-code", "--project", "--dry-run")
@@ -153,16 +208,27 @@ def test_install_merges_idempotently_and_uninstall_removes_only_ours(home: Path,
 def test_reclassify_appends_a_superseding_event(home: Path, ledger: Ledger) -> None:
     run_trail("start", "Reclassify", home=home, check=True)
     hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Add CSV export"}, home)
-    hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Use semicolons as separator"},
-         home)
+    hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Use semicolons as separator"}, home)
     run_trail("list", home=home, check=True)
     events = list(ledger.task_events(ledger.task_id(1)))
     second = next(e for e in events if isinstance(e, ev.RequirementStated) and e.text.startswith("Use semicolons"))
-    out = run_trail("reclassify", str(second.originator_version), "--as", "correction", "--json", home=home,
-                    check=True)
+    out = run_trail("reclassify", str(second.originator_version), "--as", "correction", "--json", home=home, check=True)
     assert json.loads(out.stdout)["supersedes"] == second.originator_version
     last = list(ledger.task_events(ledger.task_id(1)))[-1]
     assert isinstance(last, ev.CorrectionMade) and last.causation == second.originator_version
     assert last.text == second.text
     again = run_trail("reclassify", "1", "--as", "change", home=home)
     assert again.returncode != 0 and "position 1 is a TaskOpened" in again.stderr
+
+
+def test_hook_resolves_the_same_ledger_file_as_the_cli(monkeypatch: Any, tmp_path: Path) -> None:
+    from ledger.capture.hook import ledger_file
+    from ledger.location import resolve
+
+    for env in ({}, {"TRAIL_HOME": str(tmp_path)}, {"TRAIL_DB": "sqlite:~/x.db"}, {"TRAIL_DATABASE_URL": "/a/b.db"},
+                {"XDG_DATA_HOME": str(tmp_path / "xdg")}):
+        for name in ("TRAIL_HOME", "TRAIL_DB", "TRAIL_DATABASE_URL", "XDG_DATA_HOME"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        assert ledger_file() == str(resolve(os.environ.get("TRAIL_DB")).sqlite_path), env

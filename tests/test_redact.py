@@ -66,11 +66,11 @@ def test_ordinary_text_is_left_alone() -> None:
 
 def test_user_patterns_from_toml_and_bad_config(tmp_path: Path) -> None:
     (tmp_path / "redact.toml").write_text('[[pattern]]\nname = "internal"\nregex = "itk_[a-z0-9]{8,}"\n')
-    patterns = _load_user_patterns(tmp_path)
+    patterns = _load_user_patterns(str(tmp_path))
     assert redact_text("use itk_abcdef123 now", patterns).startswith("use [REDACTED:internal:")
     (tmp_path / "redact.toml").write_text('[[pattern]]\nname = "broken"\nregex = "(unclosed"\n')
     with pytest.raises(TrailError, match=r"redact.toml, pattern 1"):
-        _load_user_patterns(tmp_path)
+        _load_user_patterns(str(tmp_path))
 
 
 def test_cli_append_path_redacts(home: Path, ledger: Ledger) -> None:
@@ -83,29 +83,79 @@ def test_no_planted_secret_reaches_the_database_file(home: Path, tmp_path: Path)
     session = "33333333-cccc-4ddd-8eee-000000000003"
     base = {"sessionId": session, "cwd": "/w", "version": "2.0.0", "isSidechain": False}
     lines = [
-        {**base, "type": "user", "uuid": "p1", "parentUuid": None, "timestamp": "2026-01-01T00:00:01Z",
-         "message": {"role": "user", "content": f"Use these credentials:\n{TEXT}"}},
-        {**base, "type": "assistant", "uuid": "a1", "parentUuid": "p1", "timestamp": "2026-01-01T00:00:02Z",
-         "message": {"role": "assistant", "content": [
-             {"type": "tool_use", "id": "toolu_S1", "name": "Bash", "input": {"command": f"echo '{TEXT}'"}},
-             {"type": "tool_use", "id": "toolu_S2", "name": "Write",
-              "input": {"file_path": "/w/.env", "content": TEXT}}]}},
-        {**base, "type": "user", "uuid": "r1", "parentUuid": "a1", "timestamp": "2026-01-01T00:00:03Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_S1", "content": TEXT}]},
-         "toolUseResult": {"stdout": TEXT, "stderr": TEXT}},
-        {**base, "type": "user", "uuid": "r2", "parentUuid": "r1", "timestamp": "2026-01-01T00:00:04Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_S2", "content": "ok"}]},
-         "toolUseResult": {"type": "create", "filePath": "/w/.env", "content": TEXT, "structuredPatch": []}},
+        {
+            **base,
+            "type": "user",
+            "uuid": "p1",
+            "parentUuid": None,
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {"role": "user", "content": f"Use these credentials:\n{TEXT}"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "p1",
+            "timestamp": "2026-01-01T00:00:02Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_S1", "name": "Bash", "input": {"command": f"echo '{TEXT}'"}},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_S2",
+                        "name": "Write",
+                        "input": {"file_path": "/w/.env", "content": TEXT},
+                    },
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "r1",
+            "parentUuid": "a1",
+            "timestamp": "2026-01-01T00:00:03Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_S1", "content": TEXT}],
+            },
+            "toolUseResult": {"stdout": TEXT, "stderr": TEXT},
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "r2",
+            "parentUuid": "r1",
+            "timestamp": "2026-01-01T00:00:04Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_S2", "content": "ok"}],
+            },
+            "toolUseResult": {"type": "create", "filePath": "/w/.env", "content": TEXT, "structuredPatch": []},
+        },
     ]
     transcript = tmp_path / f"{session}.jsonl"
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
     run_trail("import", "claude-code", str(transcript), home=home, check=True)
     # And the live path: a hook payload full of secrets, folded in by a read.
-    payload = {"session_id": session, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_S3",
-               "tool_input": {"command": TEXT}, "tool_response": {"stdout": TEXT, "stderr": ""}}
+    payload = {
+        "session_id": session,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": "toolu_S3",
+        "tool_input": {"command": TEXT},
+        "tool_response": {"stdout": TEXT, "stderr": ""},
+    }
     env = {"TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
-    subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
-                   input=json.dumps(payload), text=True, env=env, check=True, timeout=30)
+    subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
+        input=json.dumps(payload),
+        text=True,
+        env=env,
+        check=True,
+        timeout=30,
+    )
     run_trail("list", home=home, check=True)
     data = b"".join(p.read_bytes() for p in home.glob("ledger.db*"))
     assert b"[REDACTED:" in data  # the events are there, in redacted form
@@ -116,6 +166,7 @@ def test_no_planted_secret_reaches_the_database_file(home: Path, tmp_path: Path)
 
 
 def test_state_of_redacted_import_keeps_the_structure(home: Path, ledger: Ledger) -> None:
-    state = ledger.append(ledger.open_task("t").id or ledger.task_id(1), ev.NoteAdded,
-                          text=f"key {CORPUS['aws-access-key']}")
+    state = ledger.append(
+        ledger.open_task("t").id or ledger.task_id(1), ev.NoteAdded, text=f"key {CORPUS['aws-access-key']}"
+    )
     assert state.notes[-1].text.startswith("key [REDACTED:aws-access-key:")

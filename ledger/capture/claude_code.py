@@ -24,8 +24,13 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 REJECTED = "The user doesn't want to proceed"
 INTERRUPTED = "[Request interrupted by user"
 _EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
-_SKIP_PROMPT = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
-                "Caveat: The messages below")
+_SKIP_PROMPT = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "Caveat: The messages below",
+)
 _BASH_TAG = re.compile(r"<bash-(input|stdout|stderr)>(.*?)</bash-\1>", re.S)
 
 
@@ -76,7 +81,9 @@ def _patch_text(patch: Any) -> str:
     for hunk in patch:
         if not isinstance(hunk, dict):
             continue
-        out.append(f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},{hunk.get('newLines')} @@")
+        out.append(
+            f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},{hunk.get('newLines')} @@"
+        )
         out.extend(str(line) for line in hunk.get("lines") or ())
     return "\n".join(out)
 
@@ -86,7 +93,7 @@ def _input_diff(name: str, data: dict[str, Any]) -> str:
     if name == "Write":
         return "\n".join("+" + ln for ln in str(data.get("content", "")).splitlines())
     edits = data.get("edits") if name == "MultiEdit" else [data]
-    out = []
+    out: list[str] = []
     for e in edits or ():
         if isinstance(e, dict):
             out.extend("-" + ln for ln in str(e.get("old_string", "")).splitlines())
@@ -121,9 +128,7 @@ def file_item(name: str, data: dict[str, Any], result: Any, actor: str, source: 
     before = result.get("originalFile", result.get("originalFileContents"))
     before = before if isinstance(before, str) else None
     created = name == "Write" and (result.get("type") == "create" or (not result and before is None))
-    diff = _patch_text(result.get("structuredPatch")) or (
-        "" if name == "NotebookEdit" else _input_diff(name, data)
-    )
+    diff = _patch_text(result.get("structuredPatch")) or ("" if name == "NotebookEdit" else _input_diff(name, data))
     after = None if name == "NotebookEdit" else _after_content(name, data, result, before)
     return ev.FileChanged, {
         "path": str(path),
@@ -193,11 +198,29 @@ def tool_items(
     called = source.model_copy(update={"record": source.record + "#call"})
     done = source.model_copy(update={"record": source.record + "#result"})
     return [
-        (ev.ToolCalled, {"tool": name, "call_id": source.record, "input": bounded(json.dumps(data, default=str))
-                         or bounded("{}"), "actor": actor, "source": called, "timestamp": ts}),
-        (ev.ToolResult, {"tool": name, "call_id": source.record, "ok": not is_error,
-                         "output": bounded(output) or bounded(" "), "actor": tool_actor, "source": done,
-                         "timestamp": ts}),
+        (
+            ev.ToolCalled,
+            {
+                "tool": name,
+                "call_id": source.record,
+                "input": bounded(json.dumps(data, default=str)) or bounded("{}"),
+                "actor": actor,
+                "source": called,
+                "timestamp": ts,
+            },
+        ),
+        (
+            ev.ToolResult,
+            {
+                "tool": name,
+                "call_id": source.record,
+                "ok": not is_error,
+                "output": bounded(output) or bounded(" "),
+                "actor": tool_actor,
+                "source": done,
+                "timestamp": ts,
+            },
+        ),
     ]
 
 
@@ -233,7 +256,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             continue
         try:
             record = json.loads(raw)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             session.skipped.append(Skipped(number, f"not JSON ({exc.msg})"))
             continue
         if not isinstance(record, dict):
@@ -272,13 +295,25 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             sub = record.get("subtype")
             if sub == "compact_boundary":
                 meta = record.get("compactMetadata") or {}
-                session.items.append((ev.CheckpointMarked, {
-                    "label": f"compaction ({meta.get('trigger', 'auto')})",
-                    "note": f"context compacted at {meta.get('preTokens', '?')} tokens",
-                    "actor": "system", "source": src, "timestamp": ts}))
+                session.items.append(
+                    (
+                        ev.CheckpointMarked,
+                        {
+                            "label": f"compaction ({meta.get('trigger', 'auto')})",
+                            "note": f"context compacted at {meta.get('preTokens', '?')} tokens",
+                            "actor": "system",
+                            "source": src,
+                            "timestamp": ts,
+                        },
+                    )
+                )
             elif sub == "away_summary" and text_of(record.get("content")).strip():
-                session.items.append((ev.NoteAdded, {"text": text_of(record.get("content")), "actor": ACTOR,
-                                                     "source": src, "timestamp": ts}))
+                session.items.append(
+                    (
+                        ev.NoteAdded,
+                        {"text": text_of(record.get("content")), "actor": ACTOR, "source": src, "timestamp": ts},
+                    )
+                )
             continue
         if kind == "assistant":
             for block in (record.get("message") or {}).get("content") or ():
@@ -295,8 +330,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if record.get("isCompactSummary"):
             text = text_of(content)
             if text.strip():
-                session.items.append((ev.NoteAdded, {"text": text, "actor": "system", "source": src,
-                                                     "timestamp": ts}))
+                session.items.append((ev.NoteAdded, {"text": text, "actor": "system", "source": src, "timestamp": ts}))
             continue
         if isinstance(content, list):
             for block in content:
@@ -312,8 +346,11 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                     interrupted = True
                     wrong = f"{call.name} {json.dumps(call.input, default=str)[:200]}"
                 tool_src = ev.SourceKey(agent=AGENT, session=src.session, record=call_id)
-                session.items.extend(tool_items(call.name, call.input, record.get("toolUseResult"), body,
-                                                is_error, call.actor, tool_src, ts))
+                session.items.extend(
+                    tool_items(
+                        call.name, call.input, record.get("toolUseResult"), body, is_error, call.actor, tool_src, ts
+                    )
+                )
         if not _is_prompt(record, content):
             continue
         text = text_of(content)
@@ -327,10 +364,20 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if "stdout" in tags or "stderr" in tags:
             if user_command is not None:
                 line, cmd_key, cmd_ts = user_command
-                session.items.append((ev.CommandRan, {
-                    "shell": line, "exit_code": None, "stdout": bounded(tags.get("stdout")),
-                    "stderr": bounded(tags.get("stderr")), "actor": "user", "timestamp": cmd_ts,
-                    "source": src.model_copy(update={"record": cmd_key})}))
+                session.items.append(
+                    (
+                        ev.CommandRan,
+                        {
+                            "shell": line,
+                            "exit_code": None,
+                            "stdout": bounded(tags.get("stdout")),
+                            "stderr": bounded(tags.get("stderr")),
+                            "actor": "user",
+                            "timestamp": cmd_ts,
+                            "source": src.model_copy(update={"record": cmd_key}),
+                        },
+                    )
+                )
                 user_command = None
             continue
         if text.lstrip().startswith(_SKIP_PROMPT):
@@ -346,21 +393,41 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     if last is not None and not session.is_subagent:
         # Where the transcript stopped; keyed by the last message's uuid, which later sessions'
         # summary records point at (``leafUuid``), so a continuation finds this task.
-        session.items.append((ev.CheckpointMarked, {
-            "label": "transcript end", "note": f"{stem} line {last[1]}", "actor": "system", "timestamp": last[2],
-            "source": ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=last[0])}))
+        session.items.append(
+            (
+                ev.CheckpointMarked,
+                {
+                    "label": "transcript end",
+                    "note": f"{stem} line {last[1]}",
+                    "actor": "system",
+                    "timestamp": last[2],
+                    "source": ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=last[0]),
+                },
+            )
+        )
     own = [summaries[u] for u in summaries if u in uuids]
     if own:
         session.title = title_from(own[-1])  # Claude Code's own title for this session wins
     session.references = ({u for u in summaries if u not in uuids} | parents) - uuids
     if transcript and session.session_id:
-        session.items.insert(0, (ev.ConversationLinked, {
-            "agent": AGENT, "session_id": session.session_id, "transcript": transcript, "actor": "system",
-            "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link")}))
+        session.items.insert(
+            0,
+            (
+                ev.ConversationLinked,
+                {
+                    "agent": AGENT,
+                    "session_id": session.session_id,
+                    "transcript": transcript,
+                    "actor": "system",
+                    "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link"),
+                },
+            ),
+        )
     return session
 
 
 # -- live hook payloads ----------------------------------------------------------------------------
+
 
 def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
     """Items for one Claude Code hook payload taken from the inbox (row = its inbox id)."""
@@ -381,8 +448,21 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
         return tool_items(name, payload.get("tool_input"), response, content, is_error, actor, tool_src, timestamp)
     if event in ("PreCompact", "Stop", "SessionEnd", "SubagentStop"):
         detail = payload.get("trigger") or payload.get("reason") or ""
-        label = {"PreCompact": "before compaction", "Stop": "agent stopped", "SessionEnd": "session ended",
-                 "SubagentStop": "sub-agent stopped"}[str(event)]
-        return [(ev.CheckpointMarked, {"label": f"{label} ({detail})" if detail else label, "actor": actor,
-                                       "source": src, "timestamp": timestamp})]
+        label = {
+            "PreCompact": "before compaction",
+            "Stop": "agent stopped",
+            "SessionEnd": "session ended",
+            "SubagentStop": "sub-agent stopped",
+        }[str(event)]
+        return [
+            (
+                ev.CheckpointMarked,
+                {
+                    "label": f"{label} ({detail})" if detail else label,
+                    "actor": actor,
+                    "source": src,
+                    "timestamp": timestamp,
+                },
+            )
+        ]
     return []

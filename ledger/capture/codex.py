@@ -74,7 +74,7 @@ def _records(lines: Iterable[tuple[int, str]], session: Session) -> list[tuple[i
             continue
         try:
             record = json.loads(raw)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             session.skipped.append(Skipped(number, f"not JSON ({exc.msg})"))
             continue
         if not isinstance(record, dict):
@@ -115,10 +115,19 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 session.session_id = str(payload["id"])
                 session.cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
                 if transcript:
-                    session.items.append((ev.ConversationLinked, {
-                        "agent": AGENT, "session_id": session.session_id, "transcript": transcript,
-                        "actor": "system", "timestamp": ts,
-                        "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link")}))
+                    session.items.append(
+                        (
+                            ev.ConversationLinked,
+                            {
+                                "agent": AGENT,
+                                "session_id": session.session_id,
+                                "transcript": transcript,
+                                "actor": "system",
+                                "timestamp": ts,
+                                "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link"),
+                            },
+                        )
+                    )
             continue
         sid = session.session_id or stem
         src = ev.SourceKey(agent=AGENT, session=sid, record=f"{stem}:{number}")
@@ -138,8 +147,12 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             continue
         if kind == "compacted":
             summary = str(payload.get("message") or "").strip()
-            session.items.append((ev.CheckpointMarked, {"label": "compaction", "note": summary or None,
-                                                        "actor": "system", "source": src, "timestamp": ts}))
+            session.items.append(
+                (
+                    ev.CheckpointMarked,
+                    {"label": "compaction", "note": summary or None, "actor": "system", "source": src, "timestamp": ts},
+                )
+            )
             continue
         if kind == "event_msg" and ptype == "exec_command_end":
             call_id = str(payload.get("call_id") or src.record)
@@ -147,10 +160,23 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             dur = payload.get("duration") or {}
             ms = int(dur.get("secs", 0) * 1000 + dur.get("nanos", 0) // 1_000_000) if isinstance(dur, dict) else None
             stdout = payload.get("stdout") or payload.get("aggregated_output") or ""
-            session.items.append((ev.CommandRan, {
-                "shell": shell, "argv": argv, "cwd": payload.get("cwd"), "exit_code": payload.get("exit_code"),
-                "duration_ms": ms, "stdout": bounded(stdout), "stderr": bounded(payload.get("stderr") or ""),
-                "actor": ACTOR, "timestamp": ts, "source": src.model_copy(update={"record": call_id})}))
+            session.items.append(
+                (
+                    ev.CommandRan,
+                    {
+                        "shell": shell,
+                        "argv": argv,
+                        "cwd": payload.get("cwd"),
+                        "exit_code": payload.get("exit_code"),
+                        "duration_ms": ms,
+                        "stdout": bounded(stdout),
+                        "stderr": bounded(payload.get("stderr") or ""),
+                        "actor": ACTOR,
+                        "timestamp": ts,
+                        "source": src.model_copy(update={"record": call_id}),
+                    },
+                )
+            )
             continue
         if kind == "event_msg" and ptype == "patch_apply_end":
             call_id = str(payload.get("call_id") or src.record)
@@ -159,17 +185,35 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 change = change if isinstance(change, dict) else {}
                 op = {"add": "created", "delete": "deleted"}.get(str(change.get("type")), "modified")
                 moved = change.get("move_path")
-                session.items.append((ev.FileChanged, {
-                    "path": str(moved or path), "operation": "renamed" if moved else op,
-                    "renamed_from": str(path) if moved else None,
-                    "diff": bounded(change.get("unified_diff") or change.get("content") or ""),
-                    "actor": ACTOR, "timestamp": ts, "source": src.model_copy(update={"record": f"{call_id}#{path}"})}))
+                session.items.append(
+                    (
+                        ev.FileChanged,
+                        {
+                            "path": str(moved or path),
+                            "operation": "renamed" if moved else op,
+                            "renamed_from": str(path) if moved else None,
+                            "diff": bounded(change.get("unified_diff") or change.get("content") or ""),
+                            "actor": ACTOR,
+                            "timestamp": ts,
+                            "source": src.model_copy(update={"record": f"{call_id}#{path}"}),
+                        },
+                    )
+                )
             if not payload.get("success", True):
-                session.items.append((ev.ToolResult, {
-                    "tool": "apply_patch", "call_id": call_id, "ok": False,
-                    "output": bounded(str(payload.get("stderr") or payload.get("stdout") or "failed")),
-                    "actor": "tool:apply_patch", "timestamp": ts,
-                    "source": src.model_copy(update={"record": f"{call_id}#result"})}))
+                session.items.append(
+                    (
+                        ev.ToolResult,
+                        {
+                            "tool": "apply_patch",
+                            "call_id": call_id,
+                            "ok": False,
+                            "output": bounded(str(payload.get("stderr") or payload.get("stdout") or "failed")),
+                            "actor": "tool:apply_patch",
+                            "timestamp": ts,
+                            "source": src.model_copy(update={"record": f"{call_id}#result"}),
+                        },
+                    )
+                )
             continue
         if kind != "response_item":
             continue
@@ -182,8 +226,11 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             if ptype == "local_shell_call":
                 args = payload.get("action") or {}
             if name == "update_plan":
-                steps = [(str(s.get("step", "")), str(s.get("status", ""))) for s in args.get("plan") or ()
-                         if isinstance(s, dict)]
+                steps = [
+                    (str(s.get("step", "")), str(s.get("status", "")))
+                    for s in args.get("plan") or ()
+                    if isinstance(s, dict)
+                ]
                 session.items.extend(plan_items(steps, ACTOR, src.model_copy(update={"record": call_id}), ts))
                 continue
             calls[call_id] = (name, args, ts)
@@ -199,28 +246,69 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 if call_id in ended or (name == "exec_command" and code is None):
                     continue  # recorded from exec_command_end, or still running
                 shell, argv = _shell_line(args.get("cmd") or args.get("command"))
-                session.items.append((ev.CommandRan, {
-                    "shell": shell, "argv": argv, "cwd": args.get("workdir"), "exit_code": code,
-                    "stdout": bounded(text), "actor": ACTOR, "timestamp": ts, "source": key}))
+                session.items.append(
+                    (
+                        ev.CommandRan,
+                        {
+                            "shell": shell,
+                            "argv": argv,
+                            "cwd": args.get("workdir"),
+                            "exit_code": code,
+                            "stdout": bounded(text),
+                            "actor": ACTOR,
+                            "timestamp": ts,
+                            "source": key,
+                        },
+                    )
+                )
                 continue
             if name == "apply_patch" and call_id not in patched and code in (0, None):
                 patch = str(args.get("input") or "")
                 for op, path in _PATCH_FILE.findall(patch):
                     operation = {"Add": "created", "Delete": "deleted"}.get(op, "modified")
-                    session.items.append((ev.FileChanged, {
-                        "path": path.strip(), "operation": operation, "diff": bounded(patch), "actor": ACTOR,
-                        "timestamp": ts, "source": key.model_copy(update={"record": f"{call_id}#{path.strip()}"})}))
+                    session.items.append(
+                        (
+                            ev.FileChanged,
+                            {
+                                "path": path.strip(),
+                                "operation": operation,
+                                "diff": bounded(patch),
+                                "actor": ACTOR,
+                                "timestamp": ts,
+                                "source": key.model_copy(update={"record": f"{call_id}#{path.strip()}"}),
+                            },
+                        )
+                    )
                 continue
             if name == "apply_patch":
                 continue
-            session.items.extend([
-                (ev.ToolCalled, {"tool": name, "call_id": call_id, "input": bounded(json.dumps(args, default=str)),
-                                 "actor": ACTOR, "timestamp": ts,
-                                 "source": key.model_copy(update={"record": key.record + "#call"})}),
-                (ev.ToolResult, {"tool": name, "call_id": call_id, "ok": code in (0, None),
-                                 "output": bounded(text) or bounded(" "), "actor": "tool:" + re.sub(r"\s", "_", name),
-                                 "timestamp": ts, "source": key.model_copy(update={"record": key.record + "#result"})}),
-            ])
+            session.items.extend(
+                [
+                    (
+                        ev.ToolCalled,
+                        {
+                            "tool": name,
+                            "call_id": call_id,
+                            "input": bounded(json.dumps(args, default=str)),
+                            "actor": ACTOR,
+                            "timestamp": ts,
+                            "source": key.model_copy(update={"record": key.record + "#call"}),
+                        },
+                    ),
+                    (
+                        ev.ToolResult,
+                        {
+                            "tool": name,
+                            "call_id": call_id,
+                            "ok": code in (0, None),
+                            "output": bounded(text) or bounded(" "),
+                            "actor": "tool:" + re.sub(r"\s", "_", name),
+                            "timestamp": ts,
+                            "source": key.model_copy(update={"record": key.record + "#result"}),
+                        },
+                    ),
+                ]
+            )
     if session.title is None and session.session_id:
         session.title = f"codex session {session.session_id[:8]}"
     return session

@@ -16,7 +16,6 @@ import os
 import sqlite3
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 INBOX_DDL = (
@@ -26,43 +25,58 @@ INBOX_DDL = (
 AGENTS = ("claude-code",)
 
 
-def ledger_file() -> Path:
-    """The SQLite ledger file the CLI would use (``TRAIL_DB``, ``TRAIL_DATABASE_URL``, ``TRAIL_HOME``)."""
-    from ledger.location import resolve
+def ledger_file() -> str:
+    """The SQLite ledger file the CLI would use: ``ledger.location.resolve`` without its imports.
 
-    location = resolve(os.environ.get("TRAIL_DB"))
-    if not location.is_sqlite:
-        raise RuntimeError(f"the capture inbox needs an SQLite ledger, not {location.url}")
-    return location.sqlite_path
+    Mirrors ``resolve`` (``TRAIL_DB``, ``TRAIL_DATABASE_URL``, ``TRAIL_HOME``, XDG data dir) with
+    ``os`` alone, because dataclasses and pathlib cost this hot path ~10 ms; a test pins the two
+    together.
+    """
+    env = os.environ
+    value = env.get("TRAIL_DB") or env.get("TRAIL_DATABASE_URL")
+    if value:
+        if value.startswith(("postgresql://", "postgres://")):
+            raise RuntimeError("the capture inbox needs an SQLite ledger, not a PostgreSQL URL")
+        return os.path.expanduser(value.removeprefix("sqlite:"))
+    return os.path.join(_home(), "ledger.db")
 
 
-def deadletter_dir() -> Path:
-    from ledger.location import trail_home
+def _home() -> str:
+    if home := os.environ.get("TRAIL_HOME"):
+        return os.path.expanduser(home)
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data, "tasktrail")
 
-    return trail_home() / "deadletter"
+
+def deadletter_dir() -> str:
+    return os.path.join(_home(), "deadletter")
 
 
-def _redacted(value: Any) -> Any:
+def _redacted(value: Any, patterns: Any) -> Any:
     from ledger.redact import redact_text
 
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value, patterns)
     if isinstance(value, list):
-        return [_redacted(v) for v in value]
+        return [_redacted(v, patterns) for v in value]
     if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
+        return {k: _redacted(v, patterns) for k, v in value.items()}
     return value
 
 
-def enqueue(path: Path, agent: str, raw: str) -> int:
+def enqueue(path: str, agent: str, raw: str) -> int:
     """Validate, redact and append one payload to the inbox; returns its inbox id."""
     payload = json.loads(raw)
     if not isinstance(payload, dict):
         raise ValueError("hook payload is not a JSON object")
-    text = json.dumps(_redacted(payload), ensure_ascii=False)  # secrets never touch the disk in clear
-    fresh = not path.exists()
+    from ledger.redact import patterns_for
+
+    text = json.dumps(
+        _redacted(payload, patterns_for(_home())), ensure_ascii=False
+    )  # secrets never touch the disk in clear
+    fresh = not os.path.exists(path)
     if fresh:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     try:
         if fresh:
@@ -76,12 +90,13 @@ def enqueue(path: Path, agent: str, raw: str) -> int:
         conn.close()
 
 
-def spool(raw: str, reason: str) -> Path:
+def spool(raw: str, reason: str) -> str:
     """Keep a payload that could not be taken in, for ``trail doctor --retry``."""
     folder = deadletter_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{time.time_ns()}-{os.getpid()}.json"
-    target.write_text(json.dumps({"reason": reason, "raw": raw}))
+    os.makedirs(folder, exist_ok=True)
+    target = os.path.join(folder, f"{time.time_ns()}-{os.getpid()}.json")
+    with open(target, "w") as handle:
+        json.dump({"reason": reason, "raw": raw}, handle)
     return target
 
 

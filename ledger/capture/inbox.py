@@ -74,8 +74,9 @@ def _session_task(ledger: Ledger, location: Location, session: str, rows: list[_
     active = refs.active_task_id(location)
     if active is not None and any(e.task_id == active for e in ledger.entries()):
         return active, False
-    prompt = next((str(r.payload.get("prompt") or "") for r in rows
-                   if r.payload.get("hook_event_name") == "UserPromptSubmit"), "")
+    prompt = next(
+        (str(r.payload.get("prompt") or "") for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit"), ""
+    )
     if not clean_prompt(prompt):
         return None, False
     cwd = next((str(r.payload["cwd"]) for r in rows if r.payload.get("cwd")), None)
@@ -87,11 +88,18 @@ def _session_task(ledger: Ledger, location: Location, session: str, rows: list[_
 
 def _items(ledger: Ledger, task: UUID, session: str, rows: list[_Row]) -> list[Item]:
     first_row = rows[0]
-    items: list[Item] = [(ev.ConversationLinked, {
-        "agent": claude_code.AGENT, "session_id": session, "actor": "system",
-        "transcript": first_row.payload.get("transcript_path"),
-        "source": ev.SourceKey(agent=claude_code.AGENT, session=session, record="link"),
-    })]
+    items: list[Item] = [
+        (
+            ev.ConversationLinked,
+            {
+                "agent": claude_code.AGENT,
+                "session_id": session,
+                "actor": "system",
+                "transcript": first_row.payload.get("transcript_path"),
+                "source": ev.SourceKey(agent=claude_code.AGENT, session=session, record="link"),
+            },
+        )
+    ]
     state = ledger.state(task)
     first = not state.requirements and not state.corrections
     for row in rows:
@@ -176,7 +184,8 @@ def session_start_answer(payload: dict[str, Any]) -> str:
         state = ledger.state(task)
         if state.position <= 2:  # opened and linked only: no history worth injecting
             return ""
-        return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                                  "additionalContext": _render(state)}})
+        return json.dumps(
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": _render(state)}}
+        )
     finally:
         ledger.close()

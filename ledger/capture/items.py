@@ -51,13 +51,29 @@ def plan_items(steps: list[tuple[str, str]], actor: str, source: ev.SourceKey, t
     if not lines:
         return []
     items: list[Item] = [
-        (ev.NoteAdded, {"text": "Plan:\n" + "\n".join(lines), "actor": actor, "timestamp": timestamp,
-                        "source": source.model_copy(update={"record": source.record + "#plan"})})
+        (
+            ev.NoteAdded,
+            {
+                "text": "Plan:\n" + "\n".join(lines),
+                "actor": actor,
+                "timestamp": timestamp,
+                "source": source.model_copy(update={"record": source.record + "#plan"}),
+            },
+        )
     ]
     open_steps = [t for t, s in steps if s == "in_progress"] or [t for t, s in steps if s == "pending"]
     if open_steps and open_steps[0].strip():
-        items.append((ev.NextStepSet, {"text": open_steps[0], "actor": actor, "timestamp": timestamp,
-                                       "source": source.model_copy(update={"record": source.record + "#next"})}))
+        items.append(
+            (
+                ev.NextStepSet,
+                {
+                    "text": open_steps[0],
+                    "actor": actor,
+                    "timestamp": timestamp,
+                    "source": source.model_copy(update={"record": source.record + "#next"}),
+                },
+            )
+        )
     return items
 
 

@@ -1,0 +1,86 @@
+"""How much a Claude Code hook invocation costs: `python -m bench.hook`.
+
+Wall time per process (median of 30) of `trail hook claude-code` with a PostToolUse payload,
+against a bare `python -c pass` and a minimal script that inserts one SQLite row. The goal is
+at most 3x the bare interpreter. Also shown: folding the inbox into events, per row, which the
+next read pays once (not the agent).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUNS = 30
+GOAL = 3.0
+REPO = Path(__file__).resolve().parents[1]
+PAYLOAD = json.dumps(
+    {
+        "session_id": "bench-session",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": "toolu_bench",
+        "cwd": "/tmp",
+        "transcript_path": "/tmp/t.jsonl",
+        "tool_input": {"command": "pytest -q", "description": "run the tests"},
+        "tool_response": {"stdout": "3 passed in 0.12s\n" * 20, "stderr": "", "interrupted": False},
+    }
+)
+SQLITE_INSERT = (
+    "import sqlite3, sys\n"
+    "c = sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE IF NOT EXISTS t (x TEXT)')\n"
+    "c.execute('INSERT INTO t VALUES (?)', (sys.stdin.read(),)); c.commit()"
+)
+
+
+def _ms(argv: list[str], env: dict[str, str], stdin: str = "") -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, input=stdin, text=True, env=env, check=True, capture_output=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "TRAIL_HOME": tmp, "PYTHONPATH": str(REPO)}
+        env.pop("TRAIL_DB", None)
+        env.pop("TRAIL_DATABASE_URL", None)
+        trail = [sys.executable, "-c", "from cli.main import main; main()"]
+        subprocess.run([*trail, "start", "bench"], env=env, check=True, capture_output=True)
+        cases: list[tuple[str, list[str], str]] = [
+            ("`python -c pass`", [sys.executable, "-c", "pass"], ""),
+            ("insert one SQLite row (script)", [sys.executable, "-c", SQLITE_INSERT, str(Path(tmp) / "p.db")], PAYLOAD),
+            ("`trail hook claude-code` (PostToolUse)", [*trail, "hook", "claude-code"], PAYLOAD),
+        ]
+        samples: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+        for _ in range(RUNS):  # interleaved, so a busy moment slows every case alike
+            for name, argv, stdin in cases:
+                samples[name].append(_ms(argv, env, stdin))
+        # The next read folds the waiting rows in; compare reads with and without rows waiting.
+        drained, plain = [], []
+        for _ in range(5):
+            drained.append(_ms([*trail, "list"], env))  # RUNS rows waiting (from the loop, then refills)
+            plain.append(_ms([*trail, "list"], env))
+            for _ in range(RUNS):
+                _ms([*trail, "hook", "claude-code"], env, PAYLOAD)
+    bare = statistics.median(samples[cases[0][0]])
+    print(f"| case | median of {RUNS} (ms) | x bare | goal met (<= {GOAL:g}x) |")
+    print("|---|---:|---:|---|")
+    for name, _, _ in cases:
+        ms = statistics.median(samples[name])
+        met = ("yes" if ms / bare <= GOAL else "no") if "hook" in name else ""
+        print(f"| {name} | {ms:.1f} | {ms / bare:.2f} | {met} |")
+    with_rows, without = statistics.median(drained), statistics.median(plain)
+    print(
+        f"\nThe next read folds the inbox in: `trail list` takes {with_rows:.0f} ms with {RUNS} rows waiting, "
+        f"{without:.0f} ms with none (median of 5): {(with_rows - without) / RUNS:.1f} ms per row."
+    )
+
+
+if __name__ == "__main__":
+    main()

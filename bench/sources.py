@@ -1,0 +1,51 @@
+"""What the idempotency check costs: `python -m bench.sources`.
+
+Reading a task's source keys (the dedupe index of ``capture.writer``) with ``json_extract`` over
+the stored events, against decoding the task's events, for tasks of growing size.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from ledger import events as ev
+from ledger.capture.writer import stored_keys
+from ledger.location import Location
+from ledger.store import open_ledger
+
+SIZES = (100, 1000, 5000)
+
+
+def main() -> None:
+    print("| task events | json_extract index (ms) | decode events (ms) |")
+    print("|---:|---:|---:|")
+    for size in SIZES:
+        with tempfile.TemporaryDirectory() as tmp:
+            location = Location(url=f"sqlite:{Path(tmp) / 'ledger.db'}", home=Path(tmp))
+            ledger = open_ledger(location)
+            state = ledger.open_task("bench")
+            assert state.id is not None
+            for start in range(0, size, 500):
+                ledger.append_many(state.id, [
+                    (ev.NoteAdded, {"text": f"note {i}", "source": ev.SourceKey(agent="a", session="s", record=str(i))})
+                    for i in range(start, min(size, start + 500))
+                ])
+            version = ledger.task(state.id).version
+            sql, scan = [], []
+            for _ in range(5):
+                t = time.perf_counter()
+                keys = stored_keys(ledger, location, state.id, version)
+                sql.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                scanned = {e.source for e in ledger.task_events(state.id) if e.source}
+                scan.append((time.perf_counter() - t) * 1000)
+            assert len(keys) == len(scanned) == size
+            ledger.close()
+        print(f"| {size} | {statistics.median(sql):.1f} | {statistics.median(scan):.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -40,11 +40,13 @@ class Context:
 
     def before_read(self, ledger: Ledger) -> None:
         """Bring the ledger up to date before any command reads it (capture inboxes fold in here)."""
+        import sqlite3
+
         from ledger.capture.inbox import drain
 
         try:
             drained = drain(ledger, self.location)
-        except TrailError as exc:
+        except (TrailError, sqlite3.Error) as exc:
             # A broken inbox must not lock the user out of the ledger; the rows stay for a retry.
             click.echo(f"trail: capture inbox not folded in: {exc}", err=True)
             return

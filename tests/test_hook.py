@@ -232,3 +232,15 @@ def test_hook_resolves_the_same_ledger_file_as_the_cli(monkeypatch: Any, tmp_pat
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         assert ledger_file() == str(resolve(os.environ.get("TRAIL_DB")).sqlite_path), env
+
+
+def test_only_a_real_session_start_is_answered(home: Path) -> None:
+    run_trail("start", "Quiet prompts", home=home, check=True)
+    hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Build the importer"}, home)
+    run_trail("list", home=home, check=True)
+    # A payload that merely holds the event's name as a value must not be answered with the brief.
+    mention = hook({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "Grep",
+                    "tool_use_id": "toolu_g", "tool_input": {"pattern": "SessionStart"}, "tool_response": "x"}, home)
+    assert mention.returncode == 0 and mention.stdout == ""
+    start = hook({"session_id": SESSION, "hook_event_name": "SessionStart", "source": "resume"}, home)
+    assert "Build the importer" in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]

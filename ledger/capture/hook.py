@@ -112,11 +112,12 @@ def run(argv: list[str]) -> int:
         path = ledger_file()
         enqueue(path, agent, raw)
         queued = True
-        if '"SessionStart"' in raw:
+        payload = json.loads(raw)  # valid: enqueue checked it
+        if payload.get("hook_event_name") == "SessionStart":
             # Answering with state needs the ledger: only this event pays for the heavy imports.
             from ledger.capture.inbox import session_start_answer
 
-            answer = session_start_answer(json.loads(raw))
+            answer = session_start_answer(payload)
             if answer:
                 sys.stdout.write(answer)
     except Exception as exc:  # a hook must never break the agent: report, keep the payload, exit 0

@@ -13,6 +13,7 @@ HELP = """Keep a long AI coding task as a resumable ledger of events.
 Record as you go:   trail start TITLE, require, attempt, ran, fail, correct, decide, changed, next
 Pick up again:      trail resume [TASK]   (the continuation brief; --json for agents)
 Look back:          trail log, replay --at N, diff, why PATH[:LINE], verify, branch, list
+Capture from agents: trail install claude-code (live), trail import claude-code|codex (transcripts)
 First time here:    trail demo
 
 TASK is a number (7 or #7), a unique prefix of the task's slug, or left out for the

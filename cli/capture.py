@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument
-from ledger.errors import NotFound, RuleBroken, TrailError
+from ledger.errors import TrailError
 
 # -- trail import -----------------------------------------------------------------------------------
 
@@ -280,45 +280,30 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
 
 # -- trail reclassify ------------------------------------------------------------------------------
 
-KINDS = {"requirement": "RequirementStated", "correction": "CorrectionMade", "change": "RequirementChanged"}
-
-
 @click.command("reclassify")
 @click.argument("position", type=click.IntRange(min=1))
-@click.option("--as", "kind", type=click.Choice(list(KINDS)), required=True, help="What the prompt really was.")
+@click.option(
+    "--as", "kind", type=click.Choice(["requirement", "correction", "change"]), required=True,
+    help="What the prompt really was (change: a new wording of the requirement before it).",
+)
 @task_argument
 @json_option
 @pass_context
 @fails_cleanly
 def reclassify(ctx: Context, position: int, kind: str, task: str | None, as_json: bool) -> None:
-    """Override how a captured prompt was classified: appends a new event that supersedes it.
+    """Override how a captured prompt at POSITION was classified.
 
-    The log is never edited: the new event names POSITION as its cause.
+    The log is never edited: an IntentReclassified event is appended and the task's
+    state moves the prompt to its new kind.
     """
     from ledger import events as ev
 
-    ledger = ctx.ledger()
     entry = ctx.entry(task)
-    found = list(ledger.task_events(entry.task_id, after=position - 1, upto=position))
-    if not found:
-        raise NotFound(f"task #{entry.number} has no event at position {position}")
-    old = found[0]
-    if not isinstance(old, ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade):
-        raise RuleBroken(f"position {position} is a {type(old).__name__}, not a requirement, change or correction")
-    if type(old).__name__ == KINDS[kind]:
-        raise RuleBroken(f"position {position} is already a {kind}")
-    fields: dict[str, Any] = {"text": old.text, "actor": "user", "causation": position, "source": None}
-    event_class: type[ev.TaskEvent] = getattr(ev, KINDS[kind])
-    if kind == "change":
-        earlier = [r.position for r in ledger.state(entry.task_id).requirements if r.position < position]
-        if not earlier:
-            raise RuleBroken(f"no requirement before position {position} for it to change")
-        fields["supersedes"] = earlier[-1]
-    state = ledger.append(entry.task_id, event_class, **fields)
+    state = ctx.ledger().append(entry.task_id, ev.IntentReclassified, target=position, kind=kind, actor="user")
     if as_json:
-        emit_json({"task": entry.number, "position": state.position, "type": KINDS[kind], "supersedes": position})
+        emit_json({"task": entry.number, "position": state.position, "kind": kind, "reclassifies": position})
     else:
-        click.echo(f"#{entry.number} position {state.position}: {kind} (reclassifies position {position})")
+        click.echo(f"#{entry.number} [{state.position}] position {position} is now a {kind}")
 
 
 COMMANDS: list[click.Command] = [import_group, install_group, uninstall_group, hook_group, doctor, reclassify]

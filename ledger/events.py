@@ -133,6 +133,18 @@ class CorrectionMade(TaskEvent):
     _check = field_validator("text")(_text)
 
 
+class IntentReclassified(TaskEvent):
+    """The user says the prompt recorded at ``target`` was really another kind of intent.
+
+    The log keeps the original event; the state moves it. For ``change``, ``supersedes``
+    names the requirement it rewords."""
+
+    TOPIC = "tasktrail/IntentReclassified"
+    target: int = Field(ge=1)
+    kind: Literal["requirement", "correction", "change"]
+    supersedes: int | None = Field(default=None, ge=1)
+
+
 class DecisionRecorded(TaskEvent):
     """A decision with its reason. v1 called the reason ``why`` and had no alternatives."""
 
@@ -264,6 +276,7 @@ CATALOGUE: tuple[type[TaskEvent], ...] = (
     RequirementStated,
     RequirementChanged,
     CorrectionMade,
+    IntentReclassified,
     DecisionRecorded,
     AttemptStarted,
     AttemptEnded,

@@ -95,6 +95,28 @@ class Task(Aggregate):
         event.mutate(self)
         self._pending_events.append(event)
 
+    def _check_reclassify(self, fields: dict[str, Any]) -> None:
+        target, kind = fields.get("target"), fields.get("kind")
+        state = self.state
+        current = (
+            "requirement" if any(r.position == target for r in state.requirements)
+            else "correction" if any(c.position == target for c in state.corrections)
+            else None
+        )
+        if current is None:
+            raise RuleBroken(f"position {target} is not a requirement or correction of this task")
+        if current == kind:
+            raise RuleBroken(f"position {target} is already a {kind}")
+        if kind == "change":
+            supersedes = fields.get("supersedes")
+            if supersedes is None:
+                earlier = [r.position for r in state.requirements if r.position < (target or 0)]
+                if not earlier:
+                    raise RuleBroken(f"no requirement before position {target} for it to change")
+                fields["supersedes"] = earlier[-1]
+            elif not any(r.position == supersedes and r.position != target for r in state.requirements):
+                raise RuleBroken(f"no requirement at position {supersedes} to change")
+
     def explicit_provenance(self, position: int) -> ev.Provenance:
         """Provenance naming the event at ``position`` as the cause (``--because EVENT``)."""
         return _explicit(self, position)
@@ -121,6 +143,8 @@ class Task(Aggregate):
             target = fields.get("supersedes")
             if not any(r.position == target for r in self.state.requirements):
                 raise RuleBroken(f"no requirement at position {target} to change")
+        if event_class is ev.IntentReclassified:
+            self._check_reclassify(fields)
         cause_of = fields.pop("because_event", None)
         if cause_of is not None:
             if event_class not in ev.ACTIONS:

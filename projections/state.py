@@ -207,6 +207,8 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
         case ev.CorrectionMade():
             c = Correction(position=pos, text=event.text, wrong=event.wrong, at=at, actor=event.actor)
             return {"corrections": (*state.corrections, c), "last_intent": pos}
+        case ev.IntentReclassified():
+            return _reclassified(state, event)
         case ev.DecisionRecorded():
             d = Decision(
                 position=pos, text=event.text, reason=event.reason, rejected=event.rejected, at=at, actor=event.actor
@@ -299,6 +301,35 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             link = TaskLink(position=pos, relation=event.relation, other=event.other, other_number=event.other_number)
             return {"links": (*state.links, link)}
     return {}
+
+
+def _reclassified(state: TaskState, event: ev.IntentReclassified) -> dict[str, Any]:
+    """Move the intent at ``event.target`` to the list its new kind belongs in."""
+    req = next((r for r in state.requirements if r.position == event.target), None)
+    cor = next((c for c in state.corrections if c.position == event.target), None)
+    moved = req or cor
+    if moved is None:  # a requirement change: it lives as a wording in another requirement's history
+        return {}
+    requirements = tuple(r for r in state.requirements if r.position != event.target)
+    corrections = tuple(c for c in state.corrections if c.position != event.target)
+    if event.kind == "requirement":
+        requirements = tuple(sorted(
+            (*requirements, Requirement(position=moved.position, text=moved.text, at=moved.at, actor=moved.actor)),
+            key=lambda r: r.position,
+        ))
+    elif event.kind == "correction":
+        corrections = tuple(sorted(
+            (*corrections, Correction(position=moved.position, text=moved.text, wrong=None, at=moved.at,
+                                      actor=moved.actor)),
+            key=lambda c: c.position,
+        ))
+    else:
+        requirements = tuple(
+            r.model_copy(update={"text": moved.text, "history": (*r.history, r.text), "changed_at": event.target})
+            if r.position == event.supersedes else r
+            for r in requirements
+        )
+    return {"requirements": requirements, "corrections": corrections}
 
 
 def fold(state: TaskState, event: ev.TaskEvent) -> TaskState:

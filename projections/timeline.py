@@ -27,6 +27,9 @@ def summary(event: ev.TaskEvent) -> str:
             return f"requirement [{event.supersedes}] now: {_short(event.text)}"
         case ev.CorrectionMade():
             return f"correction: {_short(event.text)}"
+        case ev.IntentReclassified():
+            onto = f" of [{event.supersedes}]" if event.supersedes else ""
+            return f"reclassified [{event.target}] as {event.kind}{onto}"
         case ev.DecisionRecorded():
             because = f" because {_short(event.reason, 60)}" if event.reason else ""
             return f"decision: {_short(event.text)}{because}"

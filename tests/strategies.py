@@ -28,6 +28,8 @@ steps: st.SearchStrategy[Step] = st.one_of(
     _with_actor(ev.RequirementStated, st.fixed_dictionaries({"text": text})),
     _with_actor(ev.RequirementChanged, st.fixed_dictionaries({"text": text, "supersedes": st.integers(1, 12)})),
     _with_actor(ev.CorrectionMade, st.fixed_dictionaries({"text": text, "wrong": st.none() | text})),
+    _with_actor(ev.IntentReclassified, st.fixed_dictionaries(
+        {"target": st.integers(1, 12), "kind": st.sampled_from(["requirement", "correction", "change"])})),
     _with_actor(ev.DecisionRecorded, st.fixed_dictionaries(
         {"text": text, "reason": st.none() | text, "rejected": st.lists(text, max_size=2).map(tuple)})),
     _with_actor(ev.AttemptStarted, st.fixed_dictionaries({"text": text})),

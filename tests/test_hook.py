@@ -205,20 +205,28 @@ def test_install_merges_idempotently_and_uninstall_removes_only_ours(home: Path,
     assert broken.returncode == 1 and str(settings) in broken.stderr and settings.read_text() == "[1, 2"
 
 
-def test_reclassify_appends_a_superseding_event(home: Path, ledger: Ledger) -> None:
+def test_reclassify_moves_the_prompt_and_keeps_the_log(home: Path, ledger: Ledger) -> None:
     run_trail("start", "Reclassify", home=home, check=True)
     hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Add CSV export"}, home)
     hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Use semicolons as separator"}, home)
     run_trail("list", home=home, check=True)
     events = list(ledger.task_events(ledger.task_id(1)))
     second = next(e for e in events if isinstance(e, ev.RequirementStated) and e.text.startswith("Use semicolons"))
-    out = run_trail("reclassify", str(second.originator_version), "--as", "correction", "--json", home=home, check=True)
-    assert json.loads(out.stdout)["supersedes"] == second.originator_version
+    pos = second.originator_version
+    out = run_trail("reclassify", str(pos), "--as", "correction", "--json", home=home, check=True)
+    assert json.loads(out.stdout)["reclassifies"] == pos
     last = list(ledger.task_events(ledger.task_id(1)))[-1]
-    assert isinstance(last, ev.CorrectionMade) and last.causation == second.originator_version
-    assert last.text == second.text
+    assert isinstance(last, ev.IntentReclassified) and last.target == pos and last.kind == "correction"
+    state = ledger.state(ledger.task_id(1))
+    assert [c.position for c in state.corrections] == [pos]  # moved, not duplicated
+    assert all(r.position != pos for r in state.requirements)
+    # And back to a rewording of the requirement before it.
+    run_trail("reclassify", str(pos), "--as", "change", home=home, check=True)
+    state = ledger.state(ledger.task_id(1))
+    assert state.corrections == () and [r.text for r in state.requirements] == ["Use semicolons as separator"]
+    assert state.requirements[0].history == ("Add CSV export",)
     again = run_trail("reclassify", "1", "--as", "change", home=home)
-    assert again.returncode != 0 and "position 1 is a TaskOpened" in again.stderr
+    assert again.returncode == 3 and "position 1 is not a requirement or correction" in again.stderr
 
 
 def test_hook_resolves_the_same_ledger_file_as_the_cli(monkeypatch: Any, tmp_path: Path) -> None:

@@ -1,0 +1,118 @@
+"""Crash safety: kill -9 at random moments during a large import; the ledger always verifies and a
+re-run finishes with no loss and no duplicate."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from ledger.location import Location
+from ledger.store import open_ledger
+from tests.conftest import REPO, run_trail
+
+SESSION = "22222222-aaaa-4bbb-8ccc-00000000beef"
+
+
+def _transcript(path: Path, pairs: int) -> None:
+    """A long Claude Code session: a prompt, then many shell commands and edits with their results."""
+    lines = []
+    stamp = 0
+
+    def record(kind: str, uuid: str, message: dict[str, object], **extra: object) -> None:
+        nonlocal stamp
+        stamp += 1
+        lines.append(json.dumps({
+            "type": kind, "uuid": uuid, "parentUuid": None, "sessionId": SESSION, "cwd": "/work/big",
+            "version": "2.0.55", "timestamp": f"2026-02-01T10:{stamp // 3600 % 60:02d}:{stamp % 60:02d}.000Z",
+            "message": message, **extra,
+        }))
+
+    record("user", "p0", {"role": "user", "content": "Make the whole suite green"})
+    for i in range(pairs):
+        call = f"toolu_{i:06d}"
+        if i % 3:
+            record("assistant", f"a{i}", {"role": "assistant", "content": [
+                {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": f"pytest -q -k case{i}"}}]})
+            failed = i % 7 == 0
+            text = f"Exit code 1\nFAILED case{i}" if failed else f"{i} passed"
+            record("user", f"r{i}", {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": call, "content": text, "is_error": failed}]},
+                toolUseResult=f"Error: {text}" if failed else {"stdout": text, "stderr": "", "interrupted": False})
+        else:
+            record("assistant", f"a{i}", {"role": "assistant", "content": [
+                {"type": "tool_use", "id": call, "name": "Edit",
+                 "input": {"file_path": f"/work/big/m{i % 40}.py", "old_string": "x", "new_string": f"y{i}"}}]})
+            record("user", f"r{i}", {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": call, "content": "The file has been updated."}]},
+                toolUseResult={"filePath": f"/work/big/m{i % 40}.py", "oldString": "x", "newString": f"y{i}",
+                               "originalFile": "x\n", "structuredPatch": [
+                                   {"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
+                                    "lines": ["-x", f"+y{i}"]}]})
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _events(home: Path) -> list[tuple[str, str]]:
+    """(type, source) of every event of task 1, read through the ledger as any command would."""
+    if not (home / "ledger.db").exists():
+        return []
+    app = open_ledger(Location(url=f"sqlite:{home / 'ledger.db'}", home=home))
+    try:
+        if not app.entries():
+            return []
+        return [(type(e).__name__, json.dumps(e.source.model_dump() if e.source else None))
+                for e in app.task_events(app.task_id(1))]
+    finally:
+        app.close()
+
+
+def _import_cmd(home: Path, transcript: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TRAIL_HOME": str(home), "PYTHONPATH": str(REPO)}
+    env.pop("TRAIL_DATABASE_URL", None)
+    return subprocess.Popen(
+        [sys.executable, "-c", "from cli.main import main; main()", "import", "claude-code", str(transcript)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+def test_kill_9_during_import_never_corrupts_and_rerun_completes(tmp_path: Path) -> None:
+    transcript = tmp_path / "big.jsonl"
+    _transcript(transcript, pairs=8000)
+
+    reference = tmp_path / "reference"
+    started = time.monotonic()
+    assert _import_cmd(reference, transcript).wait(timeout=300) == 0
+    duration = time.monotonic() - started
+    expected = _events(reference)
+    assert len(expected) > 8000
+
+    home = tmp_path / "crashing"
+    rng = random.Random(20261129)
+    seen_counts = []
+    for _ in range(20):
+        proc = _import_cmd(home, transcript)
+        # Mostly early kills: each re-run only has the rest to do, so late kills would find it done.
+        time.sleep(rng.uniform(0.3, min(duration, 1.5)))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        verify = run_trail("verify", home=home)
+        assert verify.returncode == 0 or "no task" in verify.stderr, verify.stdout + verify.stderr
+        events = _events(home)
+        keys = [source for _, source in events if source != "null"]
+        assert len(keys) == len(set(keys)), "a source record landed twice"
+        seen_counts.append(len(events))
+    print(f"import took {duration:.1f} s; events after each kill: {seen_counts}")
+    assert seen_counts == sorted(seen_counts)  # progress is never lost between kills
+    assert any(0 < n < len(expected) for n in seen_counts), f"no kill landed mid-import: {seen_counts}"
+
+    assert _import_cmd(home, transcript).wait(timeout=300) == 0
+    final = _events(home)
+    assert run_trail("verify", home=home).returncode == 0
+
+    assert Counter(final) == Counter(expected)

@@ -144,35 +144,13 @@ def drain(ledger: Ledger, location: Location) -> Drained:
     return drained
 
 
-def _render(state: Any) -> str:
-    try:
-        from projections.brief import render  # the continuation brief, once main has it
-    except ImportError:
-        return _fallback_brief(state)
-    text: str = render(state)
-    return text
-
-
-def _fallback_brief(state: Any) -> str:
-    lines = [f"Task #{state.number}: {state.title} ({state.status})"]
-    lines += [f"- requirement: {r.text}" for r in state.requirements[-5:]]
-    lines += [f"- correction: {c.text}" for c in state.corrections[-5:]]
-    if state.files:
-        lines.append("- files changed: " + ", ".join(list(state.files)[-10:]))
-    failed = [c for c in state.commands if c.exit_code not in (0, None)]
-    if failed:
-        lines.append(f"- last failing command: {failed[-1].line} (exit {failed[-1].exit_code})")
-    if state.next_step:
-        lines.append(f"- next step: {state.next_step}")
-    return "\n".join(lines)
-
-
 def session_start_answer(payload: dict[str, Any]) -> str:
     """Drain at once and answer SessionStart with the task's brief as additional context ("" if none)."""
     import os
 
     from ledger.location import resolve
     from ledger.store import open_ledger
+    from projections.brief import render
 
     location = resolve(os.environ.get("TRAIL_DB"))
     ledger = open_ledger(location)
@@ -185,7 +163,7 @@ def session_start_answer(payload: dict[str, Any]) -> str:
         if state.position <= 2:  # opened and linked only: no history worth injecting
             return ""
         return json.dumps(
-            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": _render(state)}}
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": render(state)}}
         )
     finally:
         ledger.close()

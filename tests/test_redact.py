@@ -170,3 +170,19 @@ def test_state_of_redacted_import_keeps_the_structure(home: Path, ledger: Ledger
         ledger.open_task("t").id or ledger.task_id(1), ev.NoteAdded, text=f"key {CORPUS['aws-access-key']}"
     )
     assert state.notes[-1].text.startswith("key [REDACTED:aws-access-key:")
+
+
+def test_capped_hook_strings_keep_full_size_and_hash() -> None:
+    import hashlib
+
+    from ledger.bounds import bound
+    from ledger.capture.caps import cap, uncap
+
+    text = "head-" + "z" * 3000 + "-tail"
+    capped = cap(text, limit=100)
+    assert len(capped) < 200 and capped.endswith("-tail")
+    tail, size, digest = uncap(capped)
+    assert size == len(text.encode()) and digest == hashlib.sha256(text.encode()).hexdigest() and len(tail) == 100
+    b = bound(capped, limit=50)
+    assert b.truncated and b.size == len(text) and b.sha256 == digest and b.tail.endswith("-tail")
+    assert cap("short", limit=100) == "short" and uncap("short") == ("short", None, None)

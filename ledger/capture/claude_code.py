@@ -55,6 +55,10 @@ class Session:
     first_timestamp: str = ""
 
 
+END = "end:"
+"""Source-record prefix of the transcript-end checkpoint."""
+
+
 def text_of(content: Any) -> str:
     """The text in a message or tool-result ``content`` (a string or a list of blocks)."""
     if isinstance(content, str):
@@ -251,17 +255,9 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     prompts = 0
     user_command: tuple[str, str, Any] | None = None
     last: tuple[str, int, Any] | None = None
-    for number, raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            session.skipped.append(Skipped(number, f"not JSON ({exc.msg})"))
-            continue
-        if not isinstance(record, dict):
-            session.skipped.append(Skipped(number, "not a JSON object"))
-            continue
+
+    def handle(number: int, record: dict[str, Any]) -> None:
+        nonlocal interrupted, wrong, prompts, user_command, last
         kind = record.get("type")
         uuid = record.get("uuid")
         ts = record.get("timestamp")
@@ -285,12 +281,12 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if kind == "summary":
             if isinstance(record.get("summary"), str) and record.get("leafUuid"):
                 summaries[str(record["leafUuid"])] = record["summary"]
-            continue
+            return
         if kind in ("custom-title", "ai-title"):
             title = record.get("customTitle") or record.get("aiTitle") or record.get("title")
             if isinstance(title, str) and title.strip():
                 session.title = title.strip()
-            continue
+            return
         if kind == "system":
             sub = record.get("subtype")
             if sub == "compact_boundary":
@@ -314,24 +310,25 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                         {"text": text_of(record.get("content")), "actor": ACTOR, "source": src, "timestamp": ts},
                     )
                 )
-            continue
+            return
         if kind == "assistant":
             for block in (record.get("message") or {}).get("content") or ():
                 if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id"):
                     pending[str(block["id"])] = _Pending(str(block.get("name", "?")), block.get("input"), actor)
                     if block.get("name") in EDIT_TOOLS | {"Bash"}:
                         wrong = None
-            continue
+            return
         if kind != "user":
-            continue
+            return
 
         message = record.get("message") or {}
         content = message.get("content")
         if record.get("isCompactSummary"):
             text = text_of(content)
             if text.strip():
-                session.items.append((ev.NoteAdded, {"text": text, "actor": "system", "source": src, "timestamp": ts}))
-            continue
+                note = {"text": text, "actor": "system", "source": src, "timestamp": ts}
+                session.items.append((ev.NoteAdded, note))
+            return
         if isinstance(content, list):
             for block in content:
                 if not (isinstance(block, dict) and block.get("type") == "tool_result"):
@@ -352,15 +349,15 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                     )
                 )
         if not _is_prompt(record, content):
-            continue
+            return
         text = text_of(content)
         if text.lstrip().startswith(INTERRUPTED):
             interrupted = True
-            continue
+            return
         tags = dict((m.group(1), m.group(2)) for m in _BASH_TAG.finditer(text))
         if "input" in tags:  # the user ran a command with `!`; its output follows on the next line
             user_command = (tags["input"], key, ts)
-            continue
+            return
         if "stdout" in tags or "stderr" in tags:
             if user_command is not None:
                 line, cmd_key, cmd_ts = user_command
@@ -379,9 +376,9 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                     )
                 )
                 user_command = None
-            continue
+            return
         if text.lstrip().startswith(_SKIP_PROMPT):
-            continue
+            return
         cleaned = clean_prompt(text) or text.strip()
         prompts += 1
         kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
@@ -390,9 +387,30 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             session.title = title_from(cleaned)
         interrupted, wrong = False, None
 
+    for number, raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            session.skipped.append(Skipped(number, f"not JSON ({exc.msg})"))
+            continue
+        except RecursionError:
+            session.skipped.append(Skipped(number, "JSON nested too deeply"))
+            continue
+        if not isinstance(record, dict):
+            session.skipped.append(Skipped(number, "not a JSON object"))
+            continue
+        try:
+            handle(number, record)
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+            # A record of a shape this mapper does not know is skipped with its reason, never fatal.
+            session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
+
     if last is not None and not session.is_subagent:
-        # Where the transcript stopped; keyed by the last message's uuid, which later sessions'
-        # summary records point at (``leafUuid``), so a continuation finds this task.
+        # Where the transcript stopped; keyed by the last message's uuid (prefixed, so it cannot
+        # collide with that message's own event), which later sessions' summary records point at
+        # (``leafUuid``), so a continuation finds this task.
         session.items.append(
             (
                 ev.CheckpointMarked,
@@ -401,7 +419,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                     "note": f"{stem} line {last[1]}",
                     "actor": "system",
                     "timestamp": last[2],
-                    "source": ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=last[0]),
+                    "source": ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=f"{END}{last[0]}"),
                 },
             )
         )

@@ -77,6 +77,9 @@ def _records(lines: Iterable[tuple[int, str]], session: Session) -> list[tuple[i
         except json.JSONDecodeError as exc:
             session.skipped.append(Skipped(number, f"not JSON ({exc.msg})"))
             continue
+        except RecursionError:
+            session.skipped.append(Skipped(number, "JSON nested too deeply"))
+            continue
         if not isinstance(record, dict):
             session.skipped.append(Skipped(number, "not a JSON object"))
             continue
@@ -106,7 +109,8 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
 
     calls: dict[str, tuple[str, dict[str, Any], Any]] = {}
     prompts = 0
-    for number, kind, payload, ts in flat:
+    def handle(number: int, kind: str, payload: dict[str, Any], ts: Any) -> None:
+        nonlocal prompts
         if ts and not session.first_timestamp:
             session.first_timestamp = str(ts)
         ptype = payload.get("type")
@@ -128,7 +132,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                             },
                         )
                     )
-            continue
+            return
         sid = session.session_id or stem
         src = ev.SourceKey(agent=AGENT, session=sid, record=f"{stem}:{number}")
         prompt_text: str | None = None
@@ -144,7 +148,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             session.items.append(prompt_item(kind_, prompt_text.strip(), src, ts))
             if session.title is None:
                 session.title = title_from(prompt_text)
-            continue
+            return
         if kind == "compacted":
             summary = str(payload.get("message") or "").strip()
             session.items.append(
@@ -153,7 +157,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                     {"label": "compaction", "note": summary or None, "actor": "system", "source": src, "timestamp": ts},
                 )
             )
-            continue
+            return
         if kind == "event_msg" and ptype == "exec_command_end":
             call_id = str(payload.get("call_id") or src.record)
             shell, argv = _shell_line(payload.get("command"))
@@ -177,7 +181,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                     },
                 )
             )
-            continue
+            return
         if kind == "event_msg" and ptype == "patch_apply_end":
             call_id = str(payload.get("call_id") or src.record)
             changes = payload.get("changes") if payload.get("success", True) else None
@@ -214,9 +218,9 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                         },
                     )
                 )
-            continue
+            return
         if kind != "response_item":
-            continue
+            return
         if ptype in ("function_call", "custom_tool_call", "local_shell_call"):
             call_id = str(payload.get("call_id") or payload.get("id") or src.record)
             name = str(payload.get("name") or ("shell" if ptype == "local_shell_call" else "?"))
@@ -232,19 +236,19 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                     if isinstance(s, dict)
                 ]
                 session.items.extend(plan_items(steps, ACTOR, src.model_copy(update={"record": call_id}), ts))
-                continue
+                return
             calls[call_id] = (name, args, ts)
-            continue
+            return
         if ptype in ("function_call_output", "custom_tool_call_output"):
             call_id = str(payload.get("call_id") or "")
             name, args, _ = calls.pop(call_id, ("?", {}, ts))
             text, code = _output_text(payload.get("output"))
             key = src.model_copy(update={"record": call_id or src.record})
             if name == "write_stdin" or name == "update_plan":
-                continue  # polling of a running exec_command; its exec_command_end has the result
+                return  # polling of a running exec_command; its exec_command_end has the result
             if name in SHELL_TOOLS:
                 if call_id in ended or (name == "exec_command" and code is None):
-                    continue  # recorded from exec_command_end, or still running
+                    return  # recorded from exec_command_end, or still running
                 shell, argv = _shell_line(args.get("cmd") or args.get("command"))
                 session.items.append(
                     (
@@ -261,7 +265,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                         },
                     )
                 )
-                continue
+                return
             if name == "apply_patch" and call_id not in patched and code in (0, None):
                 patch = str(args.get("input") or "")
                 for op, path in _PATCH_FILE.findall(patch):
@@ -279,9 +283,9 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                             },
                         )
                     )
-                continue
+                return
             if name == "apply_patch":
-                continue
+                return
             session.items.extend(
                 [
                     (
@@ -309,6 +313,13 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                     ),
                 ]
             )
+
+    for number, kind, payload, ts in flat:
+        try:
+            handle(number, kind, payload, ts)
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+            # A record of a shape this mapper does not know is skipped with its reason, never fatal.
+            session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
     if session.title is None and session.session_id:
         session.title = f"codex session {session.session_id[:8]}"
     return session

@@ -69,11 +69,12 @@ def enqueue(path: str, agent: str, raw: str) -> int:
     payload = json.loads(raw)
     if not isinstance(payload, dict):
         raise ValueError("hook payload is not a JSON object")
+    from ledger.capture.caps import cap_all
     from ledger.redact import patterns_for
 
-    text = json.dumps(
-        _redacted(payload, patterns_for(_home())), ensure_ascii=False
-    )  # secrets never touch the disk in clear
+    # Secrets never touch the disk in clear, and a huge output never bloats the inbox
+    # (capped first, so redaction scans at most the kept tail).
+    text = json.dumps(_redacted(cap_all(payload), patterns_for(_home())), ensure_ascii=False)
     fresh = not os.path.exists(path)
     if fresh:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)

@@ -20,6 +20,7 @@ from uuid import UUID
 from pydantic import ValidationError
 
 from ledger import events as ev
+from ledger.capture.claude_code import END
 from ledger.capture.items import LATEST_REQUIREMENT, Item
 from ledger.errors import RuleBroken
 from ledger.location import Location
@@ -84,7 +85,9 @@ def task_for_records(location: Location, agent: str, records: Iterable[str]) -> 
         return None
     with conn:
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (record TEXT PRIMARY KEY)")
+        # A record may be referenced as itself or as the transcript-end checkpoint keyed after it.
         conn.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((r,) for r in wanted))
+        conn.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((f"{END}{r}",) for r in wanted))
         row = conn.execute(
             "SELECT originator_id FROM stored_events WHERE json_extract(state, '$.source.agent') = ? "
             "AND json_extract(state, '$.source.record') IN (SELECT record FROM wanted) LIMIT 1",

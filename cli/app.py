@@ -45,9 +45,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 def _register() -> None:
-    from cli import audit, capture, demo, read, record
+    from cli import analytics, audit, capture, demo, read, record
 
-    for module in (record, read, audit, capture, demo):
+    for module in (record, read, audit, capture, demo, analytics):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -1,0 +1,139 @@
+"""Analytics over the DuckDB read model: `trail query`, `trail stats`, `trail export`.
+
+Each command first catches the read model up with the ledger (only the new events),
+then reads it. Parsing and printing only; ``projections.readmodel`` does the work.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
+from ledger.errors import NotFound
+from projections import queries, readmodel
+
+CELL_WIDTH = 60
+
+
+def _refreshed(ctx: Context, rebuild: bool = False) -> Path:
+    path = readmodel.readmodel_path(ctx.location)
+    readmodel.refresh(ctx.ledger(), path, rebuild=rebuild)
+    return path
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, date | timedelta):
+        return str(value)
+    text = " ".join(str(value).split()) if isinstance(value, str) else str(value)
+    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+
+
+def _table(result: readmodel.Result) -> str:
+    cells = [[_cell(v) for v in row] for row in result.rows]
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(result.columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(result.columns, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
+    return "\n".join(lines)
+
+
+def _records(result: readmodel.Result) -> list[dict[str, Any]]:
+    return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+
+
+def _json_ready(records: Any) -> Any:
+    # orjson handles datetimes and UUIDs; intervals and decimals become text.
+    if isinstance(records, list):
+        return [_json_ready(r) for r in records]
+    if isinstance(records, dict):
+        return {k: _json_ready(v) for k, v in records.items()}
+    if isinstance(records, timedelta) or type(records).__name__ == "Decimal":
+        return str(records)
+    return records
+
+
+@click.command("query")
+@click.argument("sql")
+@json_option
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header row.")
+@click.option("--rebuild", is_flag=True, help="Rebuild the read model from the whole ledger first.")
+@pass_context
+@fails_cleanly
+def query_command(ctx: Context, sql: str, as_json: bool, as_csv: bool, rebuild: bool) -> None:
+    """Run SQL over the read model (tables: events, tasks, files, attempts, commands, tests, decisions).
+
+    The query runs read-only, after the read model has caught up with the ledger.
+    """
+    if as_json and as_csv:
+        raise click.UsageError("choose one of --json and --csv")
+    result = readmodel.query(_refreshed(ctx, rebuild), sql)
+    if as_json:
+        emit_json(_json_ready(_records(result)))
+    elif as_csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows([["" if v is None else v for v in row] for row in result.rows])
+    else:
+        click.echo(_table(result))
+
+
+@click.command("stats")
+@click.argument("names", nargs=-1, metavar="[QUERY]...")
+@click.option("--task", "task_ref", metavar="TASK", help="Task for per-task queries (default: the active task).")
+@json_option
+@pass_context
+@fails_cleanly
+def stats_command(ctx: Context, names: tuple[str, ...], task_ref: str | None, as_json: bool) -> None:
+    """Named queries across tasks. QUERY is one of: files, failed-attempts, failing-commands,
+    stalled, timelines, timeline (one task, by day). Without QUERY: all of them
+    (timeline only with --task)."""
+    unknown = [n for n in names if n not in queries.BY_NAME]
+    if unknown:
+        raise NotFound(f"no named query {unknown[0]!r}; choose from {', '.join(queries.BY_NAME)}")
+    chosen = (
+        [queries.BY_NAME[n] for n in names]
+        if names
+        else [q for q in queries.QUERIES if not q.per_task or task_ref is not None]
+    )
+    path = _refreshed(ctx)
+    number = ctx.entry(task_ref).number if any(q.per_task for q in chosen) else None
+    results = {q.name: readmodel.query(path, q.sql, {"task": number} if q.per_task else None) for q in chosen}
+    if as_json:
+        emit_json(_json_ready({name: _records(result) for name, result in results.items()}))
+        return
+    for i, q in enumerate(chosen):
+        title = f"{q.title} (task #{number})" if q.per_task else q.title
+        click.echo(("\n" if i else "") + f"## {title}\n")
+        click.echo(_table(results[q.name]))
+
+
+@click.command("export")
+@click.argument("task_ref", metavar="TASK", required=False)
+@click.option(
+    "--parquet",
+    "directory",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write task-N-SLUG.parquet into.",
+)
+@pass_context
+@fails_cleanly
+def export_command(ctx: Context, task_ref: str | None, directory: Path) -> None:
+    """Write one task's events (the read model's events table) to a Parquet file."""
+    entry = ctx.entry(task_ref)
+    target, count = readmodel.export_parquet(_refreshed(ctx), entry.task_id, directory)
+    click.echo(f"wrote {count} events of task #{entry.number} to {target}")
+
+
+COMMANDS: list[click.Command] = [query_command, stats_command, export_command]

@@ -1,0 +1,448 @@
+"""The DuckDB read model: the ledger's events as analytical tables, caught up incrementally.
+
+This module is the I/O edge for DuckDB (every other projection is pure). It follows the
+ledger's notification log from the last position it recorded; the rows for a batch of
+notifications and the new position commit in one DuckDB transaction, so a crash loses
+at most the batch in flight and a refresh after N new events reads only those N.
+
+DuckDB lets one process hold a database file read-write at a time, and then no other
+process may open it at all, so every public function opens the file, does its work and
+closes it again; a contended open is retried for ``LOCK_WAIT`` seconds.
+
+Where it lives: beside an SQLite ledger as ``<ledger file>.duckdb``; for any other
+backend under ``$TRAIL_HOME/readmodel/<hash of the URL>.duckdb`` (hashed so that a URL
+holding a password never appears in a file name).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+import duckdb
+import orjson
+
+from ledger import events as ev
+from ledger.errors import TrailError
+from ledger.location import Location
+from ledger.mapper import stored_state
+from ledger.registry import RegistryCreated, RegistrySnapshot, TaskRegistered
+from projections.state import command_line
+
+if TYPE_CHECKING:
+    from ledger.store import Ledger
+
+SCHEMA_VERSION = "1"
+"""Bump when a table changes: a read model with another version is rebuilt from the log."""
+
+BATCH = 5_000
+"""Notifications per DuckDB transaction during catch-up."""
+
+LOCK_WAIT = 15.0
+"""Seconds to wait for another process that has the read model open."""
+
+_SKIPPED_TOPICS = frozenset(
+    {RegistryCreated.TOPIC, TaskRegistered.TOPIC, RegistrySnapshot.TOPIC}
+)  # the registry's facts are repeated in each TaskOpened, which is what fills ``tasks``
+
+_COMMON = frozenset({"originator_id", "originator_version", "timestamp", "actor", "causation", "chain", "source"})
+
+SCHEMA = """
+CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE position (application VARCHAR PRIMARY KEY, notification_id BIGINT NOT NULL);
+CREATE TABLE events (
+    notification_id BIGINT NOT NULL, task_id VARCHAR NOT NULL, task_number INTEGER,
+    position INTEGER NOT NULL, type VARCHAR NOT NULL, timestamp TIMESTAMPTZ NOT NULL,
+    actor VARCHAR, causation INTEGER, chain VARCHAR, payload JSON);
+CREATE TABLE tasks (
+    task_id VARCHAR PRIMARY KEY, number INTEGER, title VARCHAR, slug VARCHAR, cwd VARCHAR,
+    status VARCHAR, status_reason VARCHAR, opened_at TIMESTAMPTZ, updated_at TIMESTAMPTZ,
+    events INTEGER, last_position INTEGER, open_attempt INTEGER, attempts INTEGER,
+    attempts_failed INTEGER, commands INTEGER, commands_failed INTEGER, file_changes INTEGER,
+    next_step VARCHAR);
+CREATE TABLE files (
+    task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, path VARCHAR,
+    operation VARCHAR, renamed_from VARCHAR, before_sha256 VARCHAR, after_sha256 VARCHAR,
+    diff_size BIGINT, attempt INTEGER);
+CREATE TABLE attempts (
+    task_id VARCHAR, task_number INTEGER, position INTEGER, started_at TIMESTAMPTZ, text VARCHAR,
+    actor VARCHAR, outcome VARCHAR, reason VARCHAR, ended_position INTEGER, ended_at TIMESTAMPTZ);
+CREATE TABLE commands (
+    task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, line VARCHAR,
+    cwd VARCHAR, exit_code INTEGER, failed BOOLEAN, duration_ms BIGINT, output_tail VARCHAR,
+    attempt INTEGER);
+CREATE TABLE tests (
+    task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, name VARCHAR,
+    outcome VARCHAR, duration_ms BIGINT, message VARCHAR, attempt INTEGER);
+CREATE TABLE decisions (
+    task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, text VARCHAR,
+    reason VARCHAR, rejected VARCHAR[], actor VARCHAR);
+"""
+
+TABLES = ("events", "tasks", "files", "attempts", "commands", "tests", "decisions")
+_ROW_TABLES = ("events", "files", "attempts", "commands", "tests", "decisions")
+
+
+def _ordered_columns(table: str) -> tuple[str, ...]:
+    """Column names of ``table`` in declaration order, parsed from ``SCHEMA``."""
+    body = re.search(rf"CREATE TABLE {table} \((.*?)\);", SCHEMA, re.S)
+    assert body is not None
+    return tuple(m.group(1) for m in re.finditer(r"(?:^|,)\s*(\w+) [A-Z]", body.group(1)))
+
+
+COLUMNS: dict[str, tuple[str, ...]] = {
+    name: _ordered_columns(name) for name in re.findall(r"CREATE TABLE (\w+)", SCHEMA)
+}
+
+
+class ReadModelError(TrailError):
+    """The read model cannot be opened, refreshed or queried."""
+
+    exit_code = 5
+
+
+def readmodel_path(location: Location) -> Path:
+    """Where the read model for the ledger at ``location`` lives (see the module docstring)."""
+    if location.is_sqlite:
+        ledger = location.sqlite_path
+        return ledger.with_name(ledger.name + ".duckdb")
+    digest = hashlib.sha256(location.url.encode()).hexdigest()[:16]
+    return location.home / "readmodel" / f"{digest}.duckdb"
+
+
+@contextmanager
+def connect(path: Path, *, read_only: bool = False, wait: float = LOCK_WAIT) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open ``path``, retrying while another process holds it, and always close it again."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            # Another process has the file open; it closes as soon as its catch-up ends.
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                raise ReadModelError(f"cannot open read model {path}: {_first_line(exc)}") from exc
+            time.sleep(0.05)
+        except duckdb.Error as exc:
+            raise ReadModelError(f"cannot open read model {path}: {_first_line(exc)}") from exc
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+# -- catching up ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    events: int
+    """Task events added by this refresh."""
+    notifications: int
+    """Notifications read (task events plus the registry's, which are skipped)."""
+    position: int
+    """Notification id the read model is now at."""
+    rebuilt: bool
+    seconds: float
+
+
+@dataclass
+class _TaskRow:
+    task_id: str
+    number: int | None = None
+    title: str | None = None
+    slug: str | None = None
+    cwd: str | None = None
+    status: str = "active"
+    status_reason: str | None = None
+    opened_at: Any = None
+    updated_at: Any = None
+    events: int = 0
+    last_position: int = 0
+    open_attempt: int | None = None
+    attempts: int = 0
+    attempts_failed: int = 0
+    commands: int = 0
+    commands_failed: int = 0
+    file_changes: int = 0
+    next_step: str | None = None
+
+    def values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in COLUMNS["tasks"])
+
+
+@dataclass
+class _Batch:
+    """The rows one batch of notifications adds, built in memory before one transaction."""
+
+    tasks: dict[str, _TaskRow]
+    rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=lambda: {t: [] for t in _ROW_TABLES})
+    started: dict[tuple[str, int], int] = field(default_factory=dict)
+    """(task, attempt position) -> index in rows['attempts'] for attempts started in this batch."""
+    ended: list[tuple[str, int, str, str | None, int, Any]] = field(default_factory=list)
+    """Ends of attempts started in an earlier batch: applied as an UPDATE."""
+    count: int = 0
+
+    def add(self, notification_id: int, event: ev.TaskEvent) -> None:
+        task_id = str(event.originator_id)
+        task = self.tasks.setdefault(task_id, _TaskRow(task_id=task_id))
+        pos, at = event.originator_version, event.timestamp
+        payload = {k: v for k, v in stored_state(event).items() if k not in _COMMON}
+        name = type(event).__name__
+        # The open attempt before this event: what the task's own fold would attribute actions to.
+        because = getattr(event, "because", None)
+        attempt = because.attempt if because is not None else task.open_attempt
+        if isinstance(event, ev.TaskOpened):
+            task.number, task.title, task.slug, task.cwd, task.opened_at = (
+                event.number,
+                event.title,
+                event.slug,
+                event.cwd,
+                at,
+            )
+        number = task.number
+        self.rows["events"].append(
+            (
+                notification_id,
+                task_id,
+                number,
+                pos,
+                name,
+                at,
+                event.actor,
+                event.causation,
+                event.chain,
+                orjson.dumps(payload).decode(),
+            )
+        )
+        task.events += 1
+        task.last_position = pos
+        task.updated_at = at
+        self.count += 1
+        match event:
+            case ev.FileChanged():
+                task.file_changes += 1
+                self.rows["files"].append(
+                    (
+                        task_id,
+                        number,
+                        pos,
+                        at,
+                        event.path,
+                        event.operation,
+                        event.renamed_from,
+                        event.before_sha256,
+                        event.after_sha256,
+                        event.diff.size if event.diff else None,
+                        attempt,
+                    )
+                )
+            case ev.AttemptStarted():
+                task.attempts += 1
+                task.open_attempt = pos
+                self.started[(task_id, pos)] = len(self.rows["attempts"])
+                self.rows["attempts"].append(
+                    (task_id, number, pos, at, event.text, event.actor, None, None, None, None)
+                )
+            case ev.AttemptEnded():
+                task.attempts_failed += event.outcome == "failed"
+                if task.open_attempt == event.attempt:
+                    task.open_attempt = None
+                index = self.started.get((task_id, event.attempt))
+                if index is None:
+                    self.ended.append((task_id, event.attempt, event.outcome, event.reason, pos, at))
+                else:
+                    row = self.rows["attempts"][index]
+                    self.rows["attempts"][index] = (*row[:6], event.outcome, event.reason, pos, at)
+            case ev.CommandRan():
+                failed = event.exit_code not in (0, None)
+                task.commands += 1
+                task.commands_failed += failed
+                out = event.stderr.tail if event.stderr and event.stderr.tail.strip() else ""
+                if not out and event.stdout:
+                    out = event.stdout.tail
+                self.rows["commands"].append(
+                    (
+                        task_id,
+                        number,
+                        pos,
+                        at,
+                        command_line(event),
+                        event.cwd,
+                        event.exit_code,
+                        failed,
+                        event.duration_ms,
+                        "\n".join(out.rstrip().splitlines()[-5:]),
+                        attempt,
+                    )
+                )
+            case ev.TestResult():
+                self.rows["tests"].append(
+                    (task_id, number, pos, at, event.name, event.outcome, event.duration_ms, event.message, attempt)
+                )
+            case ev.DecisionRecorded():
+                self.rows["decisions"].append(
+                    (task_id, number, pos, at, event.text, event.reason, list(event.rejected), event.actor)
+                )
+            case ev.StatusChanged():
+                task.status, task.status_reason = event.status, event.reason
+            case ev.NextStepSet():
+                task.next_step = event.text
+            case _:
+                pass
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` column-wise: one statement whatever the row count (executemany is per row)."""
+    if not rows:
+        return
+    columns = COLUMNS[table]
+    selects = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
+    con.execute(
+        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {selects}",
+        [list(column) for column in zip(*rows, strict=True)],
+    )
+
+
+def _load_tasks(con: duckdb.DuckDBPyConnection, task_ids: set[str]) -> dict[str, _TaskRow]:
+    if not task_ids:
+        return {}
+    cols = COLUMNS["tasks"]
+    found = con.execute(
+        f"SELECT {', '.join(cols)} FROM tasks WHERE task_id IN (SELECT unnest($1))", [sorted(task_ids)]
+    ).fetchall()
+    return {row[0]: _TaskRow(**dict(zip(cols, row, strict=True))) for row in found}
+
+
+def _commit_batch(con: duckdb.DuckDBPyConnection, app: str, batch: _Batch, last_id: int) -> None:
+    con.execute("BEGIN")
+    try:
+        for table in _ROW_TABLES:
+            _insert(con, table, batch.rows[table])
+        if batch.ended:
+            con.execute(
+                "UPDATE attempts SET outcome = e.outcome, reason = e.reason, ended_position = e.ended_position,"
+                " ended_at = e.ended_at FROM (SELECT unnest($1) AS task_id, unnest($2) AS position,"
+                " unnest($3) AS outcome, unnest($4) AS reason, unnest($5) AS ended_position,"
+                " unnest($6)::TIMESTAMPTZ AS ended_at) AS e"
+                " WHERE attempts.task_id = e.task_id AND attempts.position = e.position",
+                [list(column) for column in zip(*batch.ended, strict=True)],
+            )
+        if batch.tasks:
+            con.execute("DELETE FROM tasks WHERE task_id IN (SELECT unnest($1))", [sorted(batch.tasks)])
+            _insert(con, "tasks", [t.values() for t in batch.tasks.values()])
+        con.execute("INSERT OR REPLACE INTO position VALUES (?, ?)", [app, last_id])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _prepare(con: duckdb.DuckDBPyConnection, app: str, newest: int, rebuild: bool) -> tuple[int, bool]:
+    """Create or reset the schema when needed; the position to read after and whether it was reset."""
+    tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    position = 0
+    if "meta" in tables and not rebuild:
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        stored = con.execute("SELECT notification_id FROM position WHERE application = ?", [app]).fetchone()
+        position = int(stored[0]) if stored else 0
+        # A position past the log's end means the ledger was replaced: start again.
+        if version is not None and version[0] == SCHEMA_VERSION and position <= newest:
+            return position, False
+    con.execute("BEGIN")
+    for table in sorted(tables):
+        con.execute(f'DROP TABLE "{table}"')
+    con.execute(SCHEMA)
+    con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
+    con.execute("COMMIT")
+    return 0, True
+
+
+def refresh(ledger: Ledger, path: Path, *, rebuild: bool = False, batch_size: int = BATCH) -> Refreshed:
+    """Bring the read model at ``path`` up to the ledger's last notification (reads only the new ones)."""
+    started = time.perf_counter()
+    newest = ledger.recorder.max_notification_id() or 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    added = read = 0
+    with connect(path) as con:
+        position, rebuilt = _prepare(con, ledger.name, newest, rebuild)
+        while True:
+            notifications = ledger.recorder.select_notifications(
+                start=position, limit=batch_size, inclusive_of_start=False
+            )
+            if not notifications:
+                break
+            task_ids = {str(n.originator_id) for n in notifications if n.topic not in _SKIPPED_TOPICS}
+            batch = _Batch(tasks=_load_tasks(con, task_ids))
+            for notification in notifications:
+                if notification.topic in _SKIPPED_TOPICS:
+                    continue
+                event = ledger.mapper.to_domain_event(notification)
+                if isinstance(event, ev.TaskEvent):
+                    batch.add(notification.id, event)
+            # Ids may skip (PostgreSQL sequences): the next read starts after the last id seen.
+            position = notifications[-1].id
+            _commit_batch(con, ledger.name, batch, position)
+            added += batch.count
+            read += len(notifications)
+    return Refreshed(
+        events=added, notifications=read, position=position, rebuilt=rebuilt, seconds=time.perf_counter() - started
+    )
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+def query(path: Path, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+    """Run ``sql`` on a read-only connection: a query cannot change the read model."""
+    if not path.exists():
+        raise ReadModelError(f"no read model at {path}; refresh it first")
+    with connect(path, read_only=True) as con:
+        try:
+            cursor = con.execute(sql, params) if params is not None else con.execute(sql)
+            description = cursor.description or []
+            rows = cursor.fetchall() if description else []
+        except duckdb.Error as exc:
+            raise ReadModelError(f"query failed: {_first_line(exc)}") from exc
+    return Result(columns=tuple(d[0] for d in description), rows=rows)
+
+
+def export_parquet(path: Path, task_id: UUID, out: Path) -> tuple[Path, int]:
+    """Write one task's rows from ``events`` to a Parquet file under the directory ``out``."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReadModelError(f"cannot create export directory {out}: {exc.strerror or exc}") from exc
+    with connect(path, read_only=True) as con:
+        row = con.execute("SELECT number, slug FROM tasks WHERE task_id = ?", [str(task_id)]).fetchone()
+        if row is None:
+            raise ReadModelError(f"task {task_id} is not in the read model {path}")
+        target = out / f"task-{row[0]}-{row[1]}.parquet"
+        count = con.execute("SELECT count(*) FROM events WHERE task_id = ?", [str(task_id)]).fetchone()
+        # COPY takes no parameters: the id is a UUID's text and the path is quoted.
+        literal = str(target).replace("'", "''")
+        try:
+            con.execute(
+                f"COPY (SELECT * FROM events WHERE task_id = '{UUID(str(task_id))}' ORDER BY position)"
+                f" TO '{literal}' (FORMAT parquet, COMPRESSION zstd)"
+            )
+        except duckdb.Error as exc:
+            raise ReadModelError(f"cannot write {target}: {_first_line(exc)}") from exc
+    return target, int(count[0]) if count else 0

@@ -31,3 +31,9 @@ class BadInput(TrailError):
     """A value that does not fit the event it would go into."""
 
     exit_code = 2
+
+
+class BadSetting(TrailError):
+    """An environment variable or option holds a value tasktrail cannot use."""
+
+    exit_code = 2

@@ -7,10 +7,11 @@ each task are taken automatically every ``SNAPSHOT_EVERY`` events.
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
@@ -21,7 +22,7 @@ from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
 from ledger import events as ev
-from ledger.errors import BadInput, NotFound, StoreUnavailable
+from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.redact import redact_fields
@@ -30,7 +31,8 @@ from ledger.task import Task, task_id_for
 from projections.state import TaskState
 
 SNAPSHOT_EVERY = 500
-"""Events between automatic task snapshots (see bench/ for the measurement behind it)."""
+"""Events between automatic task snapshots (see bench/ for the measurement behind it).
+Overridden by ``TRAIL_SNAPSHOT_EVERY`` in the environment or in the ``Ledger(env=...)``."""
 
 RETRY_ATTEMPTS = 200
 T = TypeVar("T")
@@ -43,6 +45,13 @@ class Ledger(Application[UUID]):
         "TRANSCODER_TOPIC": get_topic(OrjsonTranscoder),
         "MAPPER_TOPIC": get_topic(PydanticMapper),
     }
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        # Checked before the store opens, so a bad value leaves nothing open.
+        every = snapshot_interval((env or {}).get("TRAIL_SNAPSHOT_EVERY", os.environ.get("TRAIL_SNAPSHOT_EVERY")))
+        super().__init__(env)
+        # Per instance, so K can differ between ledgers in one process (tests, bench/).
+        self.snapshotting_intervals = {Task: every, Registry: 100}  # type: ignore[misc]
 
     # -- writing ----------------------------------------------------------------
 
@@ -110,9 +119,7 @@ class Ledger(Application[UUID]):
         """Append one event to a task; the Task aggregate checks its rules first."""
         return self.append_many(task_id, [(event_class, fields)])
 
-    def append_many(
-        self, task_id: UUID, items: list[tuple[type[ev.TaskEvent], dict[str, Any]]]
-    ) -> TaskState:
+    def append_many(self, task_id: UUID, items: list[tuple[type[ev.TaskEvent], dict[str, Any]]]) -> TaskState:
         """Append several events to one task in one transaction (all or none)."""
 
         def attempt() -> TaskState:
@@ -159,6 +166,19 @@ def _first_problem(exc: ValidationError) -> str:
     message = str(error["msg"]).removeprefix("Value error, ")
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{where}: {message}{more}"
+
+
+def snapshot_interval(raw: str | None) -> int:
+    """K, the events between task snapshots, from a ``TRAIL_SNAPSHOT_EVERY`` value (None: the default)."""
+    if raw is None or not raw.strip():
+        return SNAPSHOT_EVERY
+    try:
+        every = int(raw)
+    except ValueError:
+        every = 0
+    if every < 1:
+        raise BadSetting(f"TRAIL_SNAPSHOT_EVERY must be a positive whole number of events, not {raw!r}")
+    return every
 
 
 def open_ledger(location: Location) -> Ledger:

@@ -1,0 +1,301 @@
+"""Benchmark for months-long tasks: resume and replay via snapshots, read-model refresh.
+
+    python -m bench.longtask [--quick] [--seed N] [--dir PATH]
+
+Quick mode: tasks of 1k and 100k events (about a minute on 2 cores). Full mode adds a
+1M-event task. Prints Markdown tables with a ``goal met`` column. Not a test: the
+numbers depend on the machine and on what else it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from ledger import events as ev
+from ledger.location import resolve
+from ledger.store import Ledger, open_ledger
+from ledger.task import Task
+from projections import readmodel
+from projections.state import TaskState
+
+Item = tuple[type[ev.TaskEvent], dict[str, Any]]
+
+# Shares of each kind of event in a long agent session: mostly tool traffic.
+MIX: tuple[tuple[str, int], ...] = (
+    ("tool", 26),
+    ("result", 26),
+    ("command", 12),
+    ("file", 14),
+    ("test", 8),
+    ("note", 3),
+    ("attempt", 3),
+    ("decide", 2),
+    ("require", 1),
+    ("correct", 1),
+    ("checkpoint", 1),
+    ("next", 2),
+    ("status", 1),
+)
+WORDS = ("parser", "cache", "retry", "index", "schema", "flaky", "timeout", "migrate", "vendor", "config", "lexer")
+COMMANDS = ("pytest -x", "pytest tests/unit", "make build", "ruff check .", "mypy src", "git status", "npm test")
+
+
+class Generator:
+    """A seeded stream of rule-respecting task events with realistic payload sizes."""
+
+    def __init__(self, seed: int, start: datetime | None = None) -> None:
+        self.rng = random.Random(seed)
+        self.kinds, self.weights = zip(*MIX, strict=True)
+        self.clock = start or datetime.now(UTC) - timedelta(days=120)
+        self.position = 1  # TaskOpened
+        self.open_attempt: int | None = None
+        self.requirements: list[int] = []
+
+    def follow(self, state: TaskState) -> Generator:
+        """Continue an existing task: its position, open attempt and requirements."""
+        self.position, self.open_attempt = state.position, state.open_attempt
+        self.requirements = [r.position for r in state.requirements]
+        return self
+
+    def _text(self, low: int, high: int) -> str:
+        words = self.rng.randint(low, high)
+        return " ".join(self.rng.choice(WORDS) for _ in range(words))
+
+    def _blob(self) -> ev.Bounded:
+        # Output sizes are heavy-tailed: mostly short, sometimes a long log kept as its tail.
+        size = min(int(self.rng.lognormvariate(5.5, 1.3)), 200_000)
+        tail = self._text(1, max(1, min(size, 4_000) // 7))
+        return ev.Bounded(tail=tail, size=max(size, len(tail)), truncated=size > 4_000)
+
+    def item(self) -> Item:
+        self.position += 1
+        self.clock += timedelta(seconds=self.rng.expovariate(1 / 20))
+        kind = self.rng.choices(self.kinds, self.weights)[0]
+        base: dict[str, Any] = {"timestamp": self.clock}
+        if kind == "attempt" and self.open_attempt is not None:
+            outcome = self.rng.choice(("failed", "failed", "succeeded", "abandoned"))
+            attempt, self.open_attempt = self.open_attempt, None
+            return ev.AttemptEnded, {**base, "attempt": attempt, "outcome": outcome, "reason": self._text(3, 12)}
+        match kind:
+            case "attempt":
+                self.open_attempt = self.position
+                return ev.AttemptStarted, {**base, "text": self._text(4, 15)}
+            case "tool":
+                return ev.ToolCalled, {**base, "tool": self.rng.choice(("bash", "edit", "read")), "input": self._blob()}
+            case "result":
+                ok = self.rng.random() > 0.1
+                return ev.ToolResult, {**base, "tool": "bash", "ok": ok, "output": self._blob()}
+            case "command":
+                code = 0 if self.rng.random() > 0.3 else self.rng.choice((1, 2, 127))
+                return ev.CommandRan, {
+                    **base,
+                    "shell": self.rng.choice(COMMANDS),
+                    "exit_code": code,
+                    "duration_ms": self.rng.randint(5, 90_000),
+                    "stdout": self._blob(),
+                    "stderr": self._blob() if code else None,
+                }
+            case "file":
+                path = f"src/{self.rng.choice(WORDS)}/{self.rng.choice(WORDS)}.py"
+                return ev.FileChanged, {**base, "path": path, "operation": "modified", "diff": self._blob()}
+            case "test":
+                outcome = "passed" if self.rng.random() > 0.2 else "failed"
+                name = f"tests/test_{self.rng.choice(WORDS)}.py::test_{self.rng.randint(1, 40)}"
+                took = self.rng.randint(1, 900)
+                return ev.TestResult, {**base, "name": name, "outcome": outcome, "duration_ms": took}
+            case "note":
+                return ev.NoteAdded, {**base, "text": self._text(5, 60), "actor": "agent:claude"}
+            case "decide":
+                return ev.DecisionRecorded, {**base, "text": self._text(3, 10), "reason": self._text(5, 30)}
+            case "require" | "correct" if not self.requirements or kind == "require":
+                self.requirements.append(self.position)
+                return ev.RequirementStated, {**base, "text": self._text(5, 40)}
+            case "correct":
+                return ev.CorrectionMade, {**base, "text": self._text(5, 30), "wrong": self._text(3, 10)}
+            case "checkpoint":
+                return ev.CheckpointMarked, {**base, "label": self._text(1, 3), "git_head": f"{self.position:040x}"}
+            case "next":
+                return ev.NextStepSet, {**base, "text": self._text(4, 20)}
+            case _:
+                return ev.StatusChanged, {**base, "status": self.rng.choice(("active", "paused", "blocked"))}
+
+    def items(self, count: int) -> Iterator[Item]:
+        for _ in range(count):
+            yield self.item()
+
+
+def grow(ledger: Ledger, task: UUID, generator: Generator, count: int, batch: int = 2_000) -> float:
+    """Append ``count`` generated events through the ledger's normal path; events per second."""
+    began = time.perf_counter()
+    done = 0
+    while done < count:
+        size = min(batch, count - done)
+        ledger.append_many(task, list(generator.items(size)))
+        done += size
+    return count / (time.perf_counter() - began)
+
+
+def snapshot_bytes(db: Path, task: UUID) -> int:
+    """Size of the task's latest snapshot: what a resume decodes besides the tail."""
+    with sqlite3.connect(db) as con:
+        row = con.execute(
+            "SELECT length(state) FROM stored_snapshots WHERE originator_id = ? ORDER BY originator_version DESC",
+            (task.hex,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def timed(func: Callable[[], Any], repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        func()
+        times.append((time.perf_counter() - began) * 1000)
+    return times
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def table(headers: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def yes(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def run(quick: bool, seed: int, directory: Path) -> None:
+    sizes = (1_000, 100_000) if quick else (1_000, 100_000, 1_000_000)
+    db = directory / "ledger.db"
+    location = resolve(str(db))
+    ledger = open_ledger(location)
+    mode, every = "quick" if quick else "full", ledger.snapshotting_intervals[Task]
+    print(f"# tasktrail long-task benchmark ({mode}, seed {seed}, K={every})\n")
+
+    tasks: dict[int, UUID] = {}
+    growth: list[tuple[Any, ...]] = []
+    path = readmodel.readmodel_path(location)
+    baseline: readmodel.Refreshed | None = None
+    for i, size in enumerate(sizes):
+        task = ledger.open_task(f"long task {size}").id
+        assert task is not None
+        rate = grow(ledger, task, Generator(seed + i), size - 1)
+        tasks[size] = task
+        growth.append((f"{size:,}", f"{rate:,.0f}"))
+        if baseline is None:
+            # The same refresh on a small ledger: what "proportional to the new events" means here.
+            readmodel.refresh(ledger, path, rebuild=True)
+            probe = ledger.open_task("refresh probe").id
+            assert probe is not None
+            grow(ledger, probe, Generator(seed + 98), 999)
+            baseline = readmodel.refresh(ledger, path)
+    print(table(("events in task", "append rate (events/s, batches of 2,000)"), growth) + "\n")
+
+    # Resume: a fresh application each time, so nothing is cached in process.
+    resume: dict[int, float] = {}
+    rows: list[tuple[Any, ...]] = []
+    for size, task in tasks.items():
+
+        def resume_once(task: UUID = task) -> None:
+            with open_ledger(location) as fresh:
+                fresh.state(task)
+
+        samples = timed(resume_once, 7)
+        resume[size] = statistics.median(samples)
+        ratio = resume[size] / resume[sizes[0]]
+        kb = snapshot_bytes(db, task) / 1024
+        rows.append(
+            (f"{size:,}", f"{resume[size]:.1f}", f"{p95(samples):.1f}", f"{kb:,.0f}", f"{ratio:.2f}", yes(ratio <= 2))
+        )
+    print("## Resume latency (open ledger + state at the head, from the nearest snapshot)\n")
+    headers = ("events", "median ms", "p95 ms", "snapshot KB", "vs 1k", "goal met (<= 2x the 1k figure)")
+    print(table(headers, rows) + "\n")
+
+    largest = sizes[-1]
+    rng = random.Random(seed)
+    points = [rng.randint(1, largest) for _ in range(100 if quick else 300)]
+    it = iter(points)
+    samples = timed(lambda: ledger.state(tasks[largest], at=next(it)), len(points))
+    print(f"## Replay to a random point of the {largest:,}-event task ({len(points)} points)\n")
+    goal = p95(samples) <= 100
+    print(
+        table(
+            ("median ms", "p95 ms", "max ms", "goal met (p95 <= 100 ms)"),
+            [(f"{statistics.median(samples):.1f}", f"{p95(samples):.1f}", f"{max(samples):.1f}", yes(goal))],
+        )
+        + "\n"
+    )
+
+    assert baseline is not None
+    total = ledger.recorder.max_notification_id() or 0
+    full = readmodel.refresh(ledger, path, rebuild=True)
+    big = tasks[largest]
+    grow(ledger, big, Generator(seed + 99, start=datetime.now(UTC)).follow(ledger.state(big)), 1_000)
+    tail = readmodel.refresh(ledger, path)
+    per_new = tail.seconds / tail.events
+    per_full = full.seconds / full.events
+    print(f"## Read-model refresh on a {total:,}-notification ledger\n")
+    headers = ("refresh", "events read", "seconds", "µs per event", "goal met (<= 2x the same refresh on a 2k ledger)")
+    print(
+        table(
+            headers,
+            [
+                ("full rebuild", f"{full.events:,}", f"{full.seconds:.2f}", f"{per_full * 1e6:.0f}", ""),
+                (
+                    "1,000 new events, 2k-event ledger",
+                    f"{baseline.events:,}",
+                    f"{baseline.seconds:.3f}",
+                    f"{baseline.seconds / baseline.events * 1e6:.0f}",
+                    "",
+                ),
+                (
+                    f"1,000 new events, {total // 1000:,}k-event ledger",
+                    f"{tail.events:,}",
+                    f"{tail.seconds:.3f}",
+                    f"{per_new * 1e6:.0f}",
+                    yes(tail.seconds <= 2 * baseline.seconds),
+                ),
+            ],
+        )
+    )
+    print(
+        f"\nIncremental refresh took {tail.seconds / full.seconds:.2%} of a full rebuild "
+        f"for {tail.events / full.events:.2%} of the events (fixed cost: opening, closing and "
+        "checkpointing the DuckDB file, about 30-50 ms).\n"
+    )
+    size_mb = db.stat().st_size / 1e6
+    print(f"Ledger file: {size_mb:,.0f} MB; read model: {path.stat().st_size / 1e6:,.0f} MB.")
+    ledger.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.longtask", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1k and 100k events only (about a minute)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--dir", type=Path, help="where to build the ledger (default: a temporary directory)")
+    args = parser.parse_args()
+    if args.dir:
+        args.dir.mkdir(parents=True, exist_ok=True)
+        run(args.quick, args.seed, args.dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="trail-bench-") as tmp:
+        run(args.quick, args.seed, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -268,6 +268,21 @@ class TaskLinked(TaskEvent):
     other_number: int | None = None
 
 
+class EventsArchived(TaskEvent):
+    """Positions ``first``..``last`` moved to a Parquet archive (``trail compact``).
+
+    ``head`` is the hash-chain head at ``last``; the task's state at ``last`` stays in the
+    live store as a snapshot, so reads from ``last`` on never need the archive."""
+
+    TOPIC = "tasktrail/EventsArchived"
+    archive: str
+    sha256: str
+    first: int = Field(ge=1)
+    last: int = Field(ge=1)
+    events: int = Field(ge=1)
+    head: str
+
+
 ACTIONS: tuple[type[TaskEvent], ...] = (ToolCalled, ToolResult, CommandRan, FileChanged, TestResult)
 """Events that change the world; each carries a ``because`` provenance link."""
 
@@ -291,6 +306,7 @@ CATALOGUE: tuple[type[TaskEvent], ...] = (
     NoteAdded,
     ConversationLinked,
     TaskLinked,
+    EventsArchived,
 )
 """Every event type, in the order the docs list them."""
 

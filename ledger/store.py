@@ -21,6 +21,7 @@ from eventsourcing.persistence import IntegrityError, OperationalError, Persiste
 from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
+from ledger import archive
 from ledger import events as ev
 from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
@@ -142,6 +143,10 @@ class Ledger(Application[UUID]):
         return [registry.entries[n] for n in sorted(registry.entries)]
 
     def task(self, task_id: UUID, at: int | None = None) -> Task:
+        # Below a compaction boundary the live store would silently answer with an older
+        # version (pitfall 9), so those points are read from the archive.
+        if at is not None and at < archive.live_from(self, task_id) - 1:
+            return archive.task_at(self, task_id, at)
         try:
             task: Task = self.repository.get(task_id, version=at)
         except AggregateNotFoundError as exc:
@@ -153,7 +158,13 @@ class Ledger(Application[UUID]):
         return self.task(task_id, at).state
 
     def task_events(self, task_id: UUID, after: int = 0, upto: int | None = None) -> Iterator[ev.TaskEvent]:
-        """The task's events with ``after < position <= upto``, in order."""
+        """The task's events with ``after < position <= upto``, in order (archived ones included)."""
+        live = archive.live_from(self, task_id)
+        if after < live - 1:
+            yield from archive.archived_events(self, task_id, after, live - 1 if upto is None else min(upto, live - 1))
+            after = live - 1
+        if upto is not None and upto <= after:
+            return
         yield from self.events.get(task_id, gt=after or None, lte=upto)  # type: ignore[misc]
 
     def task_id(self, number: int) -> UUID:

@@ -29,6 +29,7 @@ from uuid import UUID
 import duckdb
 import orjson
 
+from ledger import archive
 from ledger import events as ev
 from ledger.errors import TrailError
 from ledger.location import Location
@@ -39,7 +40,7 @@ from projections.state import command_line
 if TYPE_CHECKING:
     from ledger.store import Ledger
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 """Bump when a table changes: a read model with another version is rebuilt from the log."""
 
 BATCH = 5_000
@@ -57,6 +58,7 @@ _COMMON = frozenset({"originator_id", "originator_version", "timestamp", "actor"
 SCHEMA = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE position (application VARCHAR PRIMARY KEY, notification_id BIGINT NOT NULL);
+CREATE TABLE archives_read (name VARCHAR PRIMARY KEY);
 CREATE TABLE events (
     notification_id BIGINT NOT NULL, task_id VARCHAR NOT NULL, task_number INTEGER,
     position INTEGER NOT NULL, type VARCHAR NOT NULL, timestamp TIMESTAMPTZ NOT NULL,
@@ -325,7 +327,9 @@ def _load_tasks(con: duckdb.DuckDBPyConnection, task_ids: set[str]) -> dict[str,
     return {row[0]: _TaskRow(**dict(zip(cols, row, strict=True))) for row in found}
 
 
-def _commit_batch(con: duckdb.DuckDBPyConnection, app: str, batch: _Batch, last_id: int) -> None:
+def _commit_batch(
+    con: duckdb.DuckDBPyConnection, app: str, batch: _Batch, last_id: int, archive_name: str | None = None
+) -> None:
     con.execute("BEGIN")
     try:
         for table in _ROW_TABLES:
@@ -343,6 +347,8 @@ def _commit_batch(con: duckdb.DuckDBPyConnection, app: str, batch: _Batch, last_
             con.execute("DELETE FROM tasks WHERE task_id IN (SELECT unnest($1))", [sorted(batch.tasks)])
             _insert(con, "tasks", [t.values() for t in batch.tasks.values()])
         con.execute("INSERT OR REPLACE INTO position VALUES (?, ?)", [app, last_id])
+        if archive_name is not None:
+            con.execute("INSERT INTO archives_read VALUES (?)", [archive_name])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -377,6 +383,7 @@ def refresh(ledger: Ledger, path: Path, *, rebuild: bool = False, batch_size: in
     added = read = 0
     with connect(path) as con:
         position, rebuilt = _prepare(con, ledger.name, newest, rebuild)
+        added += _read_archives(con, ledger, position)
         while True:
             notifications = ledger.recorder.select_notifications(
                 start=position, limit=batch_size, inclusive_of_start=False
@@ -399,6 +406,28 @@ def refresh(ledger: Ledger, path: Path, *, rebuild: bool = False, batch_size: in
     return Refreshed(
         events=added, notifications=read, position=position, rebuilt=rebuilt, seconds=time.perf_counter() - started
     )
+
+
+def _read_archives(con: duckdb.DuckDBPyConnection, ledger: Ledger, position: int) -> int:
+    """Take in archived events the model has not seen (compacted before it caught up, or a rebuild).
+
+    Archives hold a task's earliest events, so reading them before the live log keeps
+    each task's events in order. Each archive is recorded as read in its own transaction.
+    """
+    seen = {row[0] for row in con.execute("SELECT name FROM archives_read").fetchall()}
+    added = 0
+    for found in archive.archives(ledger, None):
+        if found.path.name in seen:
+            continue
+        rows = archive.archived_rows(found, position)
+        batch = _Batch(tasks=_load_tasks(con, {str(found.task_id)} if rows else set()))
+        for notification_id, stored in rows:
+            event = ledger.mapper.to_domain_event(stored)
+            if isinstance(event, ev.TaskEvent):
+                batch.add(notification_id, event)
+        _commit_batch(con, ledger.name, batch, position, archive_name=found.path.name)
+        added += batch.count
+    return added
 
 
 # -- reading ---------------------------------------------------------------------------

@@ -1,0 +1,72 @@
+"""`trail compact`: move a task's oldest events to a verifiable Parquet archive."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import click
+
+from cli.context import Context, fails_cleanly, pass_context
+from ledger import archive
+from ledger.errors import BadSetting
+
+_AGE = re.compile(r"^(\d+)([dhm])$")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+
+
+def parse_age(value: str) -> timedelta:
+    match = _AGE.match(value.strip())
+    if not match:
+        raise BadSetting(f"--older-than must look like 30d, 12h or 90m, not {value!r}")
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+@click.command("compact")
+@click.argument("task_ref", metavar="[TASK]", required=False)
+@click.option("--before", type=click.IntRange(min=2), metavar="N", help="Archive the events before position N.")
+@click.option("--older-than", "age", metavar="AGE", help="Archive the events older than AGE (30d, 12h, 90m).")
+@click.option("--dry-run", is_flag=True, help="Print what would move and the space saved; change nothing.")
+@click.option("--verify", "check", is_flag=True, help="Check the archives and the hash chain across them.")
+@pass_context
+@fails_cleanly
+def compact_command(
+    ctx: Context, task_ref: str | None, before: int | None, age: str | None, dry_run: bool, check: bool
+) -> None:
+    """Move a task's oldest events to a Parquet archive beside the ledger.
+
+    Reads before the boundary keep working: they come from the archive. A snapshot at
+    the boundary and an EventsArchived event stay in the live log.
+    """
+    entry = ctx.entry(task_ref)
+    ledger = ctx.ledger()
+    if check:
+        problems = archive.verify(ledger, entry.task_id)
+        if problems:
+            raise archive.ArchiveError(f"task #{entry.number}: {problems[0]}")
+        found = archive.archives(ledger, entry.task_id)
+        click.echo(f"task #{entry.number}: {len(found)} archive(s) intact; hash chain verified across archive and log")
+        return
+    if (before is None) == (age is None):
+        raise click.UsageError("give exactly one of --before N and --older-than AGE")
+    if age is not None:
+        before = archive.boundary_older_than(ledger, entry.task_id, datetime.now(UTC) - parse_age(age))
+    assert before is not None
+    live = archive.live_from(ledger, entry.task_id)
+    if before <= live:
+        # Already done (a finished or re-run compaction): nothing to move is not an error.
+        why = f"no live events older than {age}" if age else f"positions before {before} are already archived"
+        click.echo(f"nothing to archive in task #{entry.number}: {why}")
+        return
+    todo = archive.plan(ledger, entry.task_id, before)
+    what = (
+        f"positions {todo.first}-{todo.last} of task #{entry.number} ({todo.events} events, {todo.snapshots} snapshots)"
+    )
+    if dry_run:
+        click.echo(f"would archive {what}; live store gives up about {todo.live_bytes / 1024:,.0f} KB of event data")
+        return
+    done = archive.compact(ledger, entry.task_id, before, progress=lambda line: click.echo(line, err=True))
+    click.echo(f"archived {what} to {done.path} (sha256 {done.sha256})")
+
+
+COMMANDS: list[click.Command] = [compact_command]

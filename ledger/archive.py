@@ -187,11 +187,22 @@ def archived_events(
 def task_at(ledger: Ledger, task_id: UUID, at: int) -> Task:
     """The task after event ``at`` (before the live boundary): nearest archived snapshot plus events."""
     found = archives(ledger, task_id)
-    snapshot = _rows(
+    # Find the version first, then read that one state: snapshots are large, and a top-1 over
+    # the state column would read every candidate's.
+    nearest = _rows(
         found,
-        "SELECT originator_version, topic, state FROM ARCHIVE WHERE kind = 'snapshot'"
-        " AND originator_version <= $at ORDER BY originator_version DESC LIMIT 1",
+        "SELECT max(originator_version) FROM ARCHIVE WHERE kind = 'snapshot' AND originator_version <= $at",
         [("at", at)],
+    )[0][0]
+    snapshot = (
+        _rows(
+            found,
+            "SELECT originator_version, topic, state FROM ARCHIVE WHERE kind = 'snapshot'"
+            " AND originator_version = $version",
+            [("version", nearest)],
+        )
+        if nearest is not None
+        else []
     )
     task: Any = None
     start = 0
@@ -274,7 +285,11 @@ def _write_parquet(rows: list[tuple[Any, ...]], target: Path) -> None:
             columns,
         )
         literal = str(tmp).replace("'", "''")
-        con.execute(f"COPY (SELECT * FROM a ORDER BY kind, originator_version) TO '{literal}' (FORMAT parquet)")
+        # Small row groups, sorted by position: a read of a few positions skips the rest by their min/max.
+        con.execute(
+            f"COPY (SELECT * FROM a ORDER BY kind, originator_version) TO '{literal}'"
+            " (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 2048, ROW_GROUP_SIZE_BYTES 2000000)"
+        )
     with tmp.open("rb") as handle:
         os.fsync(handle.fileno())
     os.replace(tmp, target)

@@ -33,7 +33,6 @@ import duckdb
 import orjson
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
-from ledger import chain
 from ledger import events as ev
 from ledger.errors import NotFound, RuleBroken, StoreUnavailable, TrailError
 
@@ -418,49 +417,23 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
 # -- verifying -------------------------------------------------------------------------
 
 
-def _decoded(ledger: Ledger, raw: bytes) -> dict[str, Any]:
-    data = raw
-    if ledger.mapper.cipher:
-        data = ledger.mapper.cipher.decrypt(data)
-    if ledger.mapper.compressor:
-        data = ledger.mapper.compressor.decompress(data)
-    decoded: dict[str, Any] = ledger.mapper.transcoder.decode(data)
-    return decoded
+def check_file(found: Archive) -> str | None:
+    """What is wrong with an archive file (missing, or not the bytes recorded), or None."""
+    if not found.path.exists():
+        return f"archive {found.path} (positions {found.first}-{found.last}) is missing"
+    if _sha256(found.path) != found.sha256:
+        return f"archive {found.path} was altered (sha256 differs from the one recorded)"
+    return None
 
 
 def verify(ledger: Ledger, task_id: UUID) -> list[str]:
-    """Problems with the task's archives and the hash chain across archive and live log (none: all good)."""
-    problems: list[str] = []
-    previous = chain.GENESIS
-    expected = 1
-    rows: list[tuple[Any, ...]] = []
-    for archive in archives(ledger, task_id):
-        if not archive.path.exists():
-            return [f"archive {archive.path} (positions {archive.first}-{archive.last}) is missing"]
-        if _sha256(archive.path) != archive.sha256:
-            return [f"archive {archive.path} was altered (sha256 differs from the one recorded)"]
-        rows += _rows(
-            [archive],
-            "SELECT originator_version, topic, state FROM ARCHIVE WHERE kind = 'event' ORDER BY originator_version",
-            [],
-        )
-    con = _connect(ledger)
-    try:
-        rows += con.execute(
-            "SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ?"
-            " ORDER BY originator_version",
-            (task_id.hex,),
-        ).fetchall()
-    finally:
-        con.close()
-    for version, topic, raw in rows:
-        if version != expected:
-            problems.append(f"position {expected} is missing (next stored is {version})")
-            expected = version
-        state = _decoded(ledger, bytes(raw))
-        digest = chain.link(previous, chain.canonical(topic, task_id, version, state))
-        if state.get("chain") != digest:
-            problems.append(f"position {version}: hash chain broken")
-            digest = state.get("chain", "")
-        previous, expected = digest, version + 1
-    return problems
+    """Problems with the task's archives or its hash chain across archive and live log (none: all good)."""
+    from ledger.verify import verify_task
+
+    report = verify_task(ledger, task_id)
+    if report.first_break is None:
+        return []
+    found = report.first_break
+    if found.kind == "archive":
+        return [found.detail]
+    return [f"position {found.position}: {found.kind} ({found.detail})"]

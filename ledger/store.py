@@ -49,10 +49,13 @@ class Ledger(Application[UUID]):
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         # Checked before the store opens, so a bad value leaves nothing open.
-        every = snapshot_interval((env or {}).get("TRAIL_SNAPSHOT_EVERY", os.environ.get("TRAIL_SNAPSHOT_EVERY")))
+        raw = (env or {}).get("TRAIL_SNAPSHOT_EVERY", os.environ.get("TRAIL_SNAPSHOT_EVERY"))
+        every = snapshot_interval(raw)
         super().__init__(env)
-        # Per instance, so K can differ between ledgers in one process (tests, bench/).
-        self.snapshotting_intervals = {Task: every, Registry: 100}  # type: ignore[misc]
+        if raw is not None and raw.strip():
+            # Per instance, so K can differ between ledgers in one process (tests, bench/);
+            # unset, the class attribute (or a subclass's) stands.
+            self.snapshotting_intervals = {**type(self).snapshotting_intervals, Task: every}  # type: ignore[misc]
 
     # -- writing ----------------------------------------------------------------
 

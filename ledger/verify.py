@@ -11,6 +11,7 @@ upcasting cannot mask a change. The first break is reported with its position:
 - ``truncated``: a snapshot records a later position than the last event (events were
   cut off the end; without a snapshot past the cut, a shortened chain is
   indistinguishable from a shorter task, so `trail verify --json` also prints each head).
+- ``archive``: an archive of compacted events (``trail compact``) is missing or altered.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from ledger import chain
+from ledger import archive, chain
 from ledger.mapper import PydanticMapper
 from ledger.store import Ledger
 
-Kind = Literal["missing", "altered", "out of place", "truncated", "undecodable"]
+Kind = Literal["missing", "altered", "out of place", "truncated", "undecodable", "archive"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,14 @@ def _link(previous: str, stored: StoredEvent, state: dict[str, Any]) -> str:
 
 
 def verify_task(ledger: Ledger, task_id: UUID) -> Report:
-    rows = list(ledger.recorder.select_events(task_id))
+    # A compacted task's chain starts in its archives: check those files, then walk both.
+    rows: list[StoredEvent] = []
+    for found in archive.archives(ledger, task_id):
+        problem = archive.check_file(found)
+        if problem is not None:
+            return Report(task_id, len(rows), "", Break(found.first, "archive", problem))
+        rows += [stored for _, stored in archive.archived_rows(found, -1)]
+    rows += ledger.recorder.select_events(task_id)
     previous = chain.GENESIS
     for index, row in enumerate(rows):
         expected_position = index + 1

@@ -134,7 +134,7 @@ def test_verify_finds_a_tampered_live_event(tmp_path: Path) -> None:
                 "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = 30",
                 (bytes(state).replace(b'"make"', b'"rm -rf"').replace(b"note", b"nope"), task.hex),
             )
-        assert archive.verify(ledger, task) == ["position 30: hash chain broken"]
+        assert archive.verify(ledger, task) == ["position 30: altered (content does not match its hash)"]
 
 
 @pytest.mark.parametrize("step", ["archive-written", "manifest-written", "before-commit", "committed"])
@@ -222,9 +222,13 @@ def test_cli_dry_run_older_than_and_verify(tmp_path: Path, monkeypatch: pytest.M
     assert bad.exit_code == 2 and bad.stderr.strip() == "trail: --older-than must look like 30d, 12h or 90m, not 'soon'"
     past = trail("--before", "500")
     assert past.exit_code == 3 and "past the task's last event" in past.stderr
+    verified = CliRunner().invoke(cli, ["--db", str(db), "verify", "1"])
+    assert verified.exit_code == 0 and verified.stdout.startswith("#1 ok: 61 events"), verified.output
     (tmp_path / "ledger.db.archive" / "task-1-1-48.parquet").unlink()
     broken = trail("--verify")
     assert broken.exit_code == 6 and "is missing" in broken.stderr
+    whole = CliRunner().invoke(cli, ["--db", str(db), "verify", "1"])
+    assert whole.exit_code == 5 and "BROKEN at position 1: archive" in whole.stdout
     with open_ledger(resolve(str(db))) as ledger:
         assert ledger.state(task, at=50).position == 50
 

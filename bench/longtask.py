@@ -146,6 +146,17 @@ def grow(ledger: Ledger, task: UUID, generator: Generator, count: int, batch: in
     return count / (time.perf_counter() - began)
 
 
+def refresh_after_1000(
+    ledger: Ledger, path: Path, task: UUID, generator: Generator, rounds: int = 3
+) -> readmodel.Refreshed:
+    """Append 1,000 events then refresh, ``rounds`` times; the refresh with the median time."""
+    runs = []
+    for _ in range(rounds):
+        grow(ledger, task, generator, 1_000)
+        runs.append(readmodel.refresh(ledger, path))
+    return sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
+
+
 def snapshot_bytes(db: Path, task: UUID) -> int:
     """Size of the task's latest snapshot: what a resume decodes besides the tail."""
     with sqlite3.connect(db) as con:
@@ -203,8 +214,7 @@ def run(quick: bool, seed: int, directory: Path) -> None:
             readmodel.refresh(ledger, path, rebuild=True)
             probe = ledger.open_task("refresh probe").id
             assert probe is not None
-            grow(ledger, probe, Generator(seed + 98), 999)
-            baseline = readmodel.refresh(ledger, path)
+            baseline = refresh_after_1000(ledger, path, probe, Generator(seed + 98))
     print(table(("events in task", "append rate (events/s, batches of 2,000)"), growth) + "\n")
 
     # Resume: a fresh application each time, so nothing is cached in process.
@@ -246,8 +256,9 @@ def run(quick: bool, seed: int, directory: Path) -> None:
     total = ledger.recorder.max_notification_id() or 0
     full = readmodel.refresh(ledger, path, rebuild=True)
     big = tasks[largest]
-    grow(ledger, big, Generator(seed + 99, start=datetime.now(UTC)).follow(ledger.state(big)), 1_000)
-    tail = readmodel.refresh(ledger, path)
+    tail = refresh_after_1000(
+        ledger, path, big, Generator(seed + 99, start=datetime.now(UTC)).follow(ledger.state(big))
+    )
     per_new = tail.seconds / tail.events
     per_full = full.seconds / full.events
     print(f"## Read-model refresh on a {total:,}-notification ledger\n")
@@ -256,7 +267,7 @@ def run(quick: bool, seed: int, directory: Path) -> None:
         "events read",
         "seconds",
         "µs per event",
-        "goal met (<= 2x the same refresh on a 2k ledger)",
+        "goal met (<= 2x the same refresh on a small ledger)",
     )
     print(
         table(
@@ -264,14 +275,14 @@ def run(quick: bool, seed: int, directory: Path) -> None:
             [
                 ("full rebuild", f"{full.events:,}", f"{full.seconds:.2f}", f"{per_full * 1e6:.0f}", ""),
                 (
-                    "1,000 new events, 2k-event ledger",
+                    "1,000 new events, 2-4k-event ledger (median of 3)",
                     f"{baseline.events:,}",
                     f"{baseline.seconds:.3f}",
                     f"{baseline.seconds / baseline.events * 1e6:.0f}",
                     "",
                 ),
                 (
-                    f"1,000 new events, {total // 1000:,}k-event ledger",
+                    f"1,000 new events, {total // 1000:,}k-event ledger (median of 3)",
                     f"{tail.events:,}",
                     f"{tail.seconds:.3f}",
                     f"{per_new * 1e6:.0f}",

@@ -123,7 +123,9 @@ class Ledger(Application[UUID]):
         """Append one event to a task; the Task aggregate checks its rules first."""
         return self.append_many(task_id, [(event_class, fields)])
 
-    def append_many(self, task_id: UUID, items: list[tuple[type[ev.TaskEvent], dict[str, Any]]]) -> TaskState:
+    def append_many(
+        self, task_id: UUID, items: list[tuple[type[ev.TaskEvent], dict[str, Any]]]
+    ) -> TaskState:
         """Append several events to one task in one transaction (all or none)."""
 
         def attempt() -> TaskState:

@@ -10,6 +10,7 @@ priority) and the brief says what it dropped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from projections.state import TaskState
@@ -33,6 +34,12 @@ def _clip(text: str, width: int = 240) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _older(add: Callable[[str, str, int], None], section: str, total: int, shown: int, event_type: str) -> None:
+    """Say how many older items the state's recent window left out, and where to find them."""
+    if total > shown:
+        add(section, f"- ({total - shown} earlier in the log: trail log --type {event_type})", LEAST)
+
+
 def lines(state: TaskState) -> list[Line]:
     """Every line the brief could hold, in reading order."""
     out: list[Line] = []
@@ -46,14 +53,17 @@ def lines(state: TaskState) -> list[Line]:
     if state.requirements:
         add("requirements", "## Requirements (current wording)", REQUIREMENT)
         for r in state.requirements:
-            changed = f" (reworded {len(r.history)}x)" if r.history else ""
+            changed = " (reworded)" if r.history else ""
             add("requirements", f"- [{r.position}] {_clip(r.text)}{changed}", REQUIREMENT)
+        _older(add, "requirements", state.counts.get("RequirementStated", 0), len(state.requirements),
+               "RequirementStated")
 
     if state.corrections:
         add("corrections", "## Corrections (the agent had these wrong)", CORRECTION)
         for c in state.corrections:
             wrong = f" (was: {_clip(c.wrong, 120)})" if c.wrong else ""
             add("corrections", f"- [{c.position}] {_clip(c.text)}{wrong}", CORRECTION)
+        _older(add, "corrections", state.counts.get("CorrectionMade", 0), len(state.corrections), "CorrectionMade")
 
     ended = [a for a in state.attempts if a.outcome in ("failed", "abandoned")]
     if ended:
@@ -64,6 +74,7 @@ def lines(state: TaskState) -> list[Line]:
             latest = i >= len(ended) - 3
             add("failed", f"- [{a.position}] {str(a.outcome).upper()} {_clip(a.text, 160)}{why}",
                 FAILED if latest else MID)
+        _older(add, "failed", state.attempts_failed, len(ended), "AttemptEnded")
 
     if state.open_attempt is not None:
         current = next(a for a in state.attempts if a.position == state.open_attempt)
@@ -75,6 +86,7 @@ def lines(state: TaskState) -> list[Line]:
             reason = f" because {_clip(d.reason, 160)}" if d.reason else ""
             rejected = f" (rejected: {', '.join(d.rejected)})" if d.rejected else ""
             add("decisions", f"- [{d.position}] {_clip(d.text)}{reason}{rejected}", DECISION)
+        _older(add, "decisions", state.counts.get("DecisionRecorded", 0), len(state.decisions), "DecisionRecorded")
 
     if state.files:
         add("files", f"## Files changed ({len(state.files)})", LOW + 5)

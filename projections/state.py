@@ -19,6 +19,16 @@ from ledger import events as ev
 RECENT_COMMANDS = 20
 RECENT_NOTES = 20
 RECENT_CHECKPOINTS = 20
+RECENT_INTENTS = 100
+"""Requirements, and corrections, kept in the state; older ones live on in the log."""
+RECENT_DECISIONS = 50
+RECENT_ATTEMPTS = 50
+"""Ended attempts kept; the open one is always kept."""
+RECENT_FILES = 200
+RECENT_TESTS = 200
+RECENT_CONVERSATIONS = 20
+WORDINGS_KEPT = 5
+"""Earlier wordings kept per requirement."""
 
 
 class Item(BaseModel):
@@ -140,6 +150,8 @@ class TaskState(Item):
     corrections: tuple[Correction, ...] = ()
     decisions: tuple[Decision, ...] = ()
     attempts: tuple[Attempt, ...] = ()
+    attempts_failed: int = 0
+    """Attempts ended as failed or abandoned, over the whole task (the list keeps the latest)."""
     open_attempt: int | None = None
     files: dict[str, FileTouch] = {}
     commands: tuple[CommandRecord, ...] = ()
@@ -166,6 +178,13 @@ class TaskState(Item):
 
 def _recent(items: tuple[Any, ...], item: Any, keep: int) -> tuple[Any, ...]:
     return (*items[-(keep - 1) :], item) if keep > 1 else (item,)
+
+
+def _latest(mapping: dict[str, Any], key: str, value: Any, keep: int) -> dict[str, Any]:
+    """``mapping`` with ``key`` moved to the end (the most recent) and only the last ``keep`` kept."""
+    out = {k: v for k, v in mapping.items() if k != key}
+    out[key] = value
+    return dict(list(out.items())[-keep:]) if len(out) > keep else out
 
 
 def _tail_lines(text: str, lines: int = 5) -> str:
@@ -195,10 +214,11 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             }
         case ev.RequirementStated():
             req = Requirement(position=pos, text=event.text, at=at, actor=event.actor)
-            return {"requirements": (*state.requirements, req), "last_intent": pos}
+            return {"requirements": _recent(state.requirements, req, RECENT_INTENTS), "last_intent": pos}
         case ev.RequirementChanged():
             reqs = tuple(
-                r.model_copy(update={"text": event.text, "history": (*r.history, r.text), "changed_at": pos})
+                r.model_copy(update={"text": event.text, "history": (*r.history, r.text)[-WORDINGS_KEPT:],
+                                     "changed_at": pos})
                 if r.position == event.supersedes
                 else r
                 for r in state.requirements
@@ -206,17 +226,17 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             return {"requirements": reqs, "last_intent": pos}
         case ev.CorrectionMade():
             c = Correction(position=pos, text=event.text, wrong=event.wrong, at=at, actor=event.actor)
-            return {"corrections": (*state.corrections, c), "last_intent": pos}
+            return {"corrections": _recent(state.corrections, c, RECENT_INTENTS), "last_intent": pos}
         case ev.IntentReclassified():
             return _reclassified(state, event)
         case ev.DecisionRecorded():
             d = Decision(
                 position=pos, text=event.text, reason=event.reason, rejected=event.rejected, at=at, actor=event.actor
             )
-            return {"decisions": (*state.decisions, d), "last_decision": pos}
+            return {"decisions": _recent(state.decisions, d, RECENT_DECISIONS), "last_decision": pos}
         case ev.AttemptStarted():
             a = Attempt(position=pos, text=event.text, at=at)
-            return {"attempts": (*state.attempts, a), "open_attempt": pos}
+            return {"attempts": _recent(state.attempts, a, RECENT_ATTEMPTS), "open_attempt": pos}
         case ev.AttemptEnded():
             attempts = tuple(
                 a.model_copy(
@@ -227,7 +247,8 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 for a in state.attempts
             )
             still_open = None if state.open_attempt == event.attempt else state.open_attempt
-            return {"attempts": attempts, "open_attempt": still_open}
+            failed = int(event.outcome in ("failed", "abandoned"))
+            return {"attempts": attempts, "open_attempt": still_open, "attempts_failed": state.attempts_failed + failed}
         case ev.ToolCalled():
             return {"tool_calls": state.tool_calls + 1}
         case ev.ToolResult():
@@ -264,14 +285,13 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 diff_size=event.diff.size if event.diff else None,
                 attempt=state.open_attempt,
             )
-            files = {k: v for k, v in state.files.items() if k != event.path}
+            files = state.files
             if event.renamed_from:
-                files.pop(event.renamed_from, None)
-            files[event.path] = touch  # insertion order = order of last change
-            return {"files": files}
+                files = {k: v for k, v in files.items() if k != event.renamed_from}
+            return {"files": _latest(files, event.path, touch, RECENT_FILES)}  # order = order of last change
         case ev.TestResult():
             t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message)
-            return {"tests": {**state.tests, event.name: t}}
+            return {"tests": _latest(state.tests, event.name, t, RECENT_TESTS)}
         case ev.CheckpointMarked():
             cp = Checkpoint(
                 position=pos,
@@ -296,7 +316,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             conv = Conversation(
                 position=pos, agent=event.agent, session_id=event.session_id, transcript=event.transcript, at=at
             )
-            return {"conversations": (*state.conversations, conv)}
+            return {"conversations": _recent(state.conversations, conv, RECENT_CONVERSATIONS)}
         case ev.TaskLinked():
             link = TaskLink(position=pos, relation=event.relation, other=event.other, other_number=event.other_number)
             return {"links": (*state.links, link)}

@@ -10,18 +10,23 @@ import csv
 import sys
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
 from ledger.errors import NotFound
-from projections import queries, readmodel
+from projections import queries
+
+if TYPE_CHECKING:
+    from projections.readmodel import Result
 
 CELL_WIDTH = 60
 
 
 def _refreshed(ctx: Context, rebuild: bool = False) -> Path:
+    from projections import readmodel  # DuckDB loads only for the commands that use it
+
     path = readmodel.readmodel_path(ctx.location)
     readmodel.refresh(ctx.ledger(), path, rebuild=rebuild)
     return path
@@ -38,7 +43,7 @@ def _cell(value: Any) -> str:
     return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
 
-def _table(result: readmodel.Result) -> str:
+def _table(result: Result) -> str:
     cells = [[_cell(v) for v in row] for row in result.rows]
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(result.columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(result.columns, widths, strict=True)).rstrip()]
@@ -48,7 +53,7 @@ def _table(result: readmodel.Result) -> str:
     return "\n".join(lines)
 
 
-def _records(result: readmodel.Result) -> list[dict[str, Any]]:
+def _records(result: Result) -> list[dict[str, Any]]:
     return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
 
 
@@ -77,6 +82,8 @@ def query_command(ctx: Context, sql: str, as_json: bool, as_csv: bool, rebuild: 
     """
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
+    from projections import readmodel
+
     result = readmodel.query(_refreshed(ctx, rebuild), sql)
     if as_json:
         emit_json(_json_ready(_records(result)))
@@ -108,6 +115,8 @@ def stats_command(ctx: Context, names: tuple[str, ...], task_ref: str | None, as
     )
     path = _refreshed(ctx)
     number = ctx.entry(task_ref).number if any(q.per_task for q in chosen) else None
+    from projections import readmodel
+
     results = {q.name: readmodel.query(path, q.sql, {"task": number} if q.per_task else None) for q in chosen}
     if as_json:
         emit_json(_json_ready({name: _records(result) for name, result in results.items()}))
@@ -132,6 +141,8 @@ def stats_command(ctx: Context, names: tuple[str, ...], task_ref: str | None, as
 def export_command(ctx: Context, task_ref: str | None, directory: Path) -> None:
     """Write one task's events (the read model's events table) to a Parquet file."""
     entry = ctx.entry(task_ref)
+    from projections import readmodel
+
     target, count = readmodel.export_parquet(_refreshed(ctx), entry.task_id, directory)
     click.echo(f"wrote {count} events of task #{entry.number} to {target}")
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-import duckdb
 import orjson
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
@@ -37,6 +36,8 @@ from ledger import events as ev
 from ledger.errors import NotFound, RuleBroken, StoreUnavailable, TrailError
 
 if TYPE_CHECKING:
+    import duckdb
+
     from ledger.store import Ledger
     from ledger.task import Task
 
@@ -135,6 +136,8 @@ _duck_lock = threading.Lock()
 
 def _cursor() -> duckdb.DuckDBPyConnection:
     """A cursor on one in-memory DuckDB per process: connecting costs ~20 ms, a cursor almost nothing."""
+    import duckdb  # only tasks that were compacted pay for it
+
     global _duck
     with _duck_lock:
         if _duck is None:
@@ -276,6 +279,8 @@ def _sha256(path: Path) -> str:
 def _write_parquet(rows: list[tuple[Any, ...]], target: Path) -> None:
     """Rows (kind, notification_id, originator_version, topic, state) to ``target``, atomically."""
     tmp = target.with_name(f".{target.name}.tmp")
+    import duckdb
+
     columns = [list(c) for c in zip(*rows, strict=True)]
     with duckdb.connect() as con:
         con.execute(

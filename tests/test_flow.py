@@ -89,3 +89,19 @@ def test_second_change_is_diffed_against_the_first(home: Path, tmp_path: Path) -
     assert "-two\n+TWO\n" in events[1]["diff"]["tail"]
     assert events[1]["before_sha256"] == events[0]["after_sha256"]
     assert events[2]["before_sha256"] == events[1]["after_sha256"] and events[2]["after_sha256"] is None
+
+
+def test_everyday_commands_do_not_load_duckdb(home: Path) -> None:
+    """DuckDB costs ~100 ms to import: only analytics and compacted reads may pay for it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    run_trail("demo", "--keep", home=home, check=True)
+    probe = ("import sys; from cli.app import cli; cli.main(['resume'], standalone_mode=False); "
+             "print('DUCKDB' if 'duckdb' in sys.modules else 'LEAN')")
+    env = {"TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "LEAN"

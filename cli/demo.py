@@ -11,7 +11,10 @@ from cli.context import Context, emit_json, fails_cleanly, json_option, pass_con
 
 
 @click.command("demo")
-@click.option("--keep", is_flag=True, help="Record the sample task into your own ledger instead of a throw-away one.")
+@click.option(
+    "--keep", is_flag=True,
+    help="Record the sample task into your own ledger (and make it active) instead of a throw-away one.",
+)
 @json_option
 @pass_context
 @fails_cleanly
@@ -36,6 +39,10 @@ def demo(ctx: Context, keep: bool, as_json: bool) -> None:
         finally:
             if not keep:
                 ledger.close()
+    if keep and state.id is not None:
+        from ledger import refs
+
+        refs.set_active(ctx.location, state.id)  # so `trail log` and `trail resume` show it next
     text = brief.render(state)
     if as_json:
         emit_json({"task": state.number, "kept": keep, "brief": text, "state": state.model_dump(mode="json")})

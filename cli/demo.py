@@ -47,7 +47,7 @@ def demo(ctx: Context, keep: bool, as_json: bool) -> None:
     if as_json:
         emit_json({"task": state.number, "kept": keep, "brief": text, "state": state.model_dump(mode="json")})
         return
-    where = f"into {ctx.location.url}" if keep else "into a throw-away ledger"
+    where = f"into {ctx.location.display}" if keep else "into a throw-away ledger"
     click.echo(f"Recorded the sample task #{state.number} ({state.position} events) {where}.\n", err=True)
     click.echo(text)
     click.echo("\nThis is what `trail resume` gives the next session. Try: trail demo --keep && trail log", err=True)

@@ -41,6 +41,8 @@ T = TypeVar("T")
 
 class Ledger(Application[UUID]):
     name = "tasktrail"
+    conflicts = 0
+    """Write races lost (and retried) by this instance: the measure of contention."""
     snapshotting_intervals = {Task: SNAPSHOT_EVERY, Registry: 100}
     env = {
         "TRANSCODER_TOPIC": get_topic(OrjsonTranscoder),
@@ -68,6 +70,7 @@ class Ledger(Application[UUID]):
                 raise BadInput(_first_problem(exc)) from None
             except IntegrityError:
                 # Another writer took this position; back off with jitter and re-read.
+                self.conflicts += 1
                 time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
             except OperationalError as exc:
                 if "locked" not in str(exc):
@@ -197,7 +200,7 @@ def snapshot_interval(raw: str | None) -> int:
     return every
 
 
-def open_ledger(location: Location) -> Ledger:
+def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger) -> Ledger:
     """Open (creating on first use) the ledger at ``location``, or fail with one clear line."""
     if location.is_sqlite:
         path = location.sqlite_path
@@ -207,12 +210,19 @@ def open_ledger(location: Location) -> Ledger:
             "SQLITE_LOCK_TIMEOUT": "30",
         }
         _check_sqlite_path(path)
+    elif location.is_postgres:
+        from ledger import postgres  # psycopg loads only for PostgreSQL ledgers
+
+        env = postgres.library_env(postgres.prepare(location))
     else:
-        raise StoreUnavailable(f"unsupported ledger URL {location.url!r}; use a file path or sqlite:PATH")
+        raise StoreUnavailable(
+            f"unsupported ledger URL {location.display!r}; use a file path, sqlite:PATH or postgresql://..."
+        )
     try:
-        return Ledger(env=env)
+        return ledger_class(env=env)
     except (PersistenceError, sqlite3.Error, OSError) as exc:
-        raise StoreUnavailable(f"cannot open ledger {path}: {exc}") from exc
+        shown = location.sqlite_path if location.is_sqlite else location.display
+        raise StoreUnavailable(f"cannot open ledger {shown}: {' '.join(str(exc).split())}") from exc
 
 
 def _check_sqlite_path(path: Path) -> None:

@@ -1,35 +1,96 @@
-"""Shared fixtures: every test gets its own real ledger file and TRAIL_HOME."""
+"""Shared fixtures: every test gets its own real ledger and TRAIL_HOME, on each backend.
+
+Tests that take ``home``, ``location`` or ``ledger`` run twice: on an SQLite file and on
+a PostgreSQL schema of its own. The PostgreSQL cases need ``TRAIL_TEST_POSTGRES_URL``
+(``.ci/run`` starts a throw-away server and sets it) and are skipped without it. Tests
+that read SQLite bytes directly carry ``@pytest.mark.sqlite_only``.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from ledger.location import Location
+from ledger.location import Location, resolve
 from ledger.store import Ledger, open_ledger
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+POSTGRES_URL = os.environ.get("TRAIL_TEST_POSTGRES_URL", "")
+BACKENDS = ["sqlite", "postgres"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: reads or writes SQLite bytes directly; no PostgreSQL case")
+
+
+def with_schema(url: str, schema: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}schema={schema}"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres":
+        if request.node.get_closest_marker("sqlite_only"):
+            pytest.skip("reads SQLite bytes directly")
+        if not POSTGRES_URL:
+            pytest.skip("TRAIL_TEST_POSTGRES_URL is not set (.ci/run starts a server and sets it)")
+    return str(request.param)
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private TRAIL_HOME (and no inherited ledger settings) for this test."""
+def new_store(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], str]]:
+    """Makes empty ledgers on this test's backend: a new file, or a new PostgreSQL schema (dropped after)."""
+    schemas: list[str] = []
+
+    def make() -> str:
+        if backend == "sqlite":
+            return f"sqlite:{tmp_path_factory.mktemp('store') / 'ledger.db'}"
+        schema = f"t_{uuid.uuid4().hex[:16]}"
+        schemas.append(schema)
+        return with_schema(POSTGRES_URL, schema)
+
+    yield make
+    if schemas:
+        _drop_schemas(schemas)
+
+
+def _drop_schemas(schemas: list[str]) -> None:
+    from psycopg import sql
+
+    from ledger import postgres
+
+    location = resolve(POSTGRES_URL)
+    with postgres.connect(location.postgres(), location.display) as conn:
+        for schema in schemas:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, new_store: Callable[[], str]) -> Path:
+    """A private TRAIL_HOME for this test; on PostgreSQL, TRAIL_DATABASE_URL names a fresh schema.
+
+    On SQLite no ledger setting is inherited, so the default ``$TRAIL_HOME/ledger.db`` is used.
+    """
     path = tmp_path / "home"
     monkeypatch.setenv("TRAIL_HOME", str(path))
     monkeypatch.delenv("TRAIL_DATABASE_URL", raising=False)
     monkeypatch.delenv("TRAIL_DB", raising=False)
+    if backend == "postgres":
+        monkeypatch.setenv("TRAIL_DATABASE_URL", new_store())
     return path
 
 
 @pytest.fixture
 def location(home: Path) -> Location:
-    return Location(url=f"sqlite:{home / 'ledger.db'}", home=home)
+    """Where this test's ledger lives, as the CLI resolves it."""
+    return resolve()
 
 
 @pytest.fixture
@@ -40,8 +101,8 @@ def ledger(location: Location) -> Iterator[Ledger]:
 
 
 def run_trail(*args: str, home: Path, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
-    """Run the real `trail` command in a fresh process."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DATABASE_URL", "TRAIL_DB")}
+    """Run the real `trail` command in a fresh process, on the ledger the ``home`` fixture set up."""
+    env = {k: v for k, v in os.environ.items() if k != "TRAIL_DB"}
     env["TRAIL_HOME"] = str(home)
     env["PYTHONPATH"] = str(REPO)
     proc = subprocess.run(

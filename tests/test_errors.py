@@ -4,29 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ledger.location import Location
 from tests.conftest import run_trail
+from tests.stores import stored_rows
 
 
-def _digest(path: Path) -> str:
+def _digest(location: Location) -> str:
     # The WAL holds recent commits, so hash the logical content, not the file bytes.
-    db = sqlite3.connect(path)
-    rows = db.execute("SELECT originator_id, originator_version, state FROM stored_events ORDER BY rowid").fetchall()
-    db.close()
-    return hashlib.sha256(repr(rows).encode()).hexdigest()
+    return hashlib.sha256(repr(stored_rows(location)).encode()).hexdigest()
 
 
 @pytest.fixture
-def two_tasks(home: Path) -> Path:
+def two_tasks(home: Path, location: Location) -> Location:
     run_trail("start", "Port the parser", home=home, check=True)
     run_trail("start", "Port the lexer", home=home, check=True)
-    return home / "ledger.db"
+    return location
 
 
 @pytest.mark.parametrize(
@@ -47,7 +45,7 @@ def two_tasks(home: Path) -> Path:
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(
-    home: Path, two_tasks: Path, args: list[str], message: str
+    home: Path, two_tasks: Location, args: list[str], message: str
 ) -> None:
     before = _digest(two_tasks)
     proc = run_trail(*args, home=home)
@@ -64,7 +62,7 @@ def test_no_active_task(home: Path) -> None:
     assert run_trail("note", "orphan", home=home).returncode == 2
 
 
-def test_second_attempt_needs_the_first_ended(home: Path, two_tasks: Path) -> None:
+def test_second_attempt_needs_the_first_ended(home: Path, two_tasks: Location) -> None:
     run_trail("attempt", "first idea", home=home, check=True)
     proc = run_trail("attempt", "second idea", home=home)
     assert proc.returncode == 3 and "attempt at position 2 is still open" in proc.stderr
@@ -89,6 +87,7 @@ def read_only_folder(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", folder], check=True)
 
 
+@pytest.mark.sqlite_only
 def test_db_in_read_only_folder(read_only_folder: Path, home: Path) -> None:
     target = read_only_folder / "sub" / "ledger.db"
     proc = run_trail("--db", str(target), "start", "never stored", home=home)
@@ -98,6 +97,7 @@ def test_db_in_read_only_folder(read_only_folder: Path, home: Path) -> None:
     assert not (read_only_folder / "sub").exists()
 
 
+@pytest.mark.sqlite_only
 def test_db_that_is_not_a_ledger(tmp_path: Path, home: Path) -> None:
     bogus = tmp_path / "notes.txt"
     bogus.write_text("just some notes\n")

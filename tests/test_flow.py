@@ -1,15 +1,16 @@
-"""The README's flow, run as real `trail` processes against one real SQLite file."""
+"""The README's flow, run as real `trail` processes against one real ledger (SQLite file or PostgreSQL)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
+from ledger.location import Location
 from tests.conftest import run_trail
+from tests.stores import chain_breaks, stored_rows
 
 
-def test_readme_flow_survives_across_processes(home: Path, tmp_path: Path) -> None:
+def test_readme_flow_survives_across_processes(home: Path, location: Location, tmp_path: Path) -> None:
     work = tmp_path / "repo"
     (work / "auth").mkdir(parents=True)
     (work / "auth" / "refresh.py").write_text("while True:\n    retry()\n")
@@ -55,10 +56,10 @@ def test_readme_flow_survives_across_processes(home: Path, tmp_path: Path) -> No
     assert "#1" in listing and "paused" in listing and "Re-run tests/test_login.py" in listing
 
     # The diff of the change is in the log, against the version the ledger last saw (none: created).
-    rows = sqlite3.connect(home / "ledger.db").execute(
-        "SELECT state FROM stored_events WHERE topic = 'tasktrail/FileChanged'"
-    ).fetchall()
-    assert len(rows) == 1 and b"+for _ in range(3):" in rows[0][0]
+    rows = stored_rows(location)
+    changes = [row.state for row in rows if row.topic == "tasktrail/FileChanged"]
+    assert len(changes) == 1 and b"+for _ in range(3):" in changes[0]
+    assert chain_breaks(rows) == []
 
 
 def test_switch_and_slug_prefix(home: Path) -> None:

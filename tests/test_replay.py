@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 
 from cli.main import cli
 from ledger import sample
-from ledger.location import Location
+from ledger.location import Location, resolve
 from ledger.store import Ledger, open_ledger
 from ledger.task import Task
 from projections.state import replay
@@ -26,10 +26,9 @@ class EveryThirdSnapshot(Ledger):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=histories)
 def test_state_at_every_point_equals_fold_of_prefix(
-    tmp_path_factory: pytest.TempPathFactory, ledger_class: type[Ledger], history: list[Step]
+    new_store: Callable[[], str], ledger_class: type[Ledger], history: list[Step]
 ) -> None:
-    path = tmp_path_factory.mktemp("replay") / "ledger.db"
-    ledger = ledger_class(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path)})
+    ledger = open_ledger(resolve(new_store()), ledger_class)
     try:
         last = record_history(ledger, history)
         task_id = ledger.entries()[0].task_id
@@ -76,9 +75,8 @@ def test_replay_at_a_time(location: Location) -> None:
     assert early.exit_code != 0 and "before the task was opened" in early.output
 
 
-def test_snapshot_is_taken_and_used(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.db"
-    ledger = EveryThirdSnapshot(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path)})
+def test_snapshot_is_taken_and_used(location: Location) -> None:
+    ledger = open_ledger(location, EveryThirdSnapshot)
     final = sample.record(ledger)
     assert final.id is not None
     assert ledger.snapshots is not None

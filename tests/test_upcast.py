@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import orjson
+import pytest
 
 from ledger import chain
 from ledger import events as ev
@@ -46,6 +47,7 @@ def _write_v1_ledger(location: Location) -> None:
     db.close()
 
 
+@pytest.mark.sqlite_only
 def test_version_1_decision_reads_through_the_upcast(location: Location) -> None:
     _write_v1_ledger(location)
     raw = sqlite3.connect(location.sqlite_path).execute(
@@ -70,6 +72,7 @@ def test_version_1_decision_reads_through_the_upcast(location: Location) -> None
     assert orjson.loads(newest)["class_version"] == 2
 
 
+@pytest.mark.sqlite_only
 def test_upcast_leaves_chain_verifiable_on_stored_bytes(location: Location, tmp_path: Path) -> None:
     """The chain is defined on stored bytes, so old rows keep verifying after an upcast."""
     _write_v1_ledger(location)

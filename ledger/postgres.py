@@ -9,6 +9,9 @@ SQLite file is created on first use.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import psycopg
 from psycopg import sql
 
@@ -56,10 +59,17 @@ def connect(target: PostgresTarget, shown: str) -> psycopg.Connection[tuple[obje
         raise StoreUnavailable(f"cannot reach ledger {shown}: {reason}") from None
 
 
-def prepare(location: Location) -> PostgresTarget:
-    """Check the server answers and the schema exists (creating it if not); return the target."""
+@contextmanager
+def setting_up(location: Location) -> Iterator[PostgresTarget]:
+    """Check the server answers, create the URL's schema if missing, and hold a lock while the ledger opens.
+
+    The library creates its tables and types on open; two processes doing that at once on a
+    new schema fail with "tuple concurrently updated", so openings of one schema take turns
+    on an advisory lock (released when this connection closes).
+    """
     target = location.postgres()
     with connect(target, location.display) as conn:
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"tasktrail:{target.schema}",))
         exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (target.schema,)).fetchone()
         if exists is None:
             try:
@@ -68,4 +78,4 @@ def prepare(location: Location) -> PostgresTarget:
                 reason = " ".join(str(exc).split())
                 where = f"schema {target.schema!r} in {location.display}"
                 raise StoreUnavailable(f"cannot create {where}: {reason}") from None
-    return target
+        yield target

@@ -45,9 +45,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 def _register() -> None:
-    from cli import analytics, audit, capture, compact, demo, read, record
+    from cli import admin, analytics, audit, capture, compact, demo, read, record
 
-    for module in (record, read, audit, capture, demo, analytics, compact):
+    for module in (record, read, audit, capture, demo, analytics, compact, admin):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -37,3 +37,9 @@ class BadSetting(TrailError):
     """An environment variable or option holds a value tasktrail cannot use."""
 
     exit_code = 2
+
+
+class Refused(TrailError):
+    """The command would overwrite or contradict what is already stored; nothing was written."""
+
+    exit_code = 3

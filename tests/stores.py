@@ -49,6 +49,19 @@ def stored_rows(location: Location) -> list[Row]:
         return [Row(i, v, t, bytes(s)) for i, v, t, s in conn.execute(query).fetchall()]
 
 
+def store_exists(location: Location) -> bool:
+    """Whether anything was created there: the SQLite file, or the PostgreSQL schema."""
+    if location.is_sqlite:
+        return location.sqlite_path.exists()
+    import psycopg
+
+    target = location.postgres()
+    with psycopg.connect(
+        host=target.host, port=target.port, dbname=target.dbname, user=target.user, password=target.password
+    ) as conn:
+        return conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (target.schema,)).fetchone() is not None
+
+
 def chain_breaks(rows: list[Row]) -> list[str]:
     """Recompute every task's hash chain over the stored rows; what does not match (empty: all verify)."""
     problems: list[str] = []

@@ -58,10 +58,10 @@ def new_store(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
     yield make
     if schemas:
-        _drop_schemas(schemas)
+        drop_schemas(schemas)
 
 
-def _drop_schemas(schemas: list[str]) -> None:
+def drop_schemas(schemas: list[str]) -> None:
     from psycopg import sql
 
     from ledger import postgres

@@ -18,7 +18,8 @@ First time here:    trail demo
 
 TASK is a number (7 or #7), a unique prefix of the task's slug, or left out for the
 active task (set by `trail start` and `trail switch`). The ledger is an SQLite file in
-$TRAIL_HOME (default ~/.local/share/tasktrail), created on first use; --db points elsewhere.
+$TRAIL_HOME (default ~/.local/share/tasktrail), created on first use; --db points elsewhere,
+also at a PostgreSQL database (postgresql://...); trail migrate copies a ledger between them.
 """
 
 
@@ -32,9 +33,10 @@ class InOrder(click.Group):
 @click.group(cls=InOrder, help=HELP, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--db",
-    metavar="PATH",
+    metavar="PATH|URL",
     envvar="TRAIL_DB",
-    help="Ledger file (or sqlite:PATH). Default: $TRAIL_DATABASE_URL, else $TRAIL_HOME/ledger.db.",
+    help="Ledger file, sqlite:PATH or postgresql://USER:PW@HOST:PORT/DB. Default: $TRAIL_DATABASE_URL, "
+    "else $TRAIL_HOME/ledger.db.",
 )
 @click.version_option(package_name="tasktrail")
 @click.pass_context

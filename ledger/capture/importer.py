@@ -128,7 +128,7 @@ def _existing_task(ledger: Ledger, location: Location, agent: Agent, session: Se
         found = task_for_session(ledger, location, agent, session.session_id)
         if found is not None:
             return found
-    return task_for_records(location, agent, session.references)
+    return task_for_records(ledger, location, agent, session.references)
 
 
 def _line_of(record: str) -> int:

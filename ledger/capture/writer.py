@@ -77,11 +77,20 @@ def task_for_session(ledger: Ledger, location: Location, agent: str, session_id:
     return UUID(row[0]) if row else None
 
 
-def task_for_records(location: Location, agent: str, records: Iterable[str]) -> UUID | None:
+def task_for_records(ledger: Ledger, location: Location, agent: str, records: Iterable[str]) -> UUID | None:
     """A task that already holds one of ``records`` (e.g. the parent of a resumed session's first line)."""
     wanted = sorted(set(records))
+    if not wanted:
+        return None
     conn = _connect(location)
-    if conn is None or not wanted:
+    if conn is None:
+        # Other stores (PostgreSQL): scan the tasks' events; a record may also be referenced
+        # through the transcript-end checkpoint keyed after it.
+        keys = set(wanted) | {f"{END}{r}" for r in wanted}
+        for entry in ledger.entries():
+            for event in ledger.task_events(entry.task_id):
+                if event.source is not None and event.source.agent == agent and event.source.record in keys:
+                    return entry.task_id
         return None
     with conn:
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (record TEXT PRIMARY KEY)")

@@ -27,7 +27,9 @@ BACKENDS = ["sqlite", "postgres"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "sqlite_only: reads or writes SQLite bytes directly; no PostgreSQL case")
+    config.addinivalue_line(
+        "markers", "sqlite_only(reason): reads or writes SQLite bytes directly, or needs what only SQLite has yet"
+    )
 
 
 def with_schema(url: str, schema: str) -> str:
@@ -37,8 +39,8 @@ def with_schema(url: str, schema: str) -> str:
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "postgres":
-        if request.node.get_closest_marker("sqlite_only"):
-            pytest.skip("reads SQLite bytes directly")
+        if marker := request.node.get_closest_marker("sqlite_only"):
+            pytest.skip(marker.args[0] if marker.args else "reads SQLite bytes directly")
         if not POSTGRES_URL:
             pytest.skip("TRAIL_TEST_POSTGRES_URL is not set (.ci/run starts a server and sets it)")
     return str(request.param)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,8 @@ def test_concurrent_imports_of_one_file_land_once(home: Path, ledger: Ledger) ->
 
     run_trail("start", "Race target", home=home, check=True)
     env = {"TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    if url := os.environ.get("TRAIL_DATABASE_URL"):  # the PostgreSQL case's schema (see conftest)
+        env["TRAIL_DATABASE_URL"] = url
     procs = [
         subprocess.Popen(
             [

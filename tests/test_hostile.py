@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -88,6 +89,7 @@ def _hook(home: Path, payload: bytes) -> subprocess.CompletedProcess[bytes]:
                           input=payload, env=env, capture_output=True, timeout=120)
 
 
+@pytest.mark.sqlite_only("measures the SQLite file's size")
 def test_nasty_files_import_with_clear_reasons_and_bounded_storage(home: Path, tmp_path: Path) -> None:
     huge = "x" * (50 * 1024 * 1024)
     deep = "[" * 100_000 + "]" * 100_000
@@ -126,6 +128,7 @@ def test_nasty_files_import_with_clear_reasons_and_bounded_storage(home: Path, t
     assert cmd["stdout"]["sha256"] == hashlib.sha256(huge.encode()).hexdigest()
 
 
+@pytest.mark.sqlite_only("the hook's capture inbox lives in the SQLite ledger file; not yet on PostgreSQL")
 def test_nasty_hook_payloads_never_block_and_never_crash(home: Path) -> None:
     run_trail("start", "hook target", home=home, check=True)
     big = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "Bash",

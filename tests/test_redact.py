@@ -79,6 +79,7 @@ def test_cli_append_path_redacts(home: Path, ledger: Ledger) -> None:
     assert CORPUS["github-token"] not in state.title and "[REDACTED:github-token:" in state.title
 
 
+@pytest.mark.sqlite_only("reads the SQLite file's bytes")
 def test_no_planted_secret_reaches_the_database_file(home: Path, tmp_path: Path) -> None:
     session = "33333333-cccc-4ddd-8eee-000000000003"
     base = {"sessionId": session, "cwd": "/w", "version": "2.0.0", "isSidechain": False}

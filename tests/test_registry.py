@@ -14,10 +14,9 @@ from tests.conftest import REPO
 STARTER = """
 import sys
 from pathlib import Path
-from ledger.location import Location
+from ledger.location import resolve
 from ledger.store import open_ledger
-home = Path(sys.argv[1])
-app = open_ledger(Location(url=f"sqlite:{home / 'ledger.db'}", home=home))
+app = open_ledger(resolve(sys.argv[1]))
 for i in range(int(sys.argv[3])):
     app.open_task(f"worker {sys.argv[2]} task {i}")
 app.close()
@@ -27,7 +26,7 @@ app.close()
 def test_concurrent_starts_get_distinct_numbers(location: Location) -> None:
     open_ledger(location).close()  # create the file first, as the first command of a user would
     workers = [
-        subprocess.Popen([sys.executable, "-c", STARTER, str(location.home), str(w), "5"], cwd=REPO)
+        subprocess.Popen([sys.executable, "-c", STARTER, location.url, str(w), "5"], cwd=REPO)
         for w in range(6)
     ]
     assert all(p.wait(timeout=120) == 0 for p in workers)

@@ -40,6 +40,7 @@ def test_untouched_ledger_verifies(home: Path, recorded: tuple[Path, str]) -> No
     assert code == 0 and report["ok"] is True and report["events"] == 19
 
 
+@pytest.mark.sqlite_only("tampers with SQLite rows directly")
 @pytest.mark.parametrize("position", [1, 7, 19])
 def test_edited_event_is_named(home: Path, recorded: tuple[Path, str], position: int) -> None:
     path, task = recorded
@@ -57,6 +58,7 @@ def test_edited_event_is_named(home: Path, recorded: tuple[Path, str], position:
     assert brk["kind"] == ("altered" if position < 19 else "out of place")
 
 
+@pytest.mark.sqlite_only("tampers with SQLite rows directly")
 def test_deleted_event_is_named(home: Path, recorded: tuple[Path, str]) -> None:
     path, task = recorded
     db = sqlite3.connect(path)
@@ -67,6 +69,7 @@ def test_deleted_event_is_named(home: Path, recorded: tuple[Path, str]) -> None:
         "position": 8, "kind": "missing", "detail": "no event at position 8; the next stored is 9"}
 
 
+@pytest.mark.sqlite_only("tampers with SQLite rows directly")
 def test_deleted_and_renumbered_is_named(home: Path, recorded: tuple[Path, str]) -> None:
     path, task = recorded
     db = sqlite3.connect(path)
@@ -80,6 +83,7 @@ def test_deleted_and_renumbered_is_named(home: Path, recorded: tuple[Path, str])
     assert code == 5 and isinstance(brk, dict) and brk["position"] == 8 and brk["kind"] == "out of place"
 
 
+@pytest.mark.sqlite_only("tampers with SQLite rows directly")
 def test_swapped_events_are_named(home: Path, recorded: tuple[Path, str]) -> None:
     path, task = recorded
     db = sqlite3.connect(path)
@@ -93,6 +97,7 @@ def test_swapped_events_are_named(home: Path, recorded: tuple[Path, str]) -> Non
     assert code == 5 and isinstance(brk, dict) and brk["position"] == 5
 
 
+@pytest.mark.sqlite_only("tampers with SQLite rows directly")
 def test_inserted_event_is_named(home: Path, recorded: tuple[Path, str]) -> None:
     path, task = recorded
     db = sqlite3.connect(path)
@@ -108,6 +113,7 @@ def test_inserted_event_is_named(home: Path, recorded: tuple[Path, str]) -> None
     assert code == 5 and isinstance(brk, dict) and brk["position"] == 4
 
 
+@pytest.mark.sqlite_only("tampers with SQLite rows directly")
 def test_truncated_tail_is_caught_by_a_later_snapshot(home: Path, location: Location) -> None:
     app = open_ledger(location)
     final = sample.record(app)

@@ -19,7 +19,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder, StoredEvent
 
-from ledger import chain
+from ledger import verify
 from ledger.errors import BadInput, Refused, StoreUnavailable
 from ledger.location import Location
 from ledger.registry import REGISTRY_ID
@@ -59,7 +59,7 @@ def run(source: Location, target: Location, progress: Callable[[str], None]) -> 
         events = list(_all_events(src.recorder))
         if not events:
             raise BadInput(f"--from {source.display}: the ledger holds no events")
-        if problems := _chain_problems(events):
+        if problems := _chain_problems(src, events):
             raise Refused(f"source {source.display} does not verify ({problems[0]}); nothing copied")
         # The target is opened (and so created) only once the source is known to be worth copying.
         dst = open_ledger(target)
@@ -136,16 +136,23 @@ def _verify(dst: Ledger, events: list[StoredEvent], target: Location) -> int:
     lost = [e for e in events if stored.get(_key(e)) != _digest(e)]
     if lost:
         raise StoreUnavailable(f"after the copy {target.display} lacks {len(lost)} events; run migrate again")
-    rows = [e for e in _all_events(dst.recorder) if _key(e)[0] != REGISTRY_ID]
-    if problems := _chain_problems(rows):
+    if problems := _chain_problems(dst, events):
         raise StoreUnavailable(f"after the copy {target.display} does not verify: {problems[0]}")
-    return len({_key(e)[0] for e in rows})
+    return len(_task_ids(events))
 
 
-def _chain_problems(events: list[StoredEvent]) -> list[str]:
-    return chain.breaks(
-        (_key(e)[0], e.originator_version, e.topic, e.state) for e in events if _key(e)[0] != REGISTRY_ID
-    )
+def _task_ids(events: list[StoredEvent]) -> list[UUID]:
+    return sorted({_key(e)[0] for e in events} - {REGISTRY_ID})
+
+
+def _chain_problems(ledger: Ledger, events: list[StoredEvent]) -> list[str]:
+    """Each task's chain recomputed over the rows ``ledger`` stores (``trail verify``'s walk)."""
+    return [
+        f"task {report.task_id}: chain broken at position {report.first_break.position} "
+        f"({report.first_break.kind}: {report.first_break.detail})"
+        for report in verify.verify_all(ledger, _task_ids(events))
+        if report.first_break is not None
+    ]
 
 
 def _all_events(recorder: ApplicationRecorder) -> Iterator[StoredEvent]:

@@ -115,7 +115,7 @@ def readmodel_path(location: Location) -> Path:
     if location.is_sqlite:
         ledger = location.sqlite_path
         return ledger.with_name(ledger.name + ".duckdb")
-    digest = hashlib.sha256(location.url.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(location.key.encode()).hexdigest()[:16]  # the URL without its password
     return location.home / "readmodel" / f"{digest}.duckdb"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ledger.location import Location
@@ -103,6 +104,8 @@ def test_everyday_commands_do_not_load_duckdb(home: Path) -> None:
     probe = ("import sys; from cli.app import cli; cli.main(['resume'], standalone_mode=False); "
              "print('DUCKDB' if 'duckdb' in sys.modules else 'LEAN')")
     env = {"TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    if url := os.environ.get("TRAIL_DATABASE_URL"):  # the PostgreSQL case's schema (see conftest)
+        env["TRAIL_DATABASE_URL"] = url
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "LEAN"

@@ -1,11 +1,16 @@
-"""Commands that look after the ledger itself rather than a task: moving it to another store."""
+"""Commands that look after the ledger itself rather than a task: moving it, forgetting tasks."""
 
 from __future__ import annotations
 
+import getpass
+import sys
+
 import click
 
-from cli.context import emit_json, fails_cleanly, json_option
+from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
+from ledger.errors import BadInput, Refused
 from ledger.location import resolve
+from projections import points
 
 
 @click.command("migrate")
@@ -35,4 +40,58 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     )
 
 
-COMMANDS = [migrate]
+@click.command("forget")
+@click.argument("task", required=False, metavar="[TASK]")
+@click.option("--older-than", "age", metavar="AGE", help="Forget every task idle longer than AGE (180d, 12h).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--actor", default="user", show_default=True, help="Who forgets (kept in the tombstone).")
+@json_option
+@pass_context
+@fails_cleanly
+def forget(ctx: Context, task: str | None, age: str | None, yes: bool, actor: str, as_json: bool) -> None:
+    """Remove TASK's content irreversibly, from every store; only a tombstone stays.
+
+    The tombstone keeps the number, id, sha256 of the title, when and by whom, so the
+    ledger's own history stays honest. Events, snapshots, archives, the read model (rebuilt
+    on next use), diff blobs and capture leftovers go. With --older-than AGE, every task
+    whose last event is older than AGE (a retention policy). Re-running on a forget that
+    was interrupted finishes it.
+    """
+    from datetime import UTC, datetime
+
+    from ledger import forget as forgetting
+    from ledger.registry import Entry, Tombstone
+
+    if (task is None) == (age is None):
+        raise BadInput("give a TASK or --older-than AGE (not both)")
+    ledger = ctx.ledger()
+    targets: list[Entry | Tombstone]
+    if age is not None:
+        targets = list(forgetting.stale(ledger, datetime.now(UTC) - points.parse_age(age)))
+    elif task is not None and task.lstrip("#").isdigit() and not any(
+        e.number == int(task.lstrip("#")) for e in ledger.entries()
+    ):
+        targets = [forgetting.pending(ledger, int(task.lstrip("#")))]  # finish an interrupted forget
+    else:
+        targets = [ctx.entry(task)]
+    if not targets:
+        click.echo(f"No task idle longer than {age}.")
+        return
+    names = ", ".join(f"#{t.number}" + (f" {t.title}" if isinstance(t, Entry) else " (finishing)") for t in targets)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise Refused(f"would forget {names}; pass --yes to confirm when not at a terminal")
+        click.confirm(f"Forget {names} irreversibly?", abort=True)
+    by = f"{actor} ({getpass.getuser()})"
+    done = [forgetting.forget(ledger, ctx.location, t, by, progress=lambda line: click.echo(line, err=True))
+            for t in targets]
+    if as_json:
+        emit_json([{**d.tombstone.model_dump(mode="json"), "events_deleted": d.events,
+                    "files_removed": d.files_removed} for d in done])
+        return
+    for d in done:
+        click.echo(f"Forgot #{d.tombstone.number}: {d.events} events deleted, {d.files_removed} files removed; "
+                   f"tombstone kept (title sha256 {d.tombstone.title_sha256[:12]}…).")
+
+
+COMMANDS = [migrate, forget]

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import click
 
 from cli.context import Context, fails_cleanly, pass_context
 from ledger import archive
-from ledger.errors import BadSetting
-
-_AGE = re.compile(r"^(\d+)([dhm])$")
-_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
-
-
-def parse_age(value: str) -> timedelta:
-    match = _AGE.match(value.strip())
-    if not match:
-        raise BadSetting(f"--older-than must look like 30d, 12h or 90m, not {value!r}")
-    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+from projections import points
 
 
 @click.command("compact")
@@ -50,7 +39,7 @@ def compact_command(
     if (before is None) == (age is None):
         raise click.UsageError("give exactly one of --before N and --older-than AGE")
     if age is not None:
-        before = archive.boundary_older_than(ledger, entry.task_id, datetime.now(UTC) - parse_age(age))
+        before = archive.boundary_older_than(ledger, entry.task_id, datetime.now(UTC) - points.parse_age(age))
     assert before is not None
     live = archive.live_from(ledger, entry.task_id)
     if before <= live:

@@ -58,8 +58,25 @@ class TaskRegistered(RegistryEvent):
     entry: Entry
 
 
+class Tombstone(BaseModel):
+    """What stays of a forgotten task: enough for the ledger's own audit, none of its content."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    number: int
+    task_id: UUID
+    title_sha256: str
+    at: datetime
+    by: str
+
+
+class TaskForgotten(RegistryEvent):
+    TOPIC = "tasktrail/TaskForgotten"
+    tombstone: Tombstone
+
+
 class RegistryBody(SnapshotBody):
     entries: dict[int, Entry]
+    tombstones: dict[int, Tombstone] = {}
 
 
 class RegistrySnapshot(ModelSnapshot):
@@ -74,6 +91,7 @@ class Registry(Aggregate):
     Snapshot = RegistrySnapshot  # type: ignore[assignment]
 
     entries: dict[int, Entry]
+    tombstones: dict[int, Tombstone]
 
     @classmethod
     def create(cls) -> Registry:
@@ -82,13 +100,19 @@ class Registry(Aggregate):
 
     def __init__(self) -> None:
         self.entries = {}
+        self.tombstones = {}
 
     def fold_event(self, event: RegistryEvent) -> None:
         if isinstance(event, TaskRegistered):
             self.entries = {**self.entries, event.entry.number: event.entry}
+        elif isinstance(event, TaskForgotten):
+            number = event.tombstone.number
+            self.entries = {n: e for n, e in self.entries.items() if n != number}
+            self.tombstones = {**self.tombstones, number: event.tombstone}
 
     def next_number(self) -> int:
-        return max(self.entries, default=0) + 1
+        # A forgotten task's number is never handed out again: old references must not change meaning.
+        return max((*self.entries, *self.tombstones), default=0) + 1
 
     def unique_slug(self, title: str) -> str:
         base = slugify(title)
@@ -101,6 +125,9 @@ class Registry(Aggregate):
     def register(self, entry: Entry) -> None:
         self.trigger_event(TaskRegistered, entry=entry)
 
+    def forget(self, tombstone: Tombstone) -> None:
+        self.trigger_event(TaskForgotten, tombstone=tombstone)
 
-for _cls in (RegistryCreated, TaskRegistered, RegistrySnapshot):
+
+for _cls in (RegistryCreated, TaskRegistered, TaskForgotten, RegistrySnapshot):
     get_topic(_cls)  # registers the explicit topic so stored events resolve

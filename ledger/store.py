@@ -27,7 +27,7 @@ from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.redact import redact_fields
-from ledger.registry import REGISTRY_ID, Entry, Registry
+from ledger.registry import REGISTRY_ID, Entry, Registry, Tombstone
 from ledger.task import Task, task_id_for
 from projections.state import TaskState
 
@@ -146,6 +146,25 @@ class Ledger(Application[UUID]):
         return self._retrying(attempt)
 
     # -- reading ----------------------------------------------------------------
+
+    def mark_forgotten(self, tombstone: Tombstone) -> None:
+        """Record in the registry that a task was forgotten (its entry goes, the tombstone stays)."""
+
+        def attempt() -> None:
+            registry = self._registry()
+            if tombstone.number in registry.tombstones:
+                return  # a re-run after an interrupted forget
+            registry.forget(tombstone)
+            self.save(registry)
+
+        self._retrying(attempt)
+
+    def tombstones(self) -> list[Tombstone]:
+        try:
+            registry: Registry = self.repository.get(REGISTRY_ID)
+        except AggregateNotFoundError:
+            return []
+        return [registry.tombstones[n] for n in sorted(registry.tombstones)]
 
     def entries(self) -> list[Entry]:
         """Every registered task, by number."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from ledger import events as ev
-from ledger.errors import BadInput
+from ledger.errors import BadInput, BadSetting
 
 
 @dataclass(frozen=True)
@@ -80,3 +81,15 @@ def locate(point: Point, last: int, events: Iterable[ev.TaskEvent] = ()) -> int:
             raise BadInput(f"--at {point.time:%Y-%m-%dT%H:%M:%S%z} is before the task was opened")
         raise BadInput(f"--at checkpoint:{point.label}: no checkpoint with that label")
     return found
+
+
+_AGE = re.compile(r"^(\d+)([dhm])$")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+
+
+def parse_age(value: str, option: str = "--older-than") -> timedelta:
+    """An age such as 30d, 12h or 90m."""
+    match = _AGE.match(value.strip())
+    if not match:
+        raise BadSetting(f"{option} must look like 30d, 12h or 90m, not {value!r}")
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})

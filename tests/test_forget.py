@@ -1,0 +1,90 @@
+"""Forgetting a task: a planted marker is gone from the raw bytes of every store; a tombstone stays."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ledger.location import Location
+from tests.conftest import run_trail
+from tests.stores import chain_breaks, stored_rows
+
+MARKER = "ZEBRA-7f3a-do-not-keep"
+
+
+def _plant(home: Path, work: Path) -> None:
+    work.mkdir(exist_ok=True)
+    (work / "secret_plan.py").write_text(f"PLAN = '{MARKER} in a file'\n")
+
+    def trail(*args: str) -> None:
+        run_trail(*args, home=home, cwd=work, check=True)
+
+    trail("start", "Keep this task")
+    trail("require", "a requirement that must survive")
+    trail("start", f"Project {MARKER}")
+    trail("require", f"requirement mentioning {MARKER}")
+    trail("ran", "--", "python3", "-c", f"print('{MARKER} on stdout')")
+    trail("changed", "secret_plan.py")
+    trail("note", f"note {MARKER}")
+
+
+def _files_with_marker(root: Path) -> list[Path]:
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file() and MARKER.encode() in path.read_bytes():
+            found.append(path)
+    return found
+
+
+@pytest.mark.sqlite_only("scans the raw bytes of the SQLite file, its archives and the read model")
+def test_forget_leaves_no_byte_of_the_task_anywhere(home: Path, tmp_path: Path, location: Location) -> None:
+    work = tmp_path / "work"
+    _plant(home, work)
+    # Spread the task over every store: an archive, the read model, a compaction snapshot.
+    run_trail("compact", "2", "--before", "4", home=home, check=True)
+    run_trail("query", "SELECT count(*) FROM events", home=home, check=True)
+    planted = {p.name.split(".")[-1] if "." in p.name else p.parent.parent.name for p in _files_with_marker(home)}
+    assert {"duckdb", "parquet", "blobs"} <= planted, planted  # read model, archive, diff cache
+    assert planted & {"db", "db-wal"}, planted  # the live store
+
+    refused = run_trail("forget", "2", home=home)  # not a terminal: no silent default
+    assert refused.returncode == 3 and "--yes" in refused.stderr
+    out = json.loads(run_trail("forget", "2", "--yes", "--json", home=home, check=True).stdout)[0]
+    assert out["number"] == 2 and out["events_deleted"] > 0
+
+    assert _files_with_marker(home) == []
+    assert _files_with_marker(work.parent / "home") == []
+    listing = run_trail("list", "--json", home=home, check=True).stdout
+    assert [t["number"] for t in json.loads(listing)] == [1]
+    assert run_trail("resume", "2", home=home).returncode == 2
+    assert run_trail("verify", home=home).returncode == 0
+    assert chain_breaks(stored_rows(location)) == []
+    # The ledger's own history says a task was forgotten, without saying what it was.
+    db = sqlite3.connect(location.sqlite_path)
+    tomb = db.execute("SELECT state FROM stored_events WHERE topic = 'tasktrail/TaskForgotten'").fetchone()[0]
+    assert b'"number":2' in tomb and b"title_sha256" in tomb and MARKER.encode() not in tomb
+    # Numbers are not reused, and the survivor is intact.
+    assert "Started #3" in run_trail("start", "after", home=home, check=True).stdout
+    kept = json.loads(run_trail("resume", "1", "--json", home=home, check=True).stdout)["state"]
+    assert kept["requirements"][0]["text"] == "a requirement that must survive"
+
+
+def test_forget_on_any_store_and_retention(home: Path, tmp_path: Path, location: Location) -> None:
+    _plant(home, tmp_path / "work")
+    run_trail("forget", "2", "--yes", home=home, check=True)
+    rows = stored_rows(location)
+    assert all(MARKER.encode() not in r.state for r in rows)
+    assert chain_breaks(rows) == []
+    # Re-running on the tombstoned number finishes (nothing left to do) instead of failing.
+    again = run_trail("forget", "2", "--yes", "--json", home=home, check=True)
+    assert json.loads(again.stdout)[0]["events_deleted"] == 0
+    # Retention: nothing is idle for a day yet; everything is idle for 0 minutes.
+    assert "No task idle longer than 1d" in run_trail("forget", "--older-than", "1d", "--yes", home=home).stdout
+    gone = json.loads(run_trail("forget", "--older-than", "0m", "--yes", "--json", home=home, check=True).stdout)
+    assert [g["number"] for g in gone] == [1]
+    assert json.loads(run_trail("list", "--json", home=home, check=True).stdout) == []
+    bad = run_trail("forget", home=home)
+    assert bad.returncode == 2 and "give a TASK or --older-than" in bad.stderr

@@ -243,7 +243,7 @@ def hook_claude_code() -> None:
 def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     """Check capture health: dead letters and inbox rows still waiting for a task."""
     from ledger.capture import hook
-    from ledger.capture.inbox import drain
+    from ledger.capture.inbox import drain, inbox_path
 
     spool = Path(hook.deadletter_dir())
     files = sorted(spool.glob("*.json")) if spool.is_dir() else []
@@ -252,7 +252,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
         for file in files:
             try:
                 raw = json.loads(file.read_text())["raw"]
-                hook.enqueue(str(ctx.location.sqlite_path), "claude-code", raw)
+                hook.enqueue(str(inbox_path(ctx.location)), "claude-code", raw)
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 failed.append(f"{file}: {exc}")
                 continue

@@ -10,8 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from ledger import events as ev
 from ledger.store import Ledger
 from tests.conftest import REPO, run_trail
@@ -20,7 +18,8 @@ SESSION = "44444444-dddd-4eee-8fff-000000000004"
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DATABASE_URL", "TRAIL_DB")}
+    # TRAIL_DATABASE_URL is the backend's own (the home fixture sets or clears it).
+    env = {k: v for k, v in os.environ.items() if k != "TRAIL_DB"}
     return {**env, "TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), **extra}
 
 
@@ -67,7 +66,6 @@ def test_hook_path_imports_nothing_heavy(home: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
 
 
-@pytest.mark.sqlite_only("the hook's capture inbox lives in the SQLite ledger file; not yet on PostgreSQL")
 def test_a_session_is_captured_and_a_new_session_starts_from_its_brief(home: Path, ledger: Ledger) -> None:
     start = hook({"session_id": SESSION, "hook_event_name": "SessionStart", "source": "startup"}, home)
     assert start.returncode == 0 and start.stdout == ""  # no task yet: nothing to inject
@@ -135,7 +133,6 @@ def test_a_session_is_captured_and_a_new_session_starts_from_its_brief(home: Pat
     assert "tabs only inside strings" in answer["additionalContext"]
 
 
-@pytest.mark.sqlite_only("the hook's capture inbox lives in the SQLite ledger file; not yet on PostgreSQL")
 def test_failures_never_block_and_dead_letters_replay(home: Path, ledger: Ledger, tmp_path: Path) -> None:
     run_trail("start", "Catch everything", home=home, check=True)
     bad = hook("{not json", home)
@@ -151,7 +148,6 @@ def test_failures_never_block_and_dead_letters_replay(home: Path, ledger: Ledger
     assert [c.shell for c in commands] == ["make"]
 
 
-@pytest.mark.sqlite_only("the hook's capture inbox lives in the SQLite ledger file; not yet on PostgreSQL")
 def test_concurrent_hooks_all_land_in_order_once(home: Path, ledger: Ledger) -> None:
     run_trail("start", "Storm", home=home, check=True)
     chains, length = 20, 3
@@ -210,7 +206,6 @@ def test_install_merges_idempotently_and_uninstall_removes_only_ours(home: Path,
     assert broken.returncode == 1 and str(settings) in broken.stderr and settings.read_text() == "[1, 2"
 
 
-@pytest.mark.sqlite_only("the hook's capture inbox lives in the SQLite ledger file; not yet on PostgreSQL")
 def test_reclassify_moves_the_prompt_and_keeps_the_log(home: Path, ledger: Ledger) -> None:
     run_trail("start", "Reclassify", home=home, check=True)
     hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Add CSV export"}, home)

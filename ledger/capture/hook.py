@@ -26,7 +26,8 @@ AGENTS = ("claude-code",)
 
 
 def ledger_file() -> str:
-    """The SQLite ledger file the CLI would use: ``ledger.location.resolve`` without its imports.
+    """The SQLite file that holds the inbox: the ledger's own file, as ``ledger.location.resolve``
+    finds it, or for a PostgreSQL ledger a local file named after its URL (``inbox_for_url``).
 
     Mirrors ``resolve`` (``TRAIL_DB``, ``TRAIL_DATABASE_URL``, ``TRAIL_HOME``, XDG data dir) with
     ``os`` alone, because dataclasses and pathlib cost this hot path ~10 ms; a test pins the two
@@ -36,9 +37,16 @@ def ledger_file() -> str:
     value = env.get("TRAIL_DB") or env.get("TRAIL_DATABASE_URL")
     if value:
         if value.startswith(("postgresql://", "postgres://")):
-            raise RuntimeError("the capture inbox needs an SQLite ledger, not a PostgreSQL URL")
+            return inbox_for_url(_home(), value)
         return os.path.expanduser(value.removeprefix("sqlite:"))
     return os.path.join(_home(), "ledger.db")
+
+
+def inbox_for_url(home: str, url: str) -> str:
+    """The local inbox file of a server ledger: hooks stay local and fast, the next command folds it in."""
+    import hashlib
+
+    return os.path.join(home, "inbox", hashlib.sha256(url.encode()).hexdigest()[:16] + ".db")
 
 
 def _home() -> str:

@@ -14,6 +14,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -21,7 +22,7 @@ from ledger import events as ev
 from ledger import refs
 from ledger.capture import claude_code
 from ledger.capture.classify import classify, clean_prompt
-from ledger.capture.hook import INBOX_DDL, spool
+from ledger.capture.hook import INBOX_DDL, inbox_for_url, spool
 from ledger.capture.items import Item, prompt_item, title_from
 from ledger.capture.writer import append_unseen, task_for_session
 from ledger.location import Location
@@ -115,12 +116,20 @@ def _items(ledger: Ledger, task: UUID, session: str, rows: list[_Row]) -> list[I
     return items
 
 
+def inbox_path(location: Location) -> Path:
+    """Where hooks queue payloads for this ledger (see ``hook.ledger_file``)."""
+    if location.is_sqlite:
+        return location.sqlite_path
+    return Path(inbox_for_url(str(location.home), location.url))
+
+
 def drain(ledger: Ledger, location: Location) -> Drained:
     """Fold every inbox row whose session has a task into events; delete the rows folded."""
     drained = Drained()
-    if not location.is_sqlite or not location.sqlite_path.exists():
+    path = inbox_path(location)
+    if not path.exists():
         return drained
-    conn = sqlite3.connect(location.sqlite_path, timeout=30)
+    conn = sqlite3.connect(path, timeout=30)
     try:
         conn.execute(INBOX_DDL)
         rows = _rows(conn, drained)

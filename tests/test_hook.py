@@ -253,3 +253,22 @@ def test_only_a_real_session_start_is_answered(home: Path) -> None:
     assert mention.returncode == 0 and mention.stdout == ""
     start = hook({"session_id": SESSION, "hook_event_name": "SessionStart", "source": "resume"}, home)
     assert "Build the importer" in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_prompts_captured_live_are_not_added_again_by_an_import(home: Path, tmp_path: Path) -> None:
+    run_trail("start", "Live then import", home=home, check=True)
+    prompts = ["Add CSV export", "Use semicolons as separator", "Add CSV export"]  # a repeat is its own prompt
+    for text in prompts:
+        hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": text}, home)
+    run_trail("list", home=home, check=True)  # folds the inbox in
+    lines = [
+        json.dumps({"type": "user", "uuid": f"u{i}", "sessionId": SESSION, "cwd": "/w",
+                    "timestamp": f"2026-01-01T00:00:0{i}Z", "message": {"role": "user", "content": text}})
+        for i, text in enumerate(prompts)
+    ]
+    transcript = tmp_path / f"{SESSION}.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+    run_trail("import", "claude-code", str(transcript), home=home, check=True)
+    intents = json.loads(run_trail("log", "1", "--json", "--type", "RequirementStated", "--type", "CorrectionMade",
+                                   "--type", "RequirementChanged", home=home, check=True).stdout)
+    assert sorted(e["text"] for e in intents) == sorted(prompts)

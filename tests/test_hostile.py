@@ -128,7 +128,7 @@ def test_nasty_files_import_with_clear_reasons_and_bounded_storage(home: Path, t
     assert cmd["stdout"]["sha256"] == hashlib.sha256(huge.encode()).hexdigest()
 
 
-@pytest.mark.sqlite_only("the hook's capture inbox lives in the SQLite ledger file; not yet on PostgreSQL")
+@pytest.mark.sqlite_only("measures the SQLite ledger file's size after the inbox is folded in")
 def test_nasty_hook_payloads_never_block_and_never_crash(home: Path) -> None:
     run_trail("start", "hook target", home=home, check=True)
     big = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "Bash",

@@ -16,7 +16,7 @@ from typing import Any
 
 from ledger import events as ev
 from ledger.capture.classify import classify, clean_prompt
-from ledger.capture.items import Item, bounded, plan_items, prompt_item, sha256, title_from
+from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, sha256, title_from
 
 AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"
@@ -255,6 +255,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     prompts = 0
     user_command: tuple[str, str, Any] | None = None
     last: tuple[str, int, Any] | None = None
+    prompt_seen: dict[str, int] = {}
 
     def handle(number: int, record: dict[str, Any]) -> None:
         nonlocal interrupted, wrong, prompts, user_command, last
@@ -382,7 +383,8 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         cleaned = clean_prompt(text) or text.strip()
         prompts += 1
         kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
-        session.items.append(prompt_item(kind_, cleaned, src, ts, wrong if kind_ == "correction" else None))
+        prompt_src = src.model_copy(update={"record": prompt_record(cleaned, prompt_seen)})
+        session.items.append(prompt_item(kind_, cleaned, prompt_src, ts, wrong if kind_ == "correction" else None))
         if session.title is None and prompts == 1:
             session.title = title_from(cleaned)
         interrupted, wrong = False, None

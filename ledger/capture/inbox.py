@@ -23,8 +23,8 @@ from ledger import refs
 from ledger.capture import claude_code
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.hook import INBOX_DDL, inbox_for_url, spool
-from ledger.capture.items import Item, prompt_item, title_from
-from ledger.capture.writer import append_unseen, task_for_session
+from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
+from ledger.capture.writer import append_unseen, stored_keys, task_for_session
 from ledger.location import Location
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def _session_task(ledger: Ledger, location: Location, session: str, rows: list[_
     return state.id, True
 
 
-def _items(ledger: Ledger, task: UUID, session: str, rows: list[_Row]) -> list[Item]:
+def _items(ledger: Ledger, location: Location, task: UUID, session: str, rows: list[_Row]) -> list[Item]:
     first_row = rows[0]
     items: list[Item] = [
         (
@@ -103,17 +103,30 @@ def _items(ledger: Ledger, task: UUID, session: str, rows: list[_Row]) -> list[I
     ]
     state = ledger.state(task)
     first = not state.requirements and not state.corrections
+    seen = _prompts_seen(ledger, location, task, state.position, session)
     for row in rows:
         ts = datetime.fromtimestamp(row.received, UTC)
         if row.payload.get("hook_event_name") == "UserPromptSubmit":
             text = clean_prompt(str(row.payload.get("prompt") or ""))
             if text:
-                src = ev.SourceKey(agent=claude_code.AGENT, session=session, record=f"hook:{row.id}")
+                record = prompt_record(text, seen)  # the key an import of the transcript gives it too
+                src = ev.SourceKey(agent=claude_code.AGENT, session=session, record=record)
                 items.append(prompt_item(classify(text, first=first), text, src, ts))
                 first = False
             continue
         items.extend(claude_code.hook_items(row.payload, row.id, ts))
     return items
+
+
+def _prompts_seen(ledger: Ledger, location: Location, task: UUID, upto: int, session: str) -> dict[str, int]:
+    """How many prompts of each text hash this session already has in the task."""
+    seen: dict[str, int] = {}
+    for agent, sess, record in stored_keys(ledger, location, task, upto):
+        if agent == claude_code.AGENT and sess == session and record.startswith(PROMPT_KEY):
+            digest, _, count = record.removeprefix(PROMPT_KEY).partition(":")
+            if count.isdigit():
+                seen[digest] = max(seen.get(digest, 0), int(count) + 1)
+    return seen
 
 
 def inbox_path(location: Location) -> Path:
@@ -141,7 +154,7 @@ def drain(ledger: Ledger, location: Location) -> Drained:
             if task is None:
                 drained.waiting += len(session_rows)
                 continue
-            done = append_unseen(ledger, location, task, _items(ledger, task, session, session_rows))
+            done = append_unseen(ledger, location, task, _items(ledger, location, task, session, session_rows))
             drained.rejected += [f"{fields.get('source')}: {why}" for (_, fields), why in done.rejected]
             with conn:
                 conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in session_rows])

@@ -34,6 +34,22 @@ def title_from(text: str) -> str:
     return line or "untitled session"
 
 
+PROMPT_KEY = "prompt:"
+
+
+def prompt_record(text: str, seen: dict[str, int]) -> str:
+    """The source record of a user prompt: its text's hash and how often that text came before.
+
+    Derived from the prompt itself, so the hook (which never sees transcript line ids) and a
+    later import of the same session's transcript give the k-th occurrence the same key, and
+    the prompt lands once. ``seen`` counts earlier occurrences per hash and is updated.
+    """
+    digest = sha256(text)[:16]
+    count = seen.get(digest, 0)
+    seen[digest] = count + 1
+    return f"{PROMPT_KEY}{digest}:{count}"
+
+
 def prompt_item(kind: Kind, text: str, source: ev.SourceKey, timestamp: Any, wrong: str | None = None) -> Item:
     """A user prompt as the intent event its classification names."""
     base: dict[str, Any] = {"text": text, "actor": "user", "source": source, "timestamp": timestamp}

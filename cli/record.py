@@ -122,9 +122,13 @@ def decide(
     _append(ctx, task_ref, ev.DecisionRecorded, as_json, text=text, reason=reason, rejected=rejected, actor=actor)
 
 
-def _ending(name: str, outcome: str, help_text: str) -> click.Command:
+def _with_reason(
+    name: str, event_class: type[ev.TaskEvent], fields: dict[str, Any], help_text: str, reason_required: bool = False
+) -> click.Command:
+    """A command whose one argument is a REASON, appending ``event_class`` with ``fields``."""
+
     @click.command(name, help=help_text)
-    @click.argument("reason", required=outcome == "failed", metavar="REASON" if outcome == "failed" else "[REASON]")
+    @click.argument("reason", required=reason_required, metavar="REASON" if reason_required else "[REASON]")
     @task_option
     @actor_option
     @json_flag
@@ -133,9 +137,18 @@ def _ending(name: str, outcome: str, help_text: str) -> click.Command:
     def command(ctx: Context, reason: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
         if reason is not None and not reason.strip():
             raise BadInput("reason: must not be empty")
-        _append(ctx, task_ref, ev.AttemptEnded, as_json, attempt=None, outcome=outcome, reason=reason, actor=actor)
+        _append(ctx, task_ref, event_class, as_json, **fields, reason=reason, actor=actor)
 
     return command
+
+
+def _ending(name: str, outcome: str, help_text: str) -> click.Command:
+    return _with_reason(name, ev.AttemptEnded, {"attempt": None, "outcome": outcome}, help_text,
+                        reason_required=outcome == "failed")
+
+
+def _status(name: str, status: str, help_text: str, reason_required: bool = False) -> click.Command:
+    return _with_reason(name, ev.StatusChanged, {"status": status}, help_text, reason_required)
 
 
 @click.command("ran", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -254,22 +267,6 @@ def checkpoint(ctx: Context, label: str, note: str | None, task_ref: str | None,
     head, dirty = git_state(Path.cwd())
     _append(ctx, task_ref, ev.CheckpointMarked, as_json, label=label, note=note, git_head=head, git_dirty=dirty,
             actor=actor)
-
-
-def _status(name: str, status: str, help_text: str, reason_required: bool = False) -> click.Command:
-    @click.command(name, help=help_text)
-    @click.argument("reason", required=reason_required, metavar="REASON" if reason_required else "[REASON]")
-    @task_option
-    @actor_option
-    @json_flag
-    @pass_context
-    @fails_cleanly
-    def command(ctx: Context, reason: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
-        if reason is not None and not reason.strip():
-            raise BadInput("reason: must not be empty")
-        _append(ctx, task_ref, ev.StatusChanged, as_json, status=status, reason=reason, actor=actor)
-
-    return command
 
 
 @click.command("link")

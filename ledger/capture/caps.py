@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 LIMIT = 1 << 20
@@ -33,12 +34,12 @@ def uncap(text: str) -> tuple[str, int | None, str | None]:
     return text[match.end():], int(match.group(1)), match.group(2)
 
 
-def cap_all(value: Any, limit: int = LIMIT) -> Any:
-    """``value`` with every string inside it capped."""
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (parsed JSON) with ``change`` applied to every string value inside it."""
     if isinstance(value, str):
-        return cap(value, limit)
+        return change(value)
     if isinstance(value, list):
-        return [cap_all(v, limit) for v in value]
+        return [map_strings(v, change) for v in value]
     if isinstance(value, dict):
-        return {k: cap_all(v, limit) for k, v in value.items()}
+        return {k: map_strings(v, change) for k, v in value.items()}
     return value

@@ -17,6 +17,7 @@ from typing import Any
 from ledger import events as ev
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, sha256, title_from
+from ledger.capture.jsonl import Skipped, records
 
 AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"
@@ -32,12 +33,6 @@ _SKIP_PROMPT = (
     "Caveat: The messages below",
 )
 _BASH_TAG = re.compile(r"<bash-(input|stdout|stderr)>(.*?)</bash-\1>", re.S)
-
-
-@dataclass
-class Skipped:
-    line: int
-    reason: str
 
 
 @dataclass
@@ -389,20 +384,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             session.title = title_from(cleaned)
         interrupted, wrong = False, None
 
-    for number, raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            session.skipped.append(Skipped(number, f"not JSON ({exc.msg})"))
-            continue
-        except RecursionError:
-            session.skipped.append(Skipped(number, "JSON nested too deeply"))
-            continue
-        if not isinstance(record, dict):
-            session.skipped.append(Skipped(number, "not a JSON object"))
-            continue
+    for number, record in records(lines, session.skipped):
         try:
             handle(number, record)
         except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:

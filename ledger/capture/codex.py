@@ -16,8 +16,9 @@ from typing import Any
 
 from ledger import events as ev
 from ledger.capture.classify import classify
-from ledger.capture.claude_code import Session, Skipped
+from ledger.capture.claude_code import Session
 from ledger.capture.items import bounded, plan_items, prompt_item, title_from
+from ledger.capture.jsonl import Skipped, records
 
 AGENT = "codex"
 ACTOR = f"agent:{AGENT}"
@@ -67,33 +68,13 @@ def _output_text(output: Any) -> tuple[str, int | None]:
     return json.dumps(output, default=str), None
 
 
-def _records(lines: Iterable[tuple[int, str]], session: Session) -> list[tuple[int, dict[str, Any]]]:
-    out = []
-    for number, raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            session.skipped.append(Skipped(number, f"not JSON ({exc.msg})"))
-            continue
-        except RecursionError:
-            session.skipped.append(Skipped(number, "JSON nested too deeply"))
-            continue
-        if not isinstance(record, dict):
-            session.skipped.append(Skipped(number, "not a JSON object"))
-            continue
-        out.append((number, record))
-    return out
-
-
 def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
     """Map the numbered lines of one rollout file to items (pure: no I/O)."""
     session = Session()
-    records = _records(lines, session)
+    parsed = list(records(lines, session.skipped))
     # Envelope (0.2x+) or legacy: bare header line then bare response items.
     flat = []
-    for number, record in records:
+    for number, record in parsed:
         if "payload" in record and "type" in record:
             payload = record["payload"] if isinstance(record["payload"], dict) else {}
             flat.append((number, str(record["type"]), payload, record.get("timestamp")))

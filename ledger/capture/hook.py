@@ -16,7 +16,6 @@ import os
 import sqlite3
 import sys
 import time
-from typing import Any
 
 INBOX_DDL = (
     "CREATE TABLE IF NOT EXISTS capture_inbox ("
@@ -60,29 +59,18 @@ def deadletter_dir() -> str:
     return os.path.join(_home(), "deadletter")
 
 
-def _redacted(value: Any, patterns: Any) -> Any:
-    from ledger.redact import redact_text
-
-    if isinstance(value, str):
-        return redact_text(value, patterns)
-    if isinstance(value, list):
-        return [_redacted(v, patterns) for v in value]
-    if isinstance(value, dict):
-        return {k: _redacted(v, patterns) for k, v in value.items()}
-    return value
-
-
 def enqueue(path: str, agent: str, raw: str) -> int:
     """Validate, redact and append one payload to the inbox; returns its inbox id."""
     payload = json.loads(raw)
     if not isinstance(payload, dict):
         raise ValueError("hook payload is not a JSON object")
-    from ledger.capture.caps import cap_all
-    from ledger.redact import patterns_for
+    from ledger.capture.caps import cap, map_strings
+    from ledger.redact import patterns_for, redact_text
 
     # Secrets never touch the disk in clear, and a huge output never bloats the inbox
     # (capped first, so redaction scans at most the kept tail).
-    text = json.dumps(_redacted(cap_all(payload), patterns_for(_home())), ensure_ascii=False)
+    patterns = patterns_for(_home())
+    text = json.dumps(map_strings(payload, lambda s: redact_text(cap(s), patterns)), ensure_ascii=False)
     fresh = not os.path.exists(path)
     if fresh:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)

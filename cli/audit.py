@@ -61,7 +61,7 @@ def why(ctx: Context, target: str, task_ref: str | None, as_json: bool) -> None:
         return
     for c in found:
         at_line = f" (line {c.line} then)" if c.line is not None and line is not None else ""
-        cut = ", diff cut" if c.diff_truncated else ""
+        cut = ", diff collected" if c.diff_collected else ", diff cut" if c.diff_truncated else ""
         click.echo(f"#{c.task} [{c.position}] {c.at:%Y-%m-%d %H:%M} {c.actor}: {c.operation} {c.path}{at_line}{cut}")
         for ref in (c.attempt, c.decision, c.intent):
             if ref is not None:

@@ -17,16 +17,30 @@ from projections import points
 @click.option("--older-than", "age", metavar="AGE", help="Archive the events older than AGE (30d, 12h, 90m).")
 @click.option("--dry-run", is_flag=True, help="Print what would move and the space saved; change nothing.")
 @click.option("--verify", "check", is_flag=True, help="Check the archives and the hash chain across them.")
+@click.option(
+    "--gc-artifacts", "gc", is_flag=True,
+    help="Instead: drop bulky payloads (outputs, diffs, tool results) of old events, keeping size and hash.",
+)
+@click.option("--threshold", type=click.IntRange(min=0), default=1024, show_default=True, metavar="BYTES",
+              help="With --gc-artifacts: collect payloads whose kept text is over BYTES.")
 @pass_context
 @fails_cleanly
 def compact_command(
-    ctx: Context, task_ref: str | None, before: int | None, age: str | None, dry_run: bool, check: bool
+    ctx: Context, task_ref: str | None, before: int | None, age: str | None, dry_run: bool, check: bool, gc: bool,
+    threshold: int,
 ) -> None:
     """Move a task's oldest events to a Parquet archive beside the ledger.
 
     Reads before the boundary keep working: they come from the archive. A snapshot at
     the boundary and an EventsArchived event stay in the live log.
+
+    With --gc-artifacts --older-than AGE (TASK optional: all tasks), the lossy step: bulky
+    payloads of events older than AGE are replaced by their size and sha256; the events,
+    their order, links and hash chain stay.
     """
+    if gc:
+        _gc(ctx, task_ref, age, threshold, dry_run)
+        return
     entry = ctx.entry(task_ref)
     ledger = ctx.ledger()
     if check:
@@ -56,6 +70,20 @@ def compact_command(
         return
     done = archive.compact(ledger, entry.task_id, before, progress=lambda line: click.echo(line, err=True))
     click.echo(f"archived {what} to {done.path} (sha256 {done.sha256})")
+
+
+def _gc(ctx: Context, task_ref: str | None, age: str | None, threshold: int, dry_run: bool) -> None:
+    from ledger import artifacts
+
+    if age is None:
+        raise click.UsageError("--gc-artifacts needs --older-than AGE")
+    task_id = ctx.entry(task_ref).task_id if task_ref else None
+    cutoff = datetime.now(UTC) - points.parse_age(age)
+    done = artifacts.collect(ctx.ledger(), ctx.location, cutoff, task_id, threshold, dry_run,
+                             progress=lambda line: click.echo(line, err=True))
+    verb = "would collect" if dry_run else "collected"
+    click.echo(f"{verb} {done.payloads} payloads of {done.events} events older than {age}, "
+               f"{done.bytes_freed / 1024:,.0f} KB of text; sizes and hashes stay")
 
 
 COMMANDS: list[click.Command] = [compact_command]

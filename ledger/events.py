@@ -45,12 +45,18 @@ class SourceKey(Value):
 
 
 class Bounded(Value):
-    """Text kept up to a byte budget: the tail, plus the size and hash of the whole."""
+    """Text kept up to a byte budget: the tail, plus the size and hash of the whole.
+
+    ``trail compact --gc-artifacts`` may later drop the tail itself (``collected``), keeping
+    ``tail_sha256``; the hash chain covers the tail only through that hash, so it still verifies.
+    """
 
     tail: str
     size: int = Field(ge=0, description="bytes of the full text (UTF-8)")
     sha256: str | None = Field(default=None, description="hash of the full text, set when cut")
     truncated: bool = False
+    collected: bool = False
+    tail_sha256: str | None = Field(default=None, description="hash of the tail, set when it was collected")
 
 
 class Provenance(Value):

@@ -191,6 +191,15 @@ def _tail_lines(text: str, lines: int = 5) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
+def shown(text: ev.Bounded | None) -> str:
+    """A bounded text's tail, or what is left of it once `trail compact --gc-artifacts` collected it."""
+    if text is None:
+        return ""
+    if text.collected:
+        return f"[{text.size} bytes collected by gc-artifacts; sha256 {text.sha256 or text.tail_sha256}]"
+    return text.tail
+
+
 def command_line(event: ev.CommandRan) -> str:
     if event.shell is not None:
         return event.shell
@@ -254,9 +263,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
         case ev.ToolResult():
             return {"tool_errors": state.tool_errors + (0 if event.ok else 1)}
         case ev.CommandRan():
-            out = event.stderr.tail if event.stderr and event.stderr.tail.strip() else ""
-            if not out and event.stdout:
-                out = event.stdout.tail
+            out = shown(event.stderr)
+            if not out.strip():
+                out = shown(event.stdout)
             rec = CommandRecord(
                 position=pos,
                 line=command_line(event),

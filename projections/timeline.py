@@ -47,7 +47,7 @@ def summary(event: ev.TaskEvent) -> str:
             took = f" in {event.duration_ms} ms" if event.duration_ms is not None else ""
             return f"ran `{_short(command_line(event), 80)}` -> exit {code}{took}"
         case ev.FileChanged():
-            size = f" ({event.diff.size} B diff)" if event.diff else ""
+            size = f" ({event.diff.size} B diff{', collected' if event.diff.collected else ''})" if event.diff else ""
             return f"{event.operation} {event.path}{size}"
         case ev.TestResult():
             return f"test {event.name} {event.outcome}"

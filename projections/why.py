@@ -42,6 +42,8 @@ class Change(BaseModel):
     after_sha256: str | None
     diff_size: int | None
     diff_truncated: bool
+    diff_collected: bool = False
+    """The diff was dropped by `trail compact --gc-artifacts` (its size and hash remain)."""
     explicit: bool
     diff: str | None = Field(default=None, exclude=True)
     line: int | None = None
@@ -100,6 +102,7 @@ def changes(events: Iterable[ev.TaskEvent], path: str) -> list[Change]:
                 before_sha256=event.before_sha256, after_sha256=event.after_sha256,
                 diff_size=event.diff.size if event.diff else None,
                 diff_truncated=bool(event.diff and event.diff.truncated),
+                diff_collected=bool(event.diff and event.diff.collected),
                 explicit=bool(event.because and event.because.explicit),
                 diff=event.diff.tail if event.diff else None,
             ))
@@ -133,7 +136,8 @@ def follow_line(found: list[Change], line: int) -> list[Change]:
     for change in sorted(found, key=lambda c: c.at, reverse=True):
         if current is None:
             break
-        parsed = hunks.parse(change.diff) if change.diff and not change.diff_truncated else []
+        usable = change.diff and not change.diff_truncated and not change.diff_collected
+        parsed = hunks.parse(change.diff) if usable and change.diff else []
         if not parsed:
             kept.append(change.model_copy(update={"line": current}))
             continue

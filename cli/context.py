@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import orjson
 
-from ledger.errors import TrailError
+from ledger.errors import StoreUnavailable, TrailError
 from ledger.location import Location
 
 if TYPE_CHECKING:
@@ -68,7 +68,15 @@ pass_context = click.make_pass_decorator(Context)
 
 
 def fails_cleanly(func: F) -> F:
-    """Turn a TrailError into one line on stderr and its exit code; nothing else is printed."""
+    """Turn a TrailError into one line on stderr and its exit code; nothing else is printed.
+
+    Storage failures met mid-command (a database server gone, a file locked past the
+    timeout) are one line too, with the storage exit code: a write either committed whole
+    or not at all, so there is nothing half-done to report.
+    """
+    import sqlite3
+
+    from eventsourcing.persistence import PersistenceError
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -77,6 +85,10 @@ def fails_cleanly(func: F) -> F:
         except TrailError as exc:
             click.echo(f"trail: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except (PersistenceError, sqlite3.Error) as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            click.echo(f"trail: ledger storage failed: {reason}", err=True)
+            sys.exit(StoreUnavailable.exit_code)
 
     return wrapper  # type: ignore[return-value]
 

@@ -104,3 +104,22 @@ def test_db_that_is_not_a_ledger(tmp_path: Path, home: Path) -> None:
     proc = run_trail("--db", str(bogus), "list", home=home)
     assert proc.returncode == 4 and "is not a tasktrail ledger" in proc.stderr
     assert bogus.read_text() == "just some notes\n"
+
+
+@pytest.mark.sqlite_only("damages the SQLite file's pages")
+def test_damaged_ledger_file_is_one_line_not_a_traceback(home: Path, two_tasks: Location) -> None:
+    import sqlite3 as sq
+
+    path = two_tasks.sqlite_path
+    con = sq.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    data = bytearray(path.read_bytes())
+    for offset in range(4096, len(data), 97):  # keep the header page, scramble the rest
+        data[offset] ^= 0x5A
+    path.write_bytes(bytes(data))
+    for args in (["list"], ["resume", "1"], ["note", "x", "-t", "1"]):
+        proc = run_trail(*args, home=home)
+        assert proc.returncode == 4, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert proc.stderr.startswith("trail: ")

@@ -1,0 +1,412 @@
+"""One function per measure: each returns a Table with its goal and a ``goal met`` column.
+
+A missed goal is a finding and is reported as such; goals are never adjusted to fit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.systems import TRAIL, FloorRun, GraphRun, Plan, TrailRun, travel_points
+from bench.tables import NA, Table, met, ms, rate, size
+from bench.timing import REPO, median, p95, timed, wall
+
+FIXTURES = REPO.parent / "shared" / "fixtures"
+"""Real agent logs, when the shared folder sits beside the checkout."""
+
+
+def _scaled(plan: Plan) -> str:
+    return " (quick run: sizes scaled down)" if plan.quick else ""
+
+
+def _optional(module: str) -> Any | None:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def _lg_cell(run: GraphRun, n: int, value: str) -> str:
+    if not run.available:
+        return "n/a (no DeltaChannel)"
+    return value if n in run.disk else "not run"
+
+
+# -- append, batched ----------------------------------------------------------------
+
+
+def append_batched(plan: Plan, trail: TrailRun, floor: FloorRun, delta: GraphRun, default: GraphRun) -> Table:
+    table = Table(
+        f"append, batched (import path){_scaled(plan)}",
+        ("system", "events", "events/s", "vs batched floor", "goal (>= 50% of floor)", "goal met"),
+    )
+    floor_rate = floor.batched_events / floor.batched_seconds
+    upto = [s for s in trail.segments if s[1] <= plan.append_events]
+    events = sum(b - a for a, b, _ in upto)
+    seconds = sum(t for _, _, t in upto)
+    trail_rate = events / seconds
+    share = trail_rate / floor_rate
+    table.add(
+        "tasktrail `append_many` (batches of 1,000)",
+        f"{events:,}",
+        rate(trail_rate),
+        f"{share:.1%}",
+        ">= 50%",
+        met(share >= 0.5),
+    )
+    for a, b, t in trail.segments:
+        table.add(
+            f"  tasktrail, events {a:,} to {b:,} of the task",
+            f"{b - a:,}",
+            rate((b - a) / t),
+            f"{(b - a) / t / floor_rate:.1%}",
+            "",
+            "",
+        )
+    table.add(
+        "floor: orjson rows, 1 transaction per 1,000", f"{floor.batched_events:,}", rate(floor_rate), "100%", "", ""
+    )
+    each_rate = floor.each_events / floor.each_seconds
+    table.add(
+        "floor: 1 transaction per event",
+        f"{floor.each_events:,}",
+        rate(each_rate),
+        f"{each_rate / floor_rate:.1%}",
+        "",
+        "",
+    )
+    for run in (delta, default):
+        if run.available and run.steps:
+            steps_rate = run.steps / run.seconds
+            table.add(
+                f"LangGraph SqliteSaver, {run.variant} channels (1 checkpoint/step)",
+                f"{run.steps:,}",
+                rate(steps_rate),
+                f"{steps_rate / floor_rate:.1%}",
+                "",
+                "",
+            )
+    table.data = {
+        "tasktrail_events_per_s": trail_rate,
+        "floor_batched_events_per_s": floor_rate,
+        "floor_each_events_per_s": each_rate,
+        "share_of_floor": share,
+        "segments": [{"from": a, "to": b, "seconds": t} for a, b, t in trail.segments],
+    }
+    return table
+
+
+# -- hook path --------------------------------------------------------------------------
+
+PAYLOAD = {
+    "session_id": "bench-session",
+    "transcript_path": "/tmp/bench.jsonl",
+    "cwd": "/home/dev/project",
+    "hook_event_name": "PostToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "pytest -x -q", "description": "Run the tests"},
+    "tool_response": {"stdout": "3 passed in 0.41s", "stderr": "", "interrupted": False},
+}
+SQLITE_ONE_ROW = (
+    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+    "c.execute('CREATE TABLE IF NOT EXISTS inbox (payload TEXT)'); "
+    "c.execute('INSERT INTO inbox VALUES (?)', (sys.stdin.read(),)); c.commit()"
+)
+
+
+def hook_path(plan: Plan, directory: Path) -> Table:
+    table = Table(
+        f"append, one event per process (hook path), median of {plan.hook_repeat}",
+        ("process", "median wall", "vs bare interpreter", "goal (<= 3x bare)", "goal met"),
+    )
+    payload = json.dumps(PAYLOAD).encode()
+    bare = median(wall([sys.executable, "-c", "pass"], plan.hook_repeat))
+    one_row = median(
+        wall([sys.executable, "-c", SQLITE_ONE_ROW, str(directory / "one-row.db")], plan.hook_repeat, stdin=payload)
+    )
+    table.add("`python -c pass`", ms(bare), "1.00x", "", "")
+    table.add("minimal sqlite3 one-row insert script", ms(one_row), f"{one_row / bare:.2f}x", "", "")
+    table.data = {"bare_s": bare, "sqlite_one_row_s": one_row}
+    hook_bench = _optional("bench.hook")
+    measure = getattr(hook_bench, "measure_hook", None) if hook_bench else None
+    if measure is not None:
+        hook = float(measure(directory, plan.hook_repeat))
+    elif _optional("ledger.capture.hook") is not None:
+        env = {"TRAIL_HOME": str(directory / "hook-home"), "TRAIL_DB": str(directory / "hook.db")}
+        hook = median(wall([*TRAIL, "hook", "claude-code"], plan.hook_repeat, env=env, stdin=payload))
+    else:
+        table.add("`trail hook claude-code` (PostToolUse)", NA, NA, "<= 3.00x", "n/a")
+        return table
+    table.add(
+        "`trail hook claude-code` (PostToolUse)", ms(hook), f"{hook / bare:.2f}x", "<= 3.00x", met(hook <= 3 * bare)
+    )
+    table.data["trail_hook_s"] = hook
+    return table
+
+
+# -- storage ------------------------------------------------------------------------------
+
+
+def storage(plan: Plan, trail: TrailRun, floor: FloorRun, delta: GraphRun, default: GraphRun) -> Table:
+    table = Table(
+        f"storage: bytes per event on disk (file + WAL after checkpoint){_scaled(plan)}",
+        (
+            "events",
+            "tasktrail B/event",
+            "of which snapshots",
+            "floor B/event",
+            "vs floor",
+            "LangGraph delta B/step",
+            "LangGraph default B/step",
+            "tasktrail / LG delta",
+            "tasktrail / LG default",
+            "goal (<= 1.5x floor, linear)",
+            "goal met",
+        ),
+    )
+    previous: float | None = None
+    for n in plan.storage_sizes:
+        if n not in trail.disk:
+            table.add(size(n), "not built", "", "", "", "", "", "", "", "", "n/a")
+            continue
+        per = trail.disk[n] / n
+        snap = trail.snapshot_bytes[n] / trail.disk[n]
+        floor_per = floor.disk[n] / n
+        lg = {r.variant: r.disk[n] / n for r in (delta, default) if r.available and n in r.disk}
+        linear = previous is None or per <= 1.25 * previous
+        previous = per
+        table.add(
+            size(n),
+            f"{per:,.0f}",
+            f"{snap:.0%}",
+            f"{floor_per:,.0f}",
+            f"{per / floor_per:.2f}x",
+            _lg_cell(delta, n, f"{lg.get('delta', 0):,.0f}"),
+            _lg_cell(default, n, f"{lg.get('default', 0):,.0f}"),
+            _lg_cell(delta, n, f"{per / lg['delta']:.2f}x" if "delta" in lg else ""),
+            _lg_cell(default, n, f"{per / lg['default']:.2f}x" if "default" in lg else ""),
+            "<= 1.50x; <= 1.25x the previous size's B/event",
+            met(per <= 1.5 * floor_per and linear),
+        )
+        table.data[str(n)] = {
+            "tasktrail": trail.disk[n],
+            "snapshots": trail.snapshot_bytes[n],
+            "floor": floor.disk[n],
+            **{f"langgraph_{k}": v * n for k, v in lg.items()},
+        }
+    table.notes.append(
+        "Sizes are whole-file bytes divided by events, so a small task carries the file's fixed pages. "
+        "`of which snapshots` is the share of the file's bytes that are snapshot payloads."
+    )
+    if trail.skipped:
+        table.notes.append(_skipped_note(trail))
+    return table
+
+
+def _skipped_note(trail: TrailRun) -> str:
+    s = trail.skipped
+    assert s is not None
+    return (
+        f"The tasktrail task stopped at {trail.built:,} events: growing it to {s.size:,} was projected to take "
+        f"{s.seconds:,.0f} s and {s.disk / 1e9:,.1f} GB on disk (cost per event grows with the task), "
+        "beyond the run's budget."
+    )
+
+
+# -- resume -----------------------------------------------------------------------------
+
+
+def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> Table:
+    table = Table(
+        f"resume{_scaled(plan)}",
+        (
+            "events",
+            "`trail resume` wall",
+            "in-process state + brief",
+            "vs smallest (process)",
+            "LangGraph delta get_state",
+            "LangGraph default get_state",
+            "goal",
+            "goal met",
+        ),
+    )
+    sizes = plan.resume_sizes
+    base = median(trail.resume_process[sizes[0]])
+    largest = sizes[-1]
+    for n in sizes:
+        if n not in trail.resume_process:
+            note = f"not built (projected {trail.skipped.seconds:,.0f} s)" if trail.skipped else "not built"
+            goal = "within 1.2x of the smallest; in-process < 20 ms"
+            table.add(size(n), note, "", "", "", "", goal, met(False) + " (not measurable)")
+            continue
+        process, inproc = median(trail.resume_process[n]), median(trail.resume_inproc[n])
+        ratio = process / base
+        ok = inproc < 0.020 and (n != largest or ratio <= 1.2)
+        goal = "in-process < 20 ms" + ("; within 1.2x of the smallest" if n == largest else "")
+        table.add(
+            size(n),
+            ms(process),
+            ms(inproc),
+            f"{ratio:.2f}x",
+            _lg_cell(delta, n, ms(delta.latest.get(n))),
+            _lg_cell(default, n, ms(default.latest.get(n))),
+            goal,
+            met(ok),
+        )
+        table.data[str(n)] = {"process_s": process, "inprocess_s": inproc}
+    table.notes.append(
+        "`trail resume` is a whole process (interpreter, imports, open, read, print); in-process is "
+        "`Ledger.state` (nearest snapshot + tail) and `projections.brief.render` on an open ledger. "
+        "LangGraph's figure is `get_state` of the thread's latest checkpoint, in process."
+    )
+    if trail.skipped:
+        table.notes.append(_skipped_note(trail))
+    return table
+
+
+# -- time travel --------------------------------------------------------------------------
+
+
+def time_travel(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> Table:
+    points = travel_points(plan, trail.built)
+    ledger, task = trail.ledger, trail.task
+    samples = [timed(lambda p=p: ledger.state(task, at=p), 1)[0] for p in points]
+    table = Table(
+        f"time travel: state at a random past point ({len(points)} points){_scaled(plan)}",
+        ("system", "task size", "how", "median", "p95", "goal (p95 < 50 ms)", "goal met"),
+    )
+    table.add(
+        "tasktrail",
+        f"{trail.built:,}",
+        "`Ledger.state(id, at=N)`",
+        ms(median(samples)),
+        ms(p95(samples)),
+        "< 50 ms",
+        met(p95(samples) < 0.050),
+    )
+    for run in (delta, default):
+        if not run.available or not run.by_id:
+            continue
+        n = max(run.disk)
+        table.add(
+            f"LangGraph {run.variant}",
+            f"{n:,}",
+            "`get_state` by checkpoint id",
+            ms(median(run.by_id)),
+            ms(p95(run.by_id)),
+            "",
+            "",
+        )
+        if run.walk:
+            how = f"history walk ({len(run.walk)} points, {run.walked:,} checkpoints read)"
+            table.add(f"LangGraph {run.variant}", f"{n:,}", how, ms(median(run.walk)), ms(max(run.walk)), "", "")
+        if run.walk_misses:
+            table.add(
+                f"LangGraph {run.variant}",
+                f"{n:,}",
+                f"history walk: gave up after {plan.walk_budget:.0f} s ({run.walked:,} checkpoints read)",
+                f"> {plan.walk_budget:.0f} s",
+                "",
+                "",
+                "",
+            )
+    table.data = {"tasktrail_size": trail.built, "tasktrail_median_s": median(samples), "tasktrail_p95_s": p95(samples)}
+    if trail.built < plan.milestones[-1]:
+        table.notes.append(
+            f"The goal names a {plan.milestones[-1]:,}-event task; measured on the largest task "
+            f"built ({trail.built:,}). " + (_skipped_note(trail) if trail.skipped else "")
+        )
+    return table
+
+
+# -- import of real logs ------------------------------------------------------------------
+
+
+def import_logs(plan: Plan, directory: Path) -> Table:
+    table = Table(
+        "import of real logs (`/work/shared/fixtures`)",
+        ("log", "agent", "MB", "seconds", "MB/s", "events", "goal (>= 5 MB/s)", "goal met"),
+    )
+    if not FIXTURES.is_dir():
+        table.add("(no ../shared/fixtures beside the checkout: skipped)", "", "", "", "", "", "", "n/a")
+        return table
+    importer = _optional("ledger.capture.importer")
+    if importer is None:
+        table.add("every log", "", "", "", NA, "", ">= 5 MB/s", "n/a")
+        return table
+    from ledger.location import resolve
+    from ledger.store import open_ledger
+
+    total_bytes, total_seconds = 0, 0.0
+    for agent in ("claude-code", "codex"):
+        files = sorted((FIXTURES / agent).glob("*.jsonl"))
+        # A fresh ledger per agent: one log's import must not be charged for another's tasks.
+        location = resolve(str(Path(tempfile.mkdtemp(dir=directory)) / "import.db"))
+        ledger = open_ledger(location)
+        for path in files:
+            t0 = time.perf_counter()
+            report = importer.import_files(ledger, location, agent, [path])
+            seconds = time.perf_counter() - t0
+            mb = path.stat().st_size / 1e6
+            total_bytes += path.stat().st_size
+            total_seconds += seconds
+            events = sum(report.events.values())
+            table.add(
+                path.name,
+                agent,
+                f"{mb:.2f}",
+                f"{seconds:.2f}",
+                f"{mb / seconds:.1f}",
+                f"{events:,}",
+                ">= 5 MB/s",
+                met(mb / seconds >= 5),
+            )
+            table.data[path.name] = {"bytes": path.stat().st_size, "seconds": seconds, "events": events}
+        ledger.close()
+    table.add(
+        "**all logs**",
+        "",
+        f"{total_bytes / 1e6:.2f}",
+        f"{total_seconds:.2f}",
+        f"{total_bytes / 1e6 / total_seconds:.1f}",
+        "",
+        "",
+        "",
+    )
+    others = [p.name for p in FIXTURES.iterdir() if p.is_dir() and p.name not in ("claude-code", "codex")]
+    if others:
+        table.notes.append(f"Not imported (no importer for these formats): {', '.join(sorted(others))}.")
+    return table
+
+
+# -- compaction ---------------------------------------------------------------------------
+
+
+def compaction(plan: Plan, trail: TrailRun) -> Table:
+    table = Table(
+        f"compaction: all but the last 1,000 events{_scaled(plan)}",
+        (
+            "task size",
+            "live store before",
+            "live store after",
+            "smaller by",
+            "archive",
+            "raw JSON",
+            "goal (>= 20x smaller; archive < raw JSON)",
+            "goal met",
+        ),
+    )
+    from bench.timing import disk_bytes
+
+    table.add(f"{trail.built:,}", f"{disk_bytes(trail.db) / 1e6:,.1f} MB", NA, NA, NA, "", ">= 20x; < raw", "n/a")
+    if trail.built < plan.milestones[-1]:
+        table.notes.append(
+            f"The goal names a {plan.milestones[-1]:,}-event task; the largest built is {trail.built:,}."
+        )
+    return table

@@ -1,0 +1,251 @@
+"""Growing each system's task through the run's sizes, measuring at every milestone.
+
+Every system is fed the same seeded workload. tasktrail's task is built once per run, with
+batched appends, and reused by every measure (storage, resume, time travel); when the next
+size would not fit the run's budget (growth projected from the sizes already built), the
+build stops there and the projection is reported instead of a figure.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from bench import workload
+from bench.floor import Floor
+from bench.timing import disk_bytes, median, timed, wall
+from ledger.location import resolve
+from ledger.store import Ledger, open_ledger
+from projections import brief
+
+BATCH = 1_000
+"""Events per ``append_many`` (and per floor transaction): the import path's unit."""
+
+TRAIL = [sys.executable, "-c", "from cli.main import main; main()"]
+"""``trail`` as this checkout's code (the installed script may point at another tree)."""
+
+
+@dataclass
+class Plan:
+    quick: bool
+    seed: int
+    milestones: tuple[int, ...]
+    storage_sizes: tuple[int, ...]
+    resume_sizes: tuple[int, ...]
+    append_events: int
+    each_events: int
+    langgraph_delta: tuple[int, ...]
+    langgraph_default: tuple[int, ...]
+    build_budget: float
+    travel_points: int
+    walk_budget: float
+    hook_repeat: int
+    resume_repeat: int
+
+    @classmethod
+    def make(cls, quick: bool, seed: int) -> Plan:
+        if quick:
+            return cls(quick, seed, (1_000, 10_000), (1_000, 10_000), (1_000, 10_000), 10_000, 2_000,
+                       (1_000, 5_000), (1_000,), 60.0, 50, 5.0, 10, 3)
+        return cls(quick, seed, (1_000, 10_000, 100_000, 1_000_000), (1_000, 10_000, 100_000),
+                   (1_000, 100_000, 1_000_000), 100_000, 10_000, (1_000, 10_000, 100_000), (1_000, 10_000),
+                   420.0, 200, 30.0, 30, 5)
+
+
+@dataclass
+class Projection:
+    """What the next size would have cost, from the growth measured so far."""
+
+    size: int
+    seconds: float
+    disk: float
+
+
+@dataclass
+class TrailRun:
+    db: Path
+    home: Path
+    ledger: Ledger
+    task: UUID
+    built: int = 1
+    append_seconds: float = 0.0
+    segments: list[tuple[int, int, float]] = field(default_factory=list)
+    """(from, to, seconds) of appends between milestones."""
+    disk: dict[int, int] = field(default_factory=dict)
+    snapshot_bytes: dict[int, int] = field(default_factory=dict)
+    resume_inproc: dict[int, list[float]] = field(default_factory=dict)
+    resume_process: dict[int, list[float]] = field(default_factory=dict)
+    skipped: Projection | None = None
+    build_seconds: float = 0.0
+
+
+def checkpoint_wal(db: Path) -> None:
+    """Fold the WAL into the main file so the bytes on disk are the store's, not the log's."""
+    con = sqlite3.connect(db)
+    try:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+
+
+def _project(segments: list[tuple[int, int, float]], disk: dict[int, int], target: int) -> Projection:
+    """Cost per event grows with the task (the snapshots grow with it), so fit cost(n) = a + b*n
+    on the last two segments and integrate to ``target``; disk likewise from bytes per event."""
+    (n0, n1, t1), (_, n2, t2) = segments[-2], segments[-1]
+    c1, c2 = t1 / (n1 - n0), t2 / (n2 - n1)
+    m1, m2 = (n0 + n1) / 2, (n1 + n2) / 2
+    b = max(0.0, (c2 - c1) / (m2 - m1))
+    a = c2 - b * m2
+    seconds = a * (target - n2) + b * (target**2 - n2**2) / 2
+    sizes = sorted(disk)
+    s1, s2 = sizes[-2], sizes[-1]
+    bb = max(0.0, (disk[s2] / s2 - disk[s1] / s1) / (s2 - s1))
+    per_event = disk[s2] / s2 + bb * (target - s2)
+    return Projection(target, seconds, per_event * target)
+
+
+def grow_trail(plan: Plan, directory: Path, log: Callable[[str], None]) -> TrailRun:
+    db = directory / "trail.db"
+    home = directory / "trail-home"
+    ledger = open_ledger(resolve(str(db)))
+    state = ledger.open_task("bench: a long agent task", cwd="/home/dev/project")
+    assert state.id is not None
+    run = TrailRun(db=db, home=home, ledger=ledger, task=state.id)
+    stream = workload.Workload(plan.seed)
+    began = time.perf_counter()
+    for target in plan.milestones:
+        if len(run.segments) >= 2:
+            projected = _project(run.segments, run.disk, target)
+            if projected.seconds > plan.build_budget - (time.perf_counter() - began):
+                run.skipped = projected
+                log(f"tasktrail: not building {target:,} events: projected {projected.seconds:,.0f} s, "
+                    f"{projected.disk / 1e9:,.1f} GB")
+                break
+        start, seconds = run.built, 0.0
+        for batch in stream.batches(target - run.built, BATCH):
+            t0 = time.perf_counter()
+            ledger.append_many(run.task, batch)
+            seconds += time.perf_counter() - t0
+        run.built = target
+        run.append_seconds += seconds
+        run.segments.append((start, target, seconds))
+        log(f"tasktrail: {target:,} events ({(target - start) / seconds:,.0f} events/s in the last segment)")
+        _at_milestone(plan, run, target)
+    run.build_seconds = time.perf_counter() - began
+    return run
+
+
+def _at_milestone(plan: Plan, run: TrailRun, size: int) -> None:
+    checkpoint_wal(run.db)
+    run.disk[size] = disk_bytes(run.db)
+    with sqlite3.connect(run.db) as con:
+        row = con.execute("SELECT coalesce(sum(length(state)), 0) FROM stored_snapshots").fetchone()
+    run.snapshot_bytes[size] = int(row[0])
+    if size in plan.resume_sizes or size == plan.milestones[-1]:
+        ledger, task = run.ledger, run.task
+        run.resume_inproc[size] = timed(lambda: brief.render(ledger.state(task)), 9)
+        run.resume_process[size] = wall([*TRAIL, "--db", str(run.db), "resume", "1"], plan.resume_repeat,
+                                        env={"TRAIL_HOME": str(run.home)})
+
+
+def travel_points(plan: Plan, size: int, salt: int = 0) -> list[int]:
+    rng = random.Random(plan.seed + salt)
+    return [rng.randint(2, size) for _ in range(plan.travel_points)]
+
+
+@dataclass
+class FloorRun:
+    batched_seconds: float = 0.0
+    batched_events: int = 0
+    each_seconds: float = 0.0
+    each_events: int = 0
+    disk: dict[int, int] = field(default_factory=dict)
+
+
+def grow_floor(plan: Plan, directory: Path, log: Callable[[str], None]) -> FloorRun:
+    run = FloorRun()
+    floor = Floor(directory / "floor.db")
+    events = workload.dicts(plan.seed, max(plan.append_events, *plan.storage_sizes))
+    at = 1  # position 1 is the task's opening in every system; the floor stores from 2 like the rest
+    for target in sorted({plan.append_events, *plan.storage_sizes}):
+        while at < target:
+            batch = [next(events) for _ in range(min(BATCH, target - at))]
+            run.batched_seconds += floor.append_batch(batch)
+            run.batched_events += len(batch)
+            at += len(batch)
+        floor.checkpoint()
+        run.disk[target] = disk_bytes(floor.path)
+    floor.close()
+    each = Floor(directory / "floor-each.db")
+    run.each_seconds = each.append_each(workload.dicts(plan.seed, plan.each_events))
+    run.each_events = plan.each_events
+    each.close()
+    log(f"floor: {run.batched_events / run.batched_seconds:,.0f} events/s batched, "
+        f"{run.each_events / run.each_seconds:,.0f} one transaction each")
+    return run
+
+
+@dataclass
+class GraphRun:
+    variant: str
+    steps: int = 0
+    seconds: float = 0.0
+    disk: dict[int, int] = field(default_factory=dict)
+    latest: dict[int, float] = field(default_factory=dict)
+    by_id: list[float] = field(default_factory=list)
+    walk: list[float] = field(default_factory=list)
+    walk_misses: int = 0
+    walked: int = 0
+    available: bool = True
+    peer: Any = None
+
+
+def grow_langgraph(plan: Plan, directory: Path, variant: str, sizes: tuple[int, ...],
+                   log: Callable[[str], None]) -> GraphRun:
+    from bench.langgraph_peer import LangGraphPeer, has_delta
+
+    run = GraphRun(variant)
+    if variant == "delta" and not has_delta():
+        run.available = False
+        return run
+    peer = LangGraphPeer(directory / f"langgraph-{variant}.db", variant)  # type: ignore[arg-type]
+    events = workload.dicts(plan.seed, max(sizes))
+    at = 1
+    for target in sizes:
+        batch = [next(events) for _ in range(target - at)]
+        run.seconds += peer.run(batch)
+        run.steps += len(batch)
+        at = target
+        peer.checkpoint()
+        run.disk[target] = disk_bytes(peer.path)
+        run.latest[target] = median(timed(peer.latest, 5))
+        log(f"langgraph ({variant}): {target:,} steps ({run.steps / run.seconds:,.0f} steps/s)")
+    run.peer = peer
+    return run
+
+
+def travel_langgraph(plan: Plan, run: GraphRun) -> None:
+    """State at random past steps by checkpoint id, and by walking the history (with a time cap)."""
+    peer = run.peer
+    if peer is None:
+        return
+    size = max(run.disk)
+    points = travel_points(plan, size, salt=1)
+    for position in points:
+        run.by_id.extend(timed(lambda p=position: peer.state_at(peer.ids[p]), 1))
+    deadline = time.perf_counter() + plan.walk_budget
+    for position in points[:5]:
+        t0 = time.perf_counter()
+        found, walked = peer.state_by_walk(position, deadline)
+        run.walked += walked
+        if found is None:
+            run.walk_misses += 1
+            break
+        run.walk.append(time.perf_counter() - t0)

@@ -1,0 +1,57 @@
+"""A measure's result: a Markdown table for people and the same figures as JSON for machines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Table:
+    measure: str
+    headers: tuple[str, ...]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    """Raw figures (unrounded) for ``--json``."""
+
+    def add(self, *row: Any) -> None:
+        self.rows.append(row)
+
+    def markdown(self) -> str:
+        lines = [f"## {self.measure}", "", "| " + " | ".join(self.headers) + " |",
+                 "|" + "|".join(" --- " for _ in self.headers) + "|"]
+        lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in self.rows]
+        lines += [""] + [f"{note}" for note in self.notes]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"measure": self.measure, "headers": list(self.headers), "rows": [list(map(str, r)) for r in self.rows],
+                "notes": self.notes, "data": self.data}
+
+
+NA = "n/a (not built yet)"
+
+
+def met(ok: bool | None) -> str:
+    """The ``goal met`` cell: a miss is bold so it cannot be overlooked."""
+    if ok is None:
+        return "n/a"
+    return "yes" if ok else "**no**"
+
+
+def ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1000:,.1f} ms"
+
+
+def rate(per_second: float | None) -> str:
+    return "n/a" if per_second is None else f"{per_second:,.0f}"
+
+
+def size(count: int) -> str:
+    """1000 -> 1k, 1000000 -> 1M: the sizes the tables are keyed by."""
+    if count >= 1_000_000 and count % 1_000_000 == 0:
+        return f"{count // 1_000_000}M"
+    if count >= 1_000 and count % 1_000 == 0:
+        return f"{count // 1_000}k"
+    return f"{count:,}"

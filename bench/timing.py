@@ -1,0 +1,53 @@
+"""Timing helpers: repeated in-process calls and whole-process wall times."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+"""The checkout under test: subprocesses run from here so they load this tree's code,
+not whichever copy of the package the interpreter has installed."""
+
+
+def timed(func: Callable[[], Any], repeat: int) -> list[float]:
+    """Seconds per call."""
+    samples = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        func()
+        samples.append(time.perf_counter() - began)
+    return samples
+
+
+def median(samples: Sequence[float]) -> float:
+    return statistics.median(samples)
+
+
+def p95(samples: Sequence[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def wall(argv: list[str], repeat: int, env: dict[str, str] | None = None, stdin: bytes | None = None,
+         check: bool = True) -> list[float]:
+    """Wall seconds of a whole process, start to exit, ``repeat`` times."""
+    full_env = {**os.environ, **(env or {})}
+    samples = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        done = subprocess.run(argv, cwd=REPO, env=full_env, input=stdin, capture_output=True, check=False)
+        samples.append(time.perf_counter() - began)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-400:]}")
+    return samples
+
+
+def disk_bytes(db: Path) -> int:
+    """The database file plus its WAL and shared-memory files, as they sit on disk now."""
+    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists())

@@ -55,7 +55,7 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table]) -> None:
     mode = "quick" if quick else "full"
     print(f"# tasktrail benchmarks ({mode} run, seed {seed})\n\n{datetime.now(UTC):%Y-%m-%d %H:%M UTC}; "
           f"{machine()}\n", flush=True)
-    emit(measures.hook_path(plan, directory))
+    emit(measures.hook_path(plan))
     trail = systems.grow_trail(plan, directory, log)
     print(f"Built the tasktrail task to {trail.built:,} events in {trail.build_seconds:,.1f} s "
           f"(appends {trail.append_seconds:,.1f} s; the rest is the measures taken at each size).\n", flush=True)

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 RUNS = 30
 GOAL = 3.0
@@ -45,7 +46,11 @@ def _ms(argv: list[str], env: dict[str, str], stdin: str = "") -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def main() -> None:
+BARE, SQLITE, HOOK = "`python -c pass`", "insert one SQLite row (script)", "`trail hook claude-code` (PostToolUse)"
+
+
+def measure(runs: int = RUNS) -> dict[str, Any]:
+    """Per-case wall times in ms (``samples``), and ``list`` with/without ``runs`` rows waiting (``drain``)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "TRAIL_HOME": tmp, "PYTHONPATH": str(REPO)}
         env.pop("TRAIL_DB", None)
@@ -53,29 +58,35 @@ def main() -> None:
         trail = [sys.executable, "-c", "from cli.main import main; main()"]
         subprocess.run([*trail, "start", "bench"], env=env, check=True, capture_output=True)
         cases: list[tuple[str, list[str], str]] = [
-            ("`python -c pass`", [sys.executable, "-c", "pass"], ""),
-            ("insert one SQLite row (script)", [sys.executable, "-c", SQLITE_INSERT, str(Path(tmp) / "p.db")], PAYLOAD),
-            ("`trail hook claude-code` (PostToolUse)", [*trail, "hook", "claude-code"], PAYLOAD),
+            (BARE, [sys.executable, "-c", "pass"], ""),
+            (SQLITE, [sys.executable, "-c", SQLITE_INSERT, str(Path(tmp) / "p.db")], PAYLOAD),
+            (HOOK, [*trail, "hook", "claude-code"], PAYLOAD),
         ]
         samples: dict[str, list[float]] = {name: [] for name, _, _ in cases}
-        for _ in range(RUNS):  # interleaved, so a busy moment slows every case alike
+        for _ in range(runs):  # interleaved, so a busy moment slows every case alike
             for name, argv, stdin in cases:
                 samples[name].append(_ms(argv, env, stdin))
         # The next read folds the waiting rows in; compare reads with and without rows waiting.
         drained, plain = [], []
         for _ in range(5):
-            drained.append(_ms([*trail, "list"], env))  # RUNS rows waiting (from the loop, then refills)
+            drained.append(_ms([*trail, "list"], env))  # runs rows waiting (from the loop, then refills)
             plain.append(_ms([*trail, "list"], env))
-            for _ in range(RUNS):
+            for _ in range(runs):
                 _ms([*trail, "hook", "claude-code"], env, PAYLOAD)
-    bare = statistics.median(samples[cases[0][0]])
+    return {"samples": samples, "drain": (statistics.median(drained), statistics.median(plain))}
+
+
+def main() -> None:
+    result = measure(RUNS)
+    samples: dict[str, list[float]] = result["samples"]
+    bare = statistics.median(samples[BARE])
     print(f"| case | median of {RUNS} (ms) | x bare | goal met (<= {GOAL:g}x) |")
     print("|---|---:|---:|---|")
-    for name, _, _ in cases:
+    for name in samples:
         ms = statistics.median(samples[name])
-        met = ("yes" if ms / bare <= GOAL else "no") if "hook" in name else ""
+        met = ("yes" if ms / bare <= GOAL else "no") if name == HOOK else ""
         print(f"| {name} | {ms:.1f} | {ms / bare:.2f} | {met} |")
-    with_rows, without = statistics.median(drained), statistics.median(plain)
+    with_rows, without = result["drain"]
     print(
         f"\nThe next read folds the inbox in: `trail list` takes {with_rows:.0f} ms with {RUNS} rows waiting, "
         f"{without:.0f} ms with none (median of 5): {(with_rows - without) / RUNS:.1f} ms per row."

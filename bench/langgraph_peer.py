@@ -17,9 +17,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, StateGraph
 
+DeltaChannel: Any
 try:
     from langgraph.channels import DeltaChannel
 except ImportError:  # older LangGraph: the delta variant is reported as unavailable
@@ -52,7 +54,7 @@ def _merge_all(state: dict[str, Any] | None, writes: Sequence[dict[str, Any]]) -
     return out
 
 
-def _schema(variant: Variant) -> type:
+def _schema(variant: Variant) -> Any:
     """The state schema: the same fields for both variants, only the channels differ."""
     if variant == "delta":
         assert DeltaChannel is not None
@@ -76,7 +78,7 @@ def _schema(variant: Variant) -> type:
         "open_attempt": int | None,
         "next_step": str | None,
     }
-    return TypedDict("TaskGraphState", fields, total=False)  # type: ignore[operator]
+    return TypedDict("TaskGraphState", fields, total=False)  # type: ignore[operator]  # built at run time
 
 
 def _update(state: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +119,7 @@ class LangGraphPeer:
         self.saver = SqliteSaver(self.con)
         self.feed: Iterator[dict[str, Any]] = iter(())
         self.last = 0
-        graph = StateGraph(_schema(variant))
+        graph: StateGraph[Any] = StateGraph(_schema(variant))
         graph.add_node("agent", self._agent)
         graph.set_entry_point("agent")
         graph.add_conditional_edges("agent", self._more)
@@ -127,23 +129,26 @@ class LangGraphPeer:
         """Checkpoint id of the step that wrote each event position."""
         self.max_step = -10
 
-    def _agent(self, state: dict[str, Any]) -> dict[str, Any]:
+    def _agent(self, state: Any) -> dict[str, Any]:
         return _update(state, next(self.feed))
 
     def _more(self, state: dict[str, Any]) -> str:
         return "agent" if state["position"] < self.last else END
 
-    def config(self, checkpoint_id: str | None = None) -> dict[str, Any]:
+    def config(self, checkpoint_id: str | None = None, steps: int | None = None) -> RunnableConfig:
         configurable: dict[str, Any] = {"thread_id": THREAD}
         if checkpoint_id:
             configurable["checkpoint_id"] = checkpoint_id
-        return {"configurable": configurable}
+        config = RunnableConfig(configurable=configurable)
+        if steps is not None:
+            config["recursion_limit"] = steps + 10  # one super-step per event, plus the run's own
+        return config
 
     def run(self, events: list[dict[str, Any]]) -> float:
         """Feed ``events`` as one agent run (one checkpoint per step); seconds taken."""
         self.feed, self.last = iter(events), events[-1]["position"]
         began = time.perf_counter()
-        self.app.invoke({}, {**self.config(), "recursion_limit": len(events) + 10})  # type: ignore[arg-type]
+        self.app.invoke({}, self.config(steps=len(events)))
         self.steps += len(events)
         self._record_ids([e["position"] for e in events])
         return time.perf_counter() - began
@@ -165,13 +170,13 @@ class LangGraphPeer:
             self.max_step = step
 
     def state_at(self, checkpoint_id: str) -> dict[str, Any]:
-        return dict(self.app.get_state(self.config(checkpoint_id)).values)  # type: ignore[arg-type]
+        return dict(self.app.get_state(self.config(checkpoint_id)).values)
 
     def state_by_walk(self, position: int, deadline: float) -> tuple[dict[str, Any] | None, int]:
         """The state at ``position`` found by walking the history back from the latest, giving up
         at ``deadline`` (a ``time.perf_counter`` value); also how many checkpoints it read."""
         walked = 0
-        for snapshot in self.app.get_state_history(self.config()):  # type: ignore[arg-type]
+        for snapshot in self.app.get_state_history(self.config()):
             walked += 1
             if snapshot.values.get("position") == position:
                 return dict(snapshot.values), walked
@@ -180,7 +185,7 @@ class LangGraphPeer:
         return None, walked
 
     def latest(self) -> dict[str, Any]:
-        return dict(self.app.get_state(self.config()).values)  # type: ignore[arg-type]
+        return dict(self.app.get_state(self.config()).values)
 
     def close(self) -> None:
         self.con.close()

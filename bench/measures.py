@@ -6,6 +6,7 @@ A missed goal is a finding and is reported as such; goals are never adjusted to 
 from __future__ import annotations
 
 import importlib
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -372,25 +373,46 @@ def import_logs(plan: Plan, directory: Path) -> Table:
 # -- compaction ---------------------------------------------------------------------------
 
 
-def compaction(plan: Plan, trail: TrailRun) -> Table:
-    table = Table(
-        f"compaction: all but the last 1,000 events{_scaled(plan)}",
-        (
-            "task size",
-            "live store before",
-            "live store after",
-            "smaller by",
-            "archive",
-            "raw JSON",
-            "goal (>= 20x smaller; archive < raw JSON)",
-            "goal met",
-        ),
-    )
-    from bench.timing import disk_bytes
+def live_bytes(db: Path) -> int:
+    """Bytes of the SQLite file's pages in use (what VACUUM would leave), without vacuuming."""
+    con = sqlite3.connect(db)
+    try:
+        pages = con.execute("PRAGMA page_count").fetchone()[0] - con.execute("PRAGMA freelist_count").fetchone()[0]
+        return int(pages * con.execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        con.close()
 
-    table.add(f"{trail.built:,}", f"{disk_bytes(trail.db) / 1e6:,.1f} MB", NA, NA, NA, "", ">= 20x; < raw", "n/a")
+
+def compaction(plan: Plan, trail: TrailRun) -> Table:
+    """Runs last: it archives most of the big task, which every earlier measure reads."""
+    table = Table(f"compaction: all but the last 1,000 events{_scaled(plan)}",
+                  ("task size", "live store before", "live store after", "smaller by", "archive", "raw JSON",
+                   "archive / raw JSON", "seconds", "goal (>= 20x smaller; archive < raw JSON)", "goal met"))
     if trail.built < plan.milestones[-1]:
-        table.notes.append(
-            f"The goal names a {plan.milestones[-1]:,}-event task; the largest built is {trail.built:,}."
-        )
+        table.notes.append(f"The goal names a {plan.milestones[-1]:,}-event task; the largest built is "
+                           f"{trail.built:,}. " + (_skipped_note(trail) if trail.skipped else ""))
+    archive = _optional("ledger.archive")
+    before = live_bytes(trail.db)
+    if archive is None or not hasattr(archive, "compact"):
+        table.add(f"{trail.built:,}", f"{before / 1e6:,.1f} MB", NA, NA, NA, "", "", "", ">= 20x; < raw", "n/a")
+        return table
+    boundary = trail.built - 999  # events before this position are archived; the last 1,000 stay live
+    with sqlite3.connect(trail.db) as con:
+        # The events as raw JSON: what a user would otherwise keep (orjson of each stored event).
+        raw = int(con.execute("SELECT sum(length(state)) FROM stored_events WHERE originator_id = ? "
+                              "AND originator_version < ?", (trail.task.hex, boundary)).fetchone()[0])
+    t0 = time.perf_counter()
+    done = archive.compact(trail.ledger, trail.task, boundary)
+    seconds = time.perf_counter() - t0
+    after = live_bytes(trail.db)
+    archived = int(done.path.stat().st_size)
+    factor = before / after
+    table.add(f"{trail.built:,}", f"{before / 1e6:,.1f} MB", f"{after / 1e6:,.1f} MB", f"{factor:,.1f}x",
+              f"{archived / 1e6:,.1f} MB", f"{raw / 1e6:,.1f} MB", f"{archived / raw:.0%}", f"{seconds:,.1f}",
+              ">= 20x; < raw", met(factor >= 20 and archived < raw))
+    table.data = {"live_before": before, "live_after": after, "archive": archived, "raw_json": raw,
+                  "seconds": seconds}
+    table.notes.append("Live bytes are the SQLite pages in use (what VACUUM would leave). The archive holds the "
+                       "events and the snapshots before the boundary (`ledger.archive`, Parquet); raw JSON counts "
+                       "the events' stored JSON only.")
     return table

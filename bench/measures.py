@@ -124,9 +124,11 @@ def hook_path(plan: Plan) -> Table:
         table.add(name, ms(seconds), f"{seconds / bare:.2f}x", "<= 3.00x" if is_hook else "",
                   met(seconds <= 3 * bare) if is_hook else "")
     with_rows, without = result["drain"]
+    per_row = (with_rows - without) / runs
+    cost = f"{per_row:.1f} ms per row" if per_row > 0 else "no cost per row above the noise"
     table.notes.append(f"The hook only queues the payload; the next read folds the queue into events: `trail list` "
                        f"took {with_rows:.0f} ms with {runs} rows waiting and {without:.0f} ms with none "
-                       f"({(with_rows - without) / runs:.1f} ms per row, paid once, not by the agent).")
+                       f"({cost}; paid once by the reader, not by the agent).")
     table.data = {"median_s": medians, "drain_ms": {"with_rows": with_rows, "without": without}}
     return table
 
@@ -224,7 +226,7 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
         if n not in trail.resume_process:
             note = f"not built (projected {trail.skipped.seconds:,.0f} s)" if trail.skipped else "not built"
             goal = "within 1.2x of the smallest; in-process < 20 ms"
-            table.add(size(n), note, "", "", "", "", goal, met(False) + " (not measurable)")
+            table.add(size(n), note, "", "", "", "", "", goal, met(False) + " (not measurable)")
             continue
         process, inproc = median(trail.resume_process[n]), median(trail.resume_inproc[n])
         ratio = process / base
@@ -289,7 +291,7 @@ def time_travel(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun)
             "",
         )
         if run.walk:
-            how = f"history walk ({len(run.walk)} points, {run.walked:,} checkpoints read)"
+            how = f"history walk ({len(run.walk)} of 5 points found, {run.walked:,} checkpoints read)"
             table.add(f"LangGraph {run.variant}", f"{n:,}", how, ms(median(run.walk)), ms(max(run.walk)), "", "")
         if run.walk_misses:
             table.add(

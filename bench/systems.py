@@ -80,6 +80,8 @@ class TrailRun:
     """(from, to, seconds) of appends between milestones."""
     disk: dict[int, int] = field(default_factory=dict)
     snapshot_bytes: dict[int, int] = field(default_factory=dict)
+    last_snapshot: dict[int, int] = field(default_factory=dict)
+    """Bytes of the newest snapshot at each size: what every resume decodes."""
     resume_inproc: dict[int, list[float]] = field(default_factory=dict)
     resume_process: dict[int, list[float]] = field(default_factory=dict)
     skipped: Projection | None = None
@@ -147,7 +149,10 @@ def _at_milestone(plan: Plan, run: TrailRun, size: int) -> None:
     run.disk[size] = disk_bytes(run.db)
     with sqlite3.connect(run.db) as con:
         row = con.execute("SELECT coalesce(sum(length(state)), 0) FROM stored_snapshots").fetchone()
+        last = con.execute("SELECT length(state) FROM stored_snapshots WHERE originator_id = ? "
+                           "ORDER BY originator_version DESC LIMIT 1", (run.task.hex,)).fetchone()
     run.snapshot_bytes[size] = int(row[0])
+    run.last_snapshot[size] = int(last[0]) if last else 0
     if size in plan.resume_sizes or size == plan.milestones[-1]:
         ledger, task = run.ledger, run.task
         run.resume_inproc[size] = timed(lambda: brief.render(ledger.state(task)), 9)

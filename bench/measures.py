@@ -212,6 +212,7 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
             "events",
             "`trail resume` wall",
             "in-process state + brief",
+            "latest snapshot",
             "vs smallest (process)",
             "LangGraph delta get_state",
             "LangGraph default get_state",
@@ -236,13 +237,14 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
             size(n),
             ms(process),
             ms(inproc),
+            f"{trail.last_snapshot.get(n, 0) / 1e3:,.0f} KB",
             f"{ratio:.2f}x",
             _lg_cell(delta, n, ms(delta.latest.get(n))),
             _lg_cell(default, n, ms(default.latest.get(n))),
             goal,
             met(ok),
         )
-        table.data[str(n)] = {"process_s": process, "inprocess_s": inproc}
+        table.data[str(n)] = {"process_s": process, "inprocess_s": inproc, "snapshot_bytes": trail.last_snapshot.get(n)}
     table.notes.append(
         "`trail resume` is a whole process (interpreter, imports, open, read, print); in-process is "
         "`Ledger.state` (nearest snapshot + tail) and `projections.brief.render` on an open ledger. "

@@ -72,6 +72,8 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     emit(measures.time_travel(plan, trail, delta, default))
     log("importing real logs")
     emit(measures.import_logs(plan, directory))
+    log("read model and compaction")
+    emit(measures.readmodel_refresh(plan, trail, directory))
     emit(measures.compaction(plan, trail))
     trail.ledger.close()
     for graph in (delta, default):

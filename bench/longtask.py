@@ -4,7 +4,9 @@
 
 Quick mode: tasks of 1k and 100k events (about a minute on 2 cores). Full mode adds a
 1M-event task. Prints Markdown tables with a ``goal met`` column. Not a test: the
-numbers depend on the machine and on what else it runs.
+numbers depend on the machine and on what else it runs. The events come from
+``bench/workload.py``, the one seeded generator every benchmark uses; ``python -m bench``
+calls ``refresh_after_1000`` and ``compaction_figures`` on its own task.
 """
 
 from __future__ import annotations
@@ -15,127 +17,21 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from bench.workload import Workload
 from ledger import archive
-from ledger import events as ev
 from ledger.location import Location, resolve
 from ledger.store import Ledger, open_ledger
 from ledger.task import Task
 from projections import readmodel
-from projections.state import TaskState
-
-Item = tuple[type[ev.TaskEvent], dict[str, Any]]
-
-# Shares of each kind of event in a long agent session: mostly tool traffic.
-MIX: tuple[tuple[str, int], ...] = (
-    ("tool", 26),
-    ("result", 26),
-    ("command", 12),
-    ("file", 14),
-    ("test", 8),
-    ("note", 3),
-    ("attempt", 3),
-    ("decide", 2),
-    ("require", 1),
-    ("correct", 1),
-    ("checkpoint", 1),
-    ("next", 2),
-    ("status", 1),
-)
-WORDS = ("parser", "cache", "retry", "index", "schema", "flaky", "timeout", "migrate", "vendor", "config", "lexer")
-COMMANDS = ("pytest -x", "pytest tests/unit", "make build", "ruff check .", "mypy src", "git status", "npm test")
 
 
-class Generator:
-    """A seeded stream of rule-respecting task events with realistic payload sizes."""
-
-    def __init__(self, seed: int, start: datetime | None = None) -> None:
-        self.rng = random.Random(seed)
-        self.kinds, self.weights = zip(*MIX, strict=True)
-        self.clock = start or datetime.now(UTC) - timedelta(days=120)
-        self.position = 1  # TaskOpened
-        self.open_attempt: int | None = None
-        self.requirements: list[int] = []
-
-    def follow(self, state: TaskState) -> Generator:
-        """Continue an existing task: its position, open attempt and requirements."""
-        self.position, self.open_attempt = state.position, state.open_attempt
-        self.requirements = [r.position for r in state.requirements]
-        return self
-
-    def _text(self, low: int, high: int) -> str:
-        words = self.rng.randint(low, high)
-        return " ".join(self.rng.choice(WORDS) for _ in range(words))
-
-    def _blob(self) -> ev.Bounded:
-        # Output sizes are heavy-tailed: mostly short, sometimes a long log kept as its tail.
-        size = min(int(self.rng.lognormvariate(5.5, 1.3)), 200_000)
-        tail = self._text(1, max(1, min(size, 4_000) // 7))
-        return ev.Bounded(tail=tail, size=max(size, len(tail)), truncated=size > 4_000)
-
-    def item(self) -> Item:
-        self.position += 1
-        self.clock += timedelta(seconds=self.rng.expovariate(1 / 20))
-        kind = self.rng.choices(self.kinds, self.weights)[0]
-        base: dict[str, Any] = {"timestamp": self.clock}
-        if kind == "attempt" and self.open_attempt is not None:
-            outcome = self.rng.choice(("failed", "failed", "succeeded", "abandoned"))
-            attempt, self.open_attempt = self.open_attempt, None
-            return ev.AttemptEnded, {**base, "attempt": attempt, "outcome": outcome, "reason": self._text(3, 12)}
-        match kind:
-            case "attempt":
-                self.open_attempt = self.position
-                return ev.AttemptStarted, {**base, "text": self._text(4, 15)}
-            case "tool":
-                return ev.ToolCalled, {**base, "tool": self.rng.choice(("bash", "edit", "read")), "input": self._blob()}
-            case "result":
-                ok = self.rng.random() > 0.1
-                return ev.ToolResult, {**base, "tool": "bash", "ok": ok, "output": self._blob()}
-            case "command":
-                code = 0 if self.rng.random() > 0.3 else self.rng.choice((1, 2, 127))
-                return ev.CommandRan, {
-                    **base,
-                    "shell": self.rng.choice(COMMANDS),
-                    "exit_code": code,
-                    "duration_ms": self.rng.randint(5, 90_000),
-                    "stdout": self._blob(),
-                    "stderr": self._blob() if code else None,
-                }
-            case "file":
-                path = f"src/{self.rng.choice(WORDS)}/{self.rng.choice(WORDS)}.py"
-                return ev.FileChanged, {**base, "path": path, "operation": "modified", "diff": self._blob()}
-            case "test":
-                outcome = "passed" if self.rng.random() > 0.2 else "failed"
-                name = f"tests/test_{self.rng.choice(WORDS)}.py::test_{self.rng.randint(1, 40)}"
-                took = self.rng.randint(1, 900)
-                return ev.TestResult, {**base, "name": name, "outcome": outcome, "duration_ms": took}
-            case "note":
-                return ev.NoteAdded, {**base, "text": self._text(5, 60), "actor": "agent:claude"}
-            case "decide":
-                return ev.DecisionRecorded, {**base, "text": self._text(3, 10), "reason": self._text(5, 30)}
-            case "require" | "correct" if not self.requirements or kind == "require":
-                self.requirements.append(self.position)
-                return ev.RequirementStated, {**base, "text": self._text(5, 40)}
-            case "correct":
-                return ev.CorrectionMade, {**base, "text": self._text(5, 30), "wrong": self._text(3, 10)}
-            case "checkpoint":
-                return ev.CheckpointMarked, {**base, "label": self._text(1, 3), "git_head": f"{self.position:040x}"}
-            case "next":
-                return ev.NextStepSet, {**base, "text": self._text(4, 20)}
-            case _:
-                return ev.StatusChanged, {**base, "status": self.rng.choice(("active", "paused", "blocked"))}
-
-    def items(self, count: int) -> Iterator[Item]:
-        for _ in range(count):
-            yield self.item()
-
-
-def grow(ledger: Ledger, task: UUID, generator: Generator, count: int, batch: int = 2_000) -> float:
+def grow(ledger: Ledger, task: UUID, generator: Workload, count: int, batch: int = 2_000) -> float:
     """Append ``count`` generated events through the ledger's normal path; events per second."""
     began = time.perf_counter()
     done = 0
@@ -147,7 +43,7 @@ def grow(ledger: Ledger, task: UUID, generator: Generator, count: int, batch: in
 
 
 def refresh_after_1000(
-    ledger: Ledger, path: Path, task: UUID, generator: Generator, rounds: int = 3
+    ledger: Ledger, path: Path, task: UUID, generator: Workload, rounds: int = 3
 ) -> readmodel.Refreshed:
     """Append 1,000 events then refresh, ``rounds`` times; the refresh with the median time."""
     runs = []
@@ -206,7 +102,7 @@ def run(quick: bool, seed: int, directory: Path) -> None:
     for i, size in enumerate(sizes):
         task = ledger.open_task(f"long task {size}").id
         assert task is not None
-        rate = grow(ledger, task, Generator(seed + i), size - 1)
+        rate = grow(ledger, task, Workload(seed + i), size - 1)
         tasks[size] = task
         growth.append((f"{size:,}", f"{rate:,.0f}"))
         if baseline is None:
@@ -214,7 +110,7 @@ def run(quick: bool, seed: int, directory: Path) -> None:
             readmodel.refresh(ledger, path, rebuild=True)
             probe = ledger.open_task("refresh probe").id
             assert probe is not None
-            baseline = refresh_after_1000(ledger, path, probe, Generator(seed + 98))
+            baseline = refresh_after_1000(ledger, path, probe, Workload(seed + 98))
     print(table(("events in task", "append rate (events/s, batches of 2,000)"), growth) + "\n")
 
     # Resume: a fresh application each time, so nothing is cached in process.
@@ -257,7 +153,7 @@ def run(quick: bool, seed: int, directory: Path) -> None:
     full = readmodel.refresh(ledger, path, rebuild=True)
     big = tasks[largest]
     tail = refresh_after_1000(
-        ledger, path, big, Generator(seed + 99, start=datetime.now(UTC)).follow(ledger.state(big))
+        ledger, path, big, Workload(seed + 99, start=datetime.now(UTC)).follow(ledger.state(big))
     )
     per_new = tail.seconds / tail.events
     per_full = full.seconds / full.events
@@ -309,8 +205,8 @@ def live_bytes(db: Path) -> int:
         return int(pages * con.execute("PRAGMA page_size").fetchone()[0])
 
 
-def compaction(ledger: Ledger, location: Location, db: Path, task: UUID, rng: random.Random) -> None:
-    """Compact all but the last 1,000 events of ``task``; sizes, and reads on either side."""
+def compaction_figures(ledger: Ledger, location: Location, db: Path, task: UUID, rng: random.Random) -> dict[str, Any]:
+    """Compact all but the last 1,000 events of ``task``: sizes, time, and reads on either side."""
     head = ledger.state(task).position
     before = head - 999
     with sqlite3.connect(db) as con:
@@ -321,14 +217,37 @@ def compaction(ledger: Ledger, location: Location, db: Path, task: UUID, rng: ra
         raw_snapshots = con.execute(
             "SELECT sum(length(state)) FROM stored_snapshots WHERE originator_id = ? AND originator_version < ?",
             (task.hex, before - 1),
-        ).fetchone()[0]
+        ).fetchone()[0] or 0
     size_before = live_bytes(db)
     began = time.perf_counter()
     done = archive.compact(ledger, task, before)
     took = time.perf_counter() - began
     size_after = live_bytes(db)
-    archived = done.path.stat().st_size
-    print(f"## Compaction of all but the last 1,000 events ({done.events:,} events archived)\n")
+    with open_ledger(location) as fresh:
+        resume = timed(lambda: fresh.state(task), 7)
+        points = [rng.randint(1, before - 1) for _ in range(30)]
+        it = iter(points)
+        replay_ms = timed(lambda: fresh.state(task, at=next(it)), len(points))
+        problems = archive.verify(fresh, task)
+    return {
+        "events_archived": done.events,
+        "live_before": size_before,
+        "live_after": size_after,
+        "archive": done.path.stat().st_size,
+        "raw_events": raw,
+        "raw_snapshots": raw_snapshots,
+        "seconds": took,
+        "resume_ms": statistics.median(resume),
+        "replay_ms": statistics.median(replay_ms),
+        "replay_p95_ms": p95(replay_ms),
+        "verify": problems[0] if problems else "ok",
+    }
+
+
+def compaction(ledger: Ledger, location: Location, db: Path, task: UUID, rng: random.Random) -> None:
+    f = compaction_figures(ledger, location, db, task, rng)
+    raw_all = f["raw_events"] + f["raw_snapshots"]
+    print(f"## Compaction of all but the last 1,000 events ({f['events_archived']:,} events archived)\n")
     print(
         table(
             (
@@ -341,26 +260,19 @@ def compaction(ledger: Ledger, location: Location, db: Path, task: UUID, rng: ra
             ),
             [
                 (
-                    f"{size_before / 1e6:,.1f} MB",
-                    f"{size_after / 1e6:,.1f} MB",
-                    f"{archived / 1e6:,.1f} MB",
-                    f"{raw / 1e6:,.1f} MB",
-                    f"{(raw + raw_snapshots) / 1e6:,.1f} MB ({archived / (raw + raw_snapshots):.0%} as Parquet)",
-                    f"{took:.1f}",
+                    f"{f['live_before'] / 1e6:,.1f} MB",
+                    f"{f['live_after'] / 1e6:,.1f} MB",
+                    f"{f['archive'] / 1e6:,.1f} MB",
+                    f"{f['raw_events'] / 1e6:,.1f} MB",
+                    f"{raw_all / 1e6:,.1f} MB ({f['archive'] / raw_all:.0%} as Parquet)",
+                    f"{f['seconds']:.1f}",
                 )
             ],
         )
     )
-    with open_ledger(location) as fresh:
-        resume = timed(lambda: fresh.state(task), 7)
-        points = [rng.randint(1, before - 1) for _ in range(30)]
-        it = iter(points)
-        replay_ms = timed(lambda: fresh.state(task, at=next(it)), len(points))
-        problems = archive.verify(fresh, task)
     print(
-        f"\nAfter compaction: resume {statistics.median(resume):.1f} ms median; replay to a random archived point "
-        f"{statistics.median(replay_ms):.1f} ms median, {p95(replay_ms):.1f} ms p95; "
-        f"verify: {'ok' if not problems else problems[0]}.\n"
+        f"\nAfter compaction: resume {f['resume_ms']:.1f} ms median; replay to a random archived point "
+        f"{f['replay_ms']:.1f} ms median, {f['replay_p95_ms']:.1f} ms p95; verify: {f['verify']}.\n"
     )
 
 

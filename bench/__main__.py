@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write every table's figures as JSON")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--build-budget", type=float, metavar="SECONDS",
-                        help="time allowed for growing the tasktrail task (default: 60 quick, 420 full); "
+                        help="time allowed for growing the tasktrail task (default: 60 quick, 700 full); "
                         "raise it to reach 1M events")
     parser.add_argument("--dir", type=Path, help="where to build the stores (default: a temporary directory)")
     args = parser.parse_args()

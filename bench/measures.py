@@ -300,7 +300,7 @@ def time_travel(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun)
             table.add(
                 f"LangGraph {run.variant}",
                 f"{n:,}",
-                f"history walk: gave up after {plan.walk_budget:.0f} s ({run.walked:,} checkpoints read)",
+                f"history walk: stopped at the {plan.walk_budget:.0f} s cap ({run.walked:,} checkpoints read in all)",
                 f"> {plan.walk_budget:.0f} s",
                 "",
                 "",

@@ -248,8 +248,8 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
         table.data[str(n)] = {"process_s": process, "inprocess_s": inproc, "snapshot_bytes": trail.last_snapshot.get(n)}
     table.notes.append(
         "`trail resume` is a whole process (interpreter, imports, open, read, print); in-process is "
-        "`Ledger.state` (nearest snapshot + tail) and `projections.brief.render` on a freshly opened ledger "
-        "(empty aggregate cache, as in a new process; opening is not timed). "
+        "`Ledger.state` (nearest snapshot + tail) and `projections.brief.render` with the ledger's aggregate "
+        "cache emptied first, as in a new process. "
         "LangGraph's figure is `get_state` of the thread's latest checkpoint, in process."
     )
     if trail.skipped:

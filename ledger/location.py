@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ledger.errors import BadInput
+from ledger.home import home_dir
 
 DB_FILENAME = "ledger.db"
 
@@ -103,10 +104,7 @@ class PostgresTarget:
 
 
 def trail_home() -> Path:
-    if home := os.environ.get("TRAIL_HOME"):
-        return Path(home).expanduser()
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data) / "tasktrail"
+    return Path(home_dir())
 
 
 def resolve(db: str | None = None) -> Location:

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ledger.errors import TrailError
+from ledger.home import home_dir
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -30,6 +31,9 @@ class Pattern(NamedTuple):
     regex: re.Pattern[str]
     group: int = 0
     """The group replaced by the marker (0: the whole match)."""
+    hints: tuple[str, ...] = ()
+    """Lower-case substrings one of which any match contains: text without them skips the regex
+    (most text holds no secret, and every appended string is scanned). Empty: always run."""
 
 
 _KEY_WORDS = r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)"
@@ -41,15 +45,19 @@ BUILTIN: tuple[Pattern, ...] = (
         re.compile(
             r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)", re.S
         ),
+        hints=("private key",),
     ),
-    Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
-    Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
-    Pattern("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    Pattern("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
-    Pattern("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    Pattern("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    Pattern("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35,}")),
-    Pattern("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
+    Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
+    Pattern("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), hints=("_live_", "_test_")),
+    Pattern(
+        "github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    Pattern("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), hints=("akia", "asia")),
+    Pattern("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), hints=("xox",)),
+    Pattern("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
+    Pattern("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), hints=("eyj",)),
     Pattern(
         "bearer",
         re.compile(
@@ -57,8 +65,9 @@ BUILTIN: tuple[Pattern, ...] = (
             r"([A-Za-z0-9._~+/-]{12,}=*)"
         ),
         group=1,
+        hints=("bearer", "authorization"),
     ),
-    Pattern("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), group=1),
+    Pattern("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",)),
     # .env-style or JSON/YAML assignments whose key names a secret: KEY=value, "key": "value".
     Pattern(
         "assignment",
@@ -67,6 +76,7 @@ BUILTIN: tuple[Pattern, ...] = (
             r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)([^\s\"'`,;(){}]{3,}+)(?!\()"
         ),
         group=1,
+        hints=("passw", "passphrase", "secret", "token", "key", "credential"),
     ),
 )
 
@@ -107,17 +117,12 @@ def patterns_for(home: str) -> tuple[Pattern, ...]:
     return (*_load_user_patterns(home), *BUILTIN)
 
 
-def _home() -> str:
-    # Imported late: ledger.location pulls in dataclasses, too slow for the capture hook
-    # (which passes its own patterns_for(home)).
-    from ledger.location import trail_home
-
-    return str(trail_home())
-
-
 def redact_text(text: str, patterns: tuple[Pattern, ...] | None = None) -> str:
     """``text`` with every secret replaced by its marker."""
-    for pattern in patterns if patterns is not None else patterns_for(_home()):
+    lower = text.lower()
+    for pattern in patterns if patterns is not None else patterns_for(home_dir()):
+        if pattern.hints and not any(hint in lower for hint in pattern.hints):
+            continue
         text = pattern.regex.sub(functools.partial(_replace, pattern), text)
     return text
 
@@ -157,5 +162,5 @@ def redact_value(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any
 
 def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """An event's fields with every string redacted (a new dict; the input is left alone)."""
-    patterns = patterns_for(_home())
+    patterns = patterns_for(home_dir())
     return {name: redact_value(value, patterns) for name, value in fields.items()}

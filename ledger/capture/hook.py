@@ -17,6 +17,8 @@ import sqlite3
 import sys
 import time
 
+from ledger.home import home_dir
+
 INBOX_DDL = (
     "CREATE TABLE IF NOT EXISTS capture_inbox ("
     "id INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, received REAL NOT NULL, payload TEXT NOT NULL)"
@@ -36,9 +38,9 @@ def ledger_file() -> str:
     value = env.get("TRAIL_DB") or env.get("TRAIL_DATABASE_URL")
     if value:
         if value.startswith(("postgresql://", "postgres://")):
-            return inbox_for_url(_home(), value)
+            return inbox_for_url(home_dir(), value)
         return os.path.expanduser(value.removeprefix("sqlite:"))
-    return os.path.join(_home(), "ledger.db")
+    return os.path.join(home_dir(), "ledger.db")
 
 
 def inbox_for_url(home: str, url: str) -> str:
@@ -48,15 +50,8 @@ def inbox_for_url(home: str, url: str) -> str:
     return os.path.join(home, "inbox", hashlib.sha256(url.encode()).hexdigest()[:16] + ".db")
 
 
-def _home() -> str:
-    if home := os.environ.get("TRAIL_HOME"):
-        return os.path.expanduser(home)
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(data, "tasktrail")
-
-
 def deadletter_dir() -> str:
-    return os.path.join(_home(), "deadletter")
+    return os.path.join(home_dir(), "deadletter")
 
 
 def enqueue(path: str, agent: str, raw: str) -> int:
@@ -69,7 +64,7 @@ def enqueue(path: str, agent: str, raw: str) -> int:
 
     # Secrets never touch the disk in clear, and a huge output never bloats the inbox
     # (capped first, so redaction scans at most the kept tail).
-    patterns = patterns_for(_home())
+    patterns = patterns_for(home_dir())
     text = json.dumps(map_strings(payload, lambda s: redact_text(cap(s), patterns)), ensure_ascii=False)
     fresh = not os.path.exists(path)
     if fresh:

@@ -145,12 +145,18 @@ def redact_value(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any
     from ledger.events import SourceKey
 
     if isinstance(value, str):
-        return redact_text(value, patterns)
+        redacted = redact_text(value, patterns)
+        return value if redacted == value else redacted
     if isinstance(value, SourceKey):
         return value  # identifiers, not content: redacting could merge or split source keys
     if isinstance(value, BaseModel):
-        update = {name: redact_value(getattr(value, name), patterns) for name in type(value).model_fields}
-        return value.model_copy(update=update)
+        update = {}
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            new = redact_value(old, patterns)
+            if new is not old and new != old:
+                update[name] = new
+        return value.model_copy(update=update) if update else value  # most values hold no secret
     if isinstance(value, tuple):
         return tuple(redact_value(v, patterns) for v in value)
     if isinstance(value, list):

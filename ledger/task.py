@@ -56,6 +56,9 @@ class Task(Aggregate):
 
     state: TaskState
     head: str
+    snapshot_every: int = 0
+    """K, set by the ledger that loaded this task: at every K-th position the task offers a
+    snapshot of itself as it is then, so saving need not rebuild that version from the store."""
 
     @classmethod
     def open(cls, number: int, title: str, slug: str, cwd: str | None, actor: str = "user") -> Task:
@@ -94,6 +97,8 @@ class Task(Aggregate):
         event = linked(self.head, draft)
         event.mutate(self)
         self._pending_events.append(event)
+        if self.snapshot_every and self.version % self.snapshot_every == 0:
+            self.__dict__.setdefault("due_snapshots", []).append(TaskSnapshot.take(self))
 
     def _check_reclassify(self, fields: dict[str, Any]) -> None:
         target, kind = fields.get("target"), fields.get("kind")

@@ -160,18 +160,13 @@ class Ledger(Application[UUID]):
         self._retrying(attempt)
 
     def tombstones(self) -> list[Tombstone]:
-        try:
-            registry: Registry = self.repository.get(REGISTRY_ID)
-        except AggregateNotFoundError:
-            return []
+        """Every forgotten task's tombstone, by number."""
+        registry = self._registry()
         return [registry.tombstones[n] for n in sorted(registry.tombstones)]
 
     def entries(self) -> list[Entry]:
         """Every registered task, by number."""
-        try:
-            registry: Registry = self.repository.get(REGISTRY_ID)
-        except AggregateNotFoundError:
-            return []
+        registry = self._registry()
         return [registry.entries[n] for n in sorted(registry.entries)]
 
     def task(self, task_id: UUID, at: int | None = None) -> Task:

@@ -252,7 +252,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
         for file in files:
             try:
                 raw = json.loads(file.read_text())["raw"]
-                hook.enqueue(str(inbox_path(ctx.location)), "claude-code", raw)
+                hook.enqueue(str(inbox_path(ctx.location)), "claude-code", hook.parse(raw))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 failed.append(f"{file}: {exc}")
                 continue

@@ -16,6 +16,7 @@ import os
 import sqlite3
 import sys
 import time
+from typing import Any
 
 from ledger.home import home_dir
 
@@ -54,11 +55,19 @@ def deadletter_dir() -> str:
     return os.path.join(home_dir(), "deadletter")
 
 
-def enqueue(path: str, agent: str, raw: str) -> int:
-    """Validate, redact and append one payload to the inbox; returns its inbox id."""
-    payload = json.loads(raw)
+def parse(raw: str) -> dict[str, Any]:
+    """The hook payload as a JSON object, or ValueError saying why not."""
+    try:
+        payload = json.loads(raw)
+    except RecursionError:
+        raise ValueError("hook payload is nested too deeply") from None
     if not isinstance(payload, dict):
         raise ValueError("hook payload is not a JSON object")
+    return payload
+
+
+def enqueue(path: str, agent: str, payload: dict[str, Any]) -> int:
+    """Redact, cap and append one parsed payload to the inbox; returns its inbox id."""
     from ledger.capture.caps import cap, map_strings
     from ledger.redact import patterns_for, redact_text
 
@@ -101,10 +110,9 @@ def run(argv: list[str]) -> int:
         if agent not in AGENTS:
             raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
         raw = sys.stdin.read()
-        path = ledger_file()
-        enqueue(path, agent, raw)
+        payload = parse(raw)  # once: a payload can be tens of MB
+        enqueue(ledger_file(), agent, payload)
         queued = True
-        payload = json.loads(raw)  # valid: enqueue checked it
         if payload.get("hook_event_name") == "SessionStart":
             # Answering with state needs the ledger: only this event pays for the heavy imports.
             from ledger.capture.inbox import session_start_answer

@@ -21,6 +21,7 @@ from uuid import UUID
 
 import orjson
 
+from ledger.chain import is_bounded
 from ledger.errors import StoreUnavailable
 from ledger.location import Location
 
@@ -41,7 +42,7 @@ class Collected:
 def _collect(value: Any, threshold: int, found: list[int]) -> Any:
     """``value`` with every bounded text whose tail is over ``threshold`` bytes collected."""
     if isinstance(value, dict):
-        if "tail" in value and "size" in value and "truncated" in value:
+        if is_bounded(value):
             tail = str(value["tail"])
             raw = tail.encode("utf-8", "surrogatepass")
             if value.get("collected") or len(raw) <= threshold:

@@ -18,10 +18,15 @@ import orjson
 GENESIS = ""
 
 
+def is_bounded(value: dict[str, Any]) -> bool:
+    """Whether a stored dict is a ``Bounded`` text (its stored JSON form)."""
+    return "tail" in value and "size" in value and "truncated" in value
+
+
 def _tails_hashed(value: Any) -> Any:
     """Bounded texts with their tail replaced by its hash, so collecting a tail keeps the chain."""
     if isinstance(value, dict):
-        if "tail" in value and "size" in value and "truncated" in value:
+        if is_bounded(value):
             kept = {k: v for k, v in value.items() if k not in ("tail", "collected", "tail_sha256")}
             if value.get("collected"):
                 kept["tail_sha256"] = value.get("tail_sha256")

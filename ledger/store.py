@@ -135,11 +135,13 @@ class Ledger(Application[UUID]):
         self, task_id: UUID, items: list[tuple[type[ev.TaskEvent], dict[str, Any]]]
     ) -> TaskState:
         """Append several events to one task in one transaction (all or none)."""
+        # Secrets never reach the log; redacted once, not on every retry of a lost write race.
+        clean = [(event_class, redact_fields(fields)) for event_class, fields in items]
 
         def attempt() -> TaskState:
             task = self.task(task_id)
-            for event_class, fields in items:
-                task.record(event_class, **redact_fields(fields))  # secrets never reach the log
+            for event_class, fields in clean:
+                task.record(event_class, **fields)
             self.save(task)
             return task.state
 

@@ -118,6 +118,8 @@ def append_unseen(ledger: Ledger, location: Location, task_id: UUID, items: list
 
     Items without a source are always appended.
     """
+    # Redacted once, not on every retry of a lost write race (the same redaction as Ledger.append_many).
+    items = [(event_class, redact_fields(fields)) for event_class, fields in items]
 
     def attempt() -> Appended:
         result = Appended()
@@ -134,9 +136,9 @@ def append_unseen(ledger: Ledger, location: Location, task_id: UUID, items: list
         for event_class, fields in fresh:
             cls, values = _resolve(task.state.requirements, event_class, fields)
             try:
-                # The same redaction as Ledger.append_many. A refused event leaves the task unchanged
-                # (events are validated before they are applied), so the batch goes on.
-                task.record(cls, **redact_fields(values))
+                # A refused event leaves the task unchanged (events are validated before they
+                # are applied), so the batch goes on.
+                task.record(cls, **values)
             except (ValidationError, RuleBroken) as exc:
                 result.rejected.append(((event_class, fields), str(exc).splitlines()[0]))
                 continue

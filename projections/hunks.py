@@ -1,39 +1,44 @@
-"""Unified-diff hunks, and following one line back through a diff to the version before it."""
+"""Unified-diff hunks, and following one line back through a diff to the version before it.
+
+The hunks are read by ``unidiff``, which counts each hunk's lines against its header, so a
+removed line that reads ``-- comment`` (``--- comment`` in the diff) is a body line, not a
+file header.
+"""
 
 from __future__ import annotations
 
-import re
+import io
 from dataclasses import dataclass
 
-HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+from unidiff.constants import RE_HUNK_HEADER
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import Hunk, PatchSet
 
-
-@dataclass(frozen=True)
-class Hunk:
-    old_start: int
-    old_len: int
-    new_start: int
-    new_len: int
-    lines: tuple[str, ...]
-    """Body lines, each starting with ' ', '-' or '+'."""
+# Stored diffs are often bare hunks (importers keep no file headers) and may start mid-hunk
+# (a bounded tail); unidiff wants a file header before the first hunk, so one is supplied.
+_HEADER = ("--- a\n", "+++ b\n")
 
 
 def parse(diff: str) -> list[Hunk]:
+    """The diff's hunks, in order. Text before the first hunk header is ignored.
+
+    Each hunk is parsed on its own, so a cut or malformed one costs only itself: it is kept
+    with its header and no body (``trace`` then treats its lines as born there).
+    """
+    chunks: list[list[str]] = []
+    for line in io.StringIO(diff):  # splits at "\n" only, as the diff was written
+        if RE_HUNK_HEADER.match(line):
+            chunks.append([line])
+        elif chunks:
+            chunks[-1].append(line)
     hunks: list[Hunk] = []
-    header: tuple[int, int, int, int] | None = None
-    body: list[str] = []
-    for line in diff.splitlines():
-        match = HUNK_RE.match(line)
-        if match:
-            if header:
-                hunks.append(Hunk(*header, tuple(body)))
-            old_start, old_len, new_start, new_len = match.groups()
-            header = (int(old_start), int(old_len or 1), int(new_start), int(new_len or 1))
-            body = []
-        elif header and line[:1] in (" ", "-", "+") and not line.startswith(("---", "+++")):
-            body.append(line)
-    if header:
-        hunks.append(Hunk(*header, tuple(body)))
+    for chunk in chunks:
+        try:
+            hunks.append(PatchSet([*_HEADER, *chunk])[0][0])
+        except UnidiffParseError:
+            header = RE_HUNK_HEADER.match(chunk[0])
+            assert header is not None
+            hunks.append(Hunk(*header.groups()))
     return hunks
 
 
@@ -49,30 +54,28 @@ def trace(hunks: list[Hunk], new_line: int) -> Trace:
     """Follow line ``new_line`` of the new version back to the old version."""
     shift = 0  # new minus old line numbers, from hunks ending above the line
     for hunk in hunks:
-        if new_line < hunk.new_start:
+        # A side of length 0 names the line before the hunk, not its first line.
+        first = hunk.target_start if hunk.target_length else hunk.target_start + 1
+        if new_line < first:
             break
-        if new_line >= hunk.new_start + hunk.new_len:
-            shift += hunk.new_len - hunk.old_len
+        if new_line >= first + hunk.target_length:
+            shift += hunk.target_length - hunk.source_length
             continue
-        old, new = hunk.old_start, hunk.new_start
-        removed: list[int] = []  # old line numbers of the current run of '-' lines
+        removed: list[int | None] = []  # old line numbers of the current run of '-' lines
         added = 0  # '+' lines since that run
-        for body in hunk.lines:
-            tag = body[0]
-            if tag == " ":
-                if new == new_line:
-                    return Trace(False, old)
-                old, new, removed, added = old + 1, new + 1, [], 0
-            elif tag == "-":
+        for line in hunk:
+            if line.is_context:
+                if line.target_line_no == new_line:
+                    return Trace(False, line.source_line_no)
+                removed, added = [], 0
+            elif line.is_removed:
                 if added:
                     removed, added = [], 0
-                removed.append(old)
-                old += 1
-            else:
-                if new == new_line:
+                removed.append(line.source_line_no)
+            elif line.is_added:
+                if line.target_line_no == new_line:
                     # The k-th '+' after a run of '-' replaced the k-th of them; beyond those it is new.
                     return Trace(True, removed[added] if added < len(removed) else None)
-                new += 1
                 added += 1
         return Trace(True, None)  # malformed or cut hunk: treat the line as born here
     return Trace(False, new_line - shift)

@@ -17,11 +17,16 @@ max_chars_option = click.option(
 )
 
 
+RESUME_SCHEMA = 2
+"""The version of the ``resume --json`` / ``replay --json`` shape (docs/projections.md); bumped on any
+change a reader would notice. 1 had no ``schema`` field."""
+
+
 def _show(state: TaskState, as_json: bool, max_chars: int | None, at: int | None = None) -> None:
     text = brief.render(state, max_chars=max_chars)
     if as_json:
-        emit_json({"task": state.number, "position": state.position, "at": at, "brief": text,
-                   "state": state.model_dump(mode="json")})
+        emit_json({"schema": RESUME_SCHEMA, "task": state.number, "position": state.position, "at": at,
+                   "brief": text, "state": state.model_dump(mode="json")})
     else:
         click.echo(text)
 

@@ -28,6 +28,7 @@ Status = Literal["active", "paused", "blocked", "done", "abandoned"]
 FileOperation = Literal["created", "modified", "deleted", "renamed"]
 TestOutcome = Literal["passed", "failed", "error", "skipped"]
 Relation = Literal["parent", "child", "blocks", "blocked_by", "related", "branched_from"]
+PlanStatus = Literal["pending", "in_progress", "completed"]
 
 
 class Value(BaseModel):
@@ -111,6 +112,7 @@ class TaskOpened(TaskEvent, CanInitAggregate[UUID]):
     title: str
     slug: str
     cwd: str | None = None
+    project: str | None = Field(default=None, description="the git top level of cwd, else cwd: where the task lives")
 
     _check_title = field_validator("title")(_text)
 
@@ -225,6 +227,8 @@ class FileChanged(TaskEvent):
 
 
 class TestResult(TaskEvent):
+    """One test, or one run of a test target (``pytest tests/x.py``) with the counts its runner printed."""
+
     TOPIC = "tasktrail/TestResult"
     because: Provenance | None = None
     __test__ = False  # not a pytest test class
@@ -232,6 +236,10 @@ class TestResult(TaskEvent):
     outcome: TestOutcome
     duration_ms: int | None = Field(default=None, ge=0)
     message: str | None = None
+    passed: int | None = Field(default=None, ge=0)
+    failed: int | None = Field(default=None, ge=0)
+    errors: int | None = Field(default=None, ge=0)
+    skipped: int | None = Field(default=None, ge=0)
 
 
 class CheckpointMarked(TaskEvent):
@@ -274,6 +282,35 @@ class TaskLinked(TaskEvent):
     other_number: int | None = None
 
 
+class PlanStep(Value):
+    text: str
+    status: PlanStatus
+
+
+class PlanUpdated(TaskEvent):
+    """The agent's plan as it now stands (Claude Code TodoWrite, Codex update_plan); replaces the last one."""
+
+    TOPIC = "tasktrail/PlanUpdated"
+    steps: tuple[PlanStep, ...]
+
+
+class ContextCompacted(TaskEvent):
+    """The agent's context was compacted; ``summary`` is the agent's own account of the work so far
+    (its pending work and current state feed "where it stopped" until newer facts supersede them)."""
+
+    TOPIC = "tasktrail/ContextCompacted"
+    trigger: str | None = None
+    tokens_before: int | None = Field(default=None, ge=0)
+    summary: Bounded | None = None
+
+
+class AgentReplied(TaskEvent):
+    """The agent's closing message of a turn: where it stopped, in its own words."""
+
+    TOPIC = "tasktrail/AgentReplied"
+    text: Bounded
+
+
 class EventsArchived(TaskEvent):
     """Positions ``first``..``last`` moved to a Parquet archive (``trail compact``).
 
@@ -312,6 +349,9 @@ CATALOGUE: tuple[type[TaskEvent], ...] = (
     NoteAdded,
     ConversationLinked,
     TaskLinked,
+    PlanUpdated,
+    ContextCompacted,
+    AgentReplied,
     EventsArchived,
 )
 """Every event type, in the order the docs list them."""

@@ -1,8 +1,10 @@
 """The Task aggregate: decides whether a fact may be recorded, then appends it as an event.
 
-Its state is the projection state itself (``projections.state.TaskState``), so a
-snapshot of the aggregate is a snapshot of what the brief needs. Each appended
-event is linked into the task's hash chain before it is applied.
+It keeps two folds of its events, apart: ``decision`` (``ledger.decision_state``), the small
+unbounded state its rules read, and ``state``, the brief's bounded view
+(``projections.state.TaskState``), carried along so a read needs no second replay. A snapshot
+holds both, each under its own model, and is versioned: older snapshots upcast on read. Each
+appended event is linked into the task's hash chain before it is applied.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from eventsourcing.utils import get_topic
 
 from ledger import chain
 from ledger import events as ev
+from ledger.decision_state import DecisionState, advance, from_view
 from ledger.errors import RuleBroken
 from ledger.mapper import stored_state
 from ledger.snapshot import ModelSnapshot, SnapshotBody
@@ -37,14 +40,24 @@ def linked(previous: str, event: ev.TaskEvent) -> ev.TaskEvent:
 
 class TaskBody(SnapshotBody):
     head: str
+    decision: DecisionState
     state: TaskState
 
 
 class TaskSnapshot(ModelSnapshot):
-    """A snapshot of a task: the folded state and the chain head at a position."""
+    """A snapshot of a task: its decision state, the brief's view and the chain head at a position.
+
+    v1 held the view alone (and the rules read it); v2 adds the decision state, derived from
+    the view when an older snapshot is read."""
 
     TOPIC: ClassVar[str] = "tasktrail/TaskSnapshot"
+    class_version: ClassVar[int] = 2
     state: TaskBody
+
+    @staticmethod
+    def upcast_v1_v2(stored: dict[str, Any]) -> None:
+        body = stored["state"]
+        body["decision"] = from_view(body.get("state") or {})
 
 
 class Task(Aggregate):
@@ -54,6 +67,7 @@ class Task(Aggregate):
     Created = ev.TaskOpened  # type: ignore[assignment]
     Snapshot = TaskSnapshot  # type: ignore[assignment]
 
+    decision: DecisionState
     state: TaskState
     head: str
     snapshot_every: int = 0
@@ -81,10 +95,12 @@ class Task(Aggregate):
         return task
 
     def __init__(self) -> None:
+        self.decision = DecisionState()
         self.state = TaskState()
         self.head = chain.GENESIS
 
     def fold_event(self, event: ev.TaskEvent) -> None:
+        self.decision = advance(self.decision, event)
         self.state = fold(self.state, event)
         self.head = event.chain
 
@@ -102,10 +118,10 @@ class Task(Aggregate):
 
     def _check_reclassify(self, fields: dict[str, Any]) -> None:
         target, kind = fields.get("target"), fields.get("kind")
-        state = self.state
+        rules = self.decision
         current = (
-            "requirement" if any(r.position == target for r in state.requirements)
-            else "correction" if any(c.position == target for c in state.corrections)
+            "requirement" if target in rules.requirements
+            else "correction" if target in rules.corrections
             else None
         )
         if current is None:
@@ -115,11 +131,11 @@ class Task(Aggregate):
         if kind == "change":
             supersedes = fields.get("supersedes")
             if supersedes is None:
-                earlier = [r.position for r in state.requirements if r.position < (target or 0)]
+                earlier = sorted(p for p in rules.requirements if p < (target or 0))
                 if not earlier:
                     raise RuleBroken(f"no requirement before position {target} for it to change")
                 fields["supersedes"] = earlier[-1]
-            elif not any(r.position == supersedes and r.position != target for r in state.requirements):
+            elif supersedes == target or supersedes not in rules.requirements:
                 raise RuleBroken(f"no requirement at position {supersedes} to change")
 
     def explicit_provenance(self, position: int) -> ev.Provenance:
@@ -132,21 +148,22 @@ class Task(Aggregate):
         """Append any catalogue event after checking the rules that involve state."""
         if event_class is ev.TaskOpened:
             raise RuleBroken("a task is opened once")
-        if event_class is ev.AttemptStarted and self.state.open_attempt is not None:
+        rules = self.decision
+        if event_class is ev.AttemptStarted and rules.open_attempt is not None:
             raise RuleBroken(
-                f"attempt at position {self.state.open_attempt} is still open; "
+                f"attempt at position {rules.open_attempt} is still open; "
                 "end it first (trail fail / succeed / abandon)"
             )
         if event_class is ev.AttemptEnded:
-            attempt = fields.get("attempt") or self.state.open_attempt
+            attempt = fields.get("attempt") or rules.open_attempt
             if attempt is None:
                 raise RuleBroken("no open attempt to end; start one with `trail attempt`")
-            if attempt != self.state.open_attempt:
+            if attempt != rules.open_attempt:
                 raise RuleBroken(f"position {attempt} is not the open attempt")
             fields["attempt"] = attempt
         if event_class is ev.RequirementChanged:
             target = fields.get("supersedes")
-            if not any(r.position == target for r in self.state.requirements):
+            if target not in rules.requirements:
                 raise RuleBroken(f"no requirement at position {target} to change")
         if event_class is ev.IntentReclassified:
             self._check_reclassify(fields)
@@ -157,7 +174,7 @@ class Task(Aggregate):
             fields["because"] = self.explicit_provenance(cause_of)
         if event_class in ev.ACTIONS and fields.get("because") is None:
             fields["because"] = ev.Provenance(
-                attempt=self.state.open_attempt, intent=self.state.last_intent, decision=self.state.last_decision
+                attempt=rules.open_attempt, intent=rules.last_intent, decision=rules.last_decision
             )
         cause = fields.get("causation")
         if cause is not None and cause > self.version:
@@ -169,13 +186,11 @@ get_topic(TaskSnapshot)  # registers the explicit topic so stored snapshots reso
 
 
 def _explicit(task: Task, position: int) -> ev.Provenance:
-    state = task.state
-    intents = [r.position for r in state.requirements] + [c.position for c in state.corrections]
-    intents += [r.changed_at for r in state.requirements if r.changed_at]
-    if position in intents:
-        return ev.Provenance(attempt=state.open_attempt, intent=position, explicit=True)
-    if any(d.position == position for d in state.decisions):
-        return ev.Provenance(attempt=state.open_attempt, decision=position, explicit=True)
-    if any(a.position == position for a in state.attempts):
+    rules = task.decision
+    if rules.is_intent(position):
+        return ev.Provenance(attempt=rules.open_attempt, intent=position, explicit=True)
+    if position in rules.decisions:
+        return ev.Provenance(attempt=rules.open_attempt, decision=position, explicit=True)
+    if position in rules.attempts:
         return ev.Provenance(attempt=position, explicit=True)
     raise RuleBroken(f"event {position} is not a requirement, correction, decision or attempt of this task")

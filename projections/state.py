@@ -15,6 +15,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from ledger import events as ev
+from projections.commands import is_read_only
 
 RECENT_COMMANDS = 20
 RECENT_NOTES = 20
@@ -27,6 +28,8 @@ RECENT_ATTEMPTS = 50
 RECENT_FILES = 200
 RECENT_TESTS = 200
 RECENT_CONVERSATIONS = 20
+RECENT_FAILURES = 30
+"""Failures (non-zero exits, failed tests and tool calls) kept, resolved or not."""
 WORDINGS_KEPT = 5
 """Earlier wordings kept per requirement."""
 
@@ -102,6 +105,10 @@ class TestRecord(Item):
     position: int
     at: datetime
     message: str | None
+    passed: int | None = None
+    failed: int | None = None
+    errors: int | None = None
+    skipped: int | None = None
 
 
 class Checkpoint(Item):
@@ -111,6 +118,40 @@ class Checkpoint(Item):
     git_head: str | None
     git_dirty: bool | None
     note: str | None
+
+
+class Failure(Item):
+    """Something that failed, and whether a later run of the same command, test target or tool passed."""
+
+    key: str
+    """What a later success must match: ``cmd:<line>``, ``test:<name>`` or ``tool:<name>``."""
+    what: str
+    position: int
+    at: datetime
+    exit_code: int | None = None
+    output_tail: str = ""
+    resolved_at: int | None = None
+    """Position of the first later success of the same key."""
+
+
+class Plan(Item):
+    position: int
+    at: datetime
+    steps: tuple[ev.PlanStep, ...]
+
+
+class Compaction(Item):
+    position: int
+    at: datetime
+    trigger: str | None
+    summary: str
+    """The summary's tail (its pending work and current state come last)."""
+
+
+class Reply(Item):
+    position: int
+    at: datetime
+    text: str
 
 
 class Note(Item):
@@ -169,6 +210,16 @@ class TaskState(Item):
     last_decision: int | None = None
     next_step: str | None = None
     next_step_position: int | None = None
+    next_step_from: str | None = None
+    """Who set the next step: ``person`` (``trail next``, or an agent's NextStepSet) or ``plan``."""
+    plan: Plan | None = None
+    failures: tuple[Failure, ...] = ()
+    """Recent failures, oldest first; a later success of the same key marks one resolved."""
+    compaction: Compaction | None = None
+    """The latest context compaction with the agent's own summary."""
+    last_reply: Reply | None = None
+    read_only_commands: int = 0
+    """Commands that only looked (ls, cat, sed -n, git status...): in the log, not in ``commands``."""
     notes: tuple[Note, ...] = ()
     conversations: tuple[Conversation, ...] = ()
     links: tuple[TaskLink, ...] = ()
@@ -185,6 +236,19 @@ def _latest(mapping: dict[str, Any], key: str, value: Any, keep: int) -> dict[st
     out = {k: v for k, v in mapping.items() if k != key}
     out[key] = value
     return dict(list(out.items())[-keep:]) if len(out) > keep else out
+
+
+def _failed(failures: tuple[Failure, ...], failure: Failure) -> tuple[Failure, ...]:
+    """``failures`` with ``failure`` as the newest; an earlier failure of the same key gives way to it."""
+    kept = tuple(f for f in failures if f.key != failure.key or f.resolved_at is not None)
+    return _recent(kept, failure, RECENT_FAILURES)
+
+
+def _resolved(failures: tuple[Failure, ...], key: str, position: int) -> tuple[Failure, ...]:
+    if not any(f.key == key and f.resolved_at is None for f in failures):
+        return failures
+    return tuple(f.model_copy(update={"resolved_at": position}) if f.key == key and f.resolved_at is None else f
+                 for f in failures)
 
 
 def _tail_lines(text: str, lines: int = 5) -> str:
@@ -261,26 +325,43 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
         case ev.ToolCalled():
             return {"tool_calls": state.tool_calls + 1}
         case ev.ToolResult():
-            return {"tool_errors": state.tool_errors + (0 if event.ok else 1)}
+            key = f"tool:{event.tool}"
+            if event.ok:
+                return {"failures": _resolved(state.failures, key, pos)}
+            failure = Failure(key=key, what=f"{event.tool} tool call", position=pos, at=at,
+                              output_tail=_tail_lines(shown(event.output), 3))
+            return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}
         case ev.CommandRan():
             out = shown(event.stderr)
             if not out.strip():
                 out = shown(event.stdout)
+            line = command_line(event)
             rec = CommandRecord(
                 position=pos,
-                line=command_line(event),
+                line=line,
                 exit_code=event.exit_code,
                 duration_ms=event.duration_ms,
                 at=at,
                 output_tail=_tail_lines(out),
             )
             failed = event.exit_code not in (0, None)
-            return {
-                "commands": _recent(state.commands, rec, RECENT_COMMANDS),
+            update: dict[str, Any] = {
                 "commands_total": state.commands_total + 1,
                 "commands_failed": state.commands_failed + int(failed),
                 "last_failed_command": rec if failed else state.last_failed_command,
             }
+            key = "cmd:" + " ".join(line.split())
+            if failed:
+                failure = Failure(key=key, what=line, position=pos, at=at, exit_code=event.exit_code,
+                                  output_tail=rec.output_tail)
+                update["failures"] = _failed(state.failures, failure)
+            elif event.exit_code == 0:
+                update["failures"] = _resolved(state.failures, key, pos)
+            if is_read_only(line) and not failed:
+                update["read_only_commands"] = state.read_only_commands + 1
+            else:
+                update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
+            return update
         case ev.FileChanged():
             prev = state.files.get(event.path)
             touch = FileTouch(
@@ -299,8 +380,16 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 files = {k: v for k, v in files.items() if k != event.renamed_from}
             return {"files": _latest(files, event.path, touch, RECENT_FILES)}  # order = order of last change
         case ev.TestResult():
-            t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message)
-            return {"tests": _latest(state.tests, event.name, t, RECENT_TESTS)}
+            t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message,
+                           passed=event.passed, failed=event.failed, errors=event.errors, skipped=event.skipped)
+            key = f"test:{event.name}"
+            if event.outcome in ("failed", "error"):
+                failure = Failure(key=key, what=f"test {event.name}", position=pos, at=at,
+                                  output_tail=event.message or "")
+                failures = _failed(state.failures, failure)
+            else:
+                failures = _resolved(state.failures, key, pos) if event.outcome == "passed" else state.failures
+            return {"tests": _latest(state.tests, event.name, t, RECENT_TESTS), "failures": failures}
         case ev.CheckpointMarked():
             cp = Checkpoint(
                 position=pos,
@@ -315,7 +404,23 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 "checkpoints_total": state.checkpoints_total + 1,
             }
         case ev.NextStepSet():
-            return {"next_step": event.text, "next_step_position": pos}
+            return {"next_step": event.text, "next_step_position": pos, "next_step_from": "person"}
+        case ev.PlanUpdated():
+            # The newest of a plan and a `trail next` wins; a finished plan leaves no next step.
+            step = next((s for s in event.steps if s.status == "in_progress"), None) or next(
+                (s for s in event.steps if s.status == "pending"), None
+            )
+            return {
+                "plan": Plan(position=pos, at=at, steps=event.steps),
+                "next_step": step.text if step else None,
+                "next_step_position": pos if step else None,
+                "next_step_from": "plan" if step else None,
+            }
+        case ev.ContextCompacted():
+            summary = shown(event.summary)
+            return {"compaction": Compaction(position=pos, at=at, trigger=event.trigger, summary=summary)}
+        case ev.AgentReplied():
+            return {"last_reply": Reply(position=pos, at=at, text=shown(event.text))}
         case ev.StatusChanged():
             return {"status": event.status, "status_reason": event.reason}
         case ev.NoteAdded():

@@ -54,6 +54,12 @@ steps: st.SearchStrategy[Step] = st.one_of(
     _with_actor(ev.StatusChanged, st.fixed_dictionaries(
         {"status": st.sampled_from(["active", "paused", "blocked", "done"]), "reason": st.none() | text})),
     _with_actor(ev.NoteAdded, st.fixed_dictionaries({"text": text})),
+    _with_actor(ev.PlanUpdated, st.fixed_dictionaries({"steps": st.lists(
+        st.builds(ev.PlanStep, text=text, status=st.sampled_from(["pending", "in_progress", "completed"])),
+        max_size=4).map(tuple)})),
+    _with_actor(ev.ContextCompacted, st.fixed_dictionaries({"trigger": st.none() | st.just("auto"),
+                                                            "summary": st.none() | text.map(bound)})),
+    _with_actor(ev.AgentReplied, st.fixed_dictionaries({"text": text.map(bound)})),
 )
 
 histories = st.lists(steps, min_size=1, max_size=40)

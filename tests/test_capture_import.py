@@ -53,7 +53,7 @@ def test_claude_import_maps_records_and_reports_the_torn_line(home: Path, ledger
     correction = next(e for e in events if isinstance(e, ev.CorrectionMade))
     assert correction.text.startswith("don't write notes") and correction.wrong and "NOTES.md" in correction.wrong
     assert any(isinstance(e, ev.RequirementChanged) and e.text.startswith("actually") for e in events)
-    assert next(e for e in events if isinstance(e, ev.NextStepSet)).text == "Update the changelog"
+    assert ledger.state(ledger.entries()[0].task_id).next_step == "Update the changelog"  # the plan's open step
     assert all(e.source is not None for e in events[1:])
     assert {e.actor for e in events if isinstance(e, ev.ToolResult)} == {"tool:Write", "tool:Grep"}
 
@@ -103,7 +103,7 @@ def test_codex_import_maps_commands_patches_plan_and_prompts(home: Path, ledger:
     change = next(e for e in events if isinstance(e, ev.FileChanged))
     assert change.path == "/work/cx/src/main.c" and change.operation == "modified"
     assert [type(e).__name__ for e in events if e.actor == "user"] == ["RequirementStated", "CorrectionMade"]
-    assert next(e for e in events if isinstance(e, ev.NextStepSet)).text == "Fix syntax"
+    assert ledger.state(ledger.entries()[0].task_id).next_step == "Fix syntax"  # the plan's open step
 
 
 def test_concurrent_imports_of_one_file_land_once(home: Path, ledger: Ledger) -> None:

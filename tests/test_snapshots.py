@@ -20,11 +20,19 @@ from hypothesis import strategies as st
 
 from cli.main import cli
 from ledger import events as ev
+from ledger.decision_state import DecisionState, advance
 from ledger.errors import BadSetting
 from ledger.location import resolve
 from ledger.store import SNAPSHOT_EVERY, Ledger, open_ledger
 from ledger.task import Task
 from projections.state import replay
+
+
+def decisions(events: list[ev.TaskEvent]) -> DecisionState:
+    state = DecisionState()
+    for event in events:
+        state = advance(state, event)
+    return state
 
 Item = tuple[type[ev.TaskEvent], dict[str, Any]]
 
@@ -47,6 +55,9 @@ OPS = (
     "tool",
     "result",
     "link",
+    "plan",
+    "compacted",
+    "reply",
 )
 
 
@@ -107,6 +118,16 @@ def script(ops: list[tuple[str, int]]) -> list[Item]:
             case "result":
                 out_r = ev.Bounded(tail=text, size=len(text))
                 items.append((ev.ToolResult, {"tool": "bash", "ok": bool(n % 2), "output": out_r}))
+            case "plan":
+                marks = ("completed", "in_progress", "pending")
+                steps = tuple(ev.PlanStep(text=f"step {i}", status=marks[(n + i) % 3]) for i in range(n % 4))
+                items.append((ev.PlanUpdated, {"steps": steps, "actor": "agent:claude"}))
+            case "compacted":
+                summary = ev.Bounded(tail=text, size=len(text))
+                items.append((ev.ContextCompacted, {"trigger": "auto", "summary": summary}))
+            case "reply":
+                reply = ev.Bounded(tail=text, size=len(text))
+                items.append((ev.AgentReplied, {"text": reply, "actor": "agent:claude"}))
             case "link":
                 other = uuid5(UUID(int=0), str(n))
                 items.append((ev.TaskLinked, {"relation": "related", "other": other, "other_number": n}))
@@ -163,6 +184,7 @@ def test_snapshot_plus_tail_equals_a_full_fold_at_every_point(
             expected = replay(stored[:n])
             got = ledger.state(task, at=n)
             assert got == expected, f"K={every}, at={n}"
+            assert ledger.task(task, at=n).decision == decisions(stored[:n]), f"K={every}, at={n}"
             assert list(got.files) == list(expected.files)  # order = order of last change
             assert got.model_dump(mode="json") == expected.model_dump(mode="json")
         assert ledger.state(task) == replay(stored)

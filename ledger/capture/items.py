@@ -61,36 +61,26 @@ def prompt_item(kind: Kind, text: str, source: ev.SourceKey, timestamp: Any, wro
 
 
 def plan_items(steps: list[tuple[str, str]], actor: str, source: ev.SourceKey, timestamp: Any) -> list[Item]:
-    """A plan (``(text, status)`` steps) as a note with the checklist and the next step to take."""
-    marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-    lines = [f"{marks.get(status, '[ ]')} {text}" for text, status in steps if text.strip()]
-    if not lines:
-        return []
-    items: list[Item] = [
+    """A plan (``(text, status)`` steps) as one ``PlanUpdated``; the fold derives the next step from it.
+
+    Unknown statuses count as pending; an empty list is a cleared plan (it leaves no next step)."""
+    known = ("pending", "in_progress", "completed")
+    plan = [
+        ev.PlanStep(text=" ".join(text.split()), status=status if status in known else "pending")  # type: ignore[arg-type]
+        for text, status in steps
+        if text.strip()
+    ]
+    return [
         (
-            ev.NoteAdded,
+            ev.PlanUpdated,
             {
-                "text": "Plan:\n" + "\n".join(lines),
+                "steps": tuple(plan),
                 "actor": actor,
                 "timestamp": timestamp,
                 "source": source.model_copy(update={"record": source.record + "#plan"}),
             },
         )
     ]
-    open_steps = [t for t, s in steps if s == "in_progress"] or [t for t, s in steps if s == "pending"]
-    if open_steps and open_steps[0].strip():
-        items.append(
-            (
-                ev.NextStepSet,
-                {
-                    "text": open_steps[0],
-                    "actor": actor,
-                    "timestamp": timestamp,
-                    "source": source.model_copy(update={"record": source.record + "#next"}),
-                },
-            )
-        )
-    return items
 
 
 def bounded(text: str | None) -> ev.Bounded | None:

@@ -134,7 +134,7 @@ def append_unseen(ledger: Ledger, location: Location, task_id: UUID, items: list
                 seen.add(key)  # a source repeated inside one batch lands once
             fresh.append((event_class, fields))
         for event_class, fields in fresh:
-            cls, values = _resolve(task.state.requirements, event_class, fields)
+            cls, values = _resolve(task.decision.latest_requirement, event_class, fields)
             try:
                 # A refused event leaves the task unchanged (events are validated before they
                 # are applied), so the batch goes on.
@@ -150,10 +150,10 @@ def append_unseen(ledger: Ledger, location: Location, task_id: UUID, items: list
     return ledger._retrying(attempt)
 
 
-def _resolve(requirements: Any, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:
+def _resolve(latest: int | None, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:
     """Turn the importer's ``LATEST_REQUIREMENT`` placeholder into a position (or a new requirement)."""
     if event_class is ev.RequirementChanged and fields.get("supersedes") == LATEST_REQUIREMENT:
-        if not requirements:
+        if latest is None:
             return ev.RequirementStated, {k: v for k, v in fields.items() if k != "supersedes"}
-        return event_class, {**fields, "supersedes": requirements[-1].position}
+        return event_class, {**fields, "supersedes": latest}
     return event_class, fields

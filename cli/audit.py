@@ -111,12 +111,13 @@ def branch(ctx: Context, task: str, title: str, at: str, no_switch: bool, as_jso
     The original task is left as it is.
     """
     from ledger import refs
+    from ledger.project import current_project
 
     entry = ctx.entry(task)
     position = _position(ctx, entry.task_id, at)
     state = ctx.ledger().branch(entry.task_id, position, title)
     if not no_switch and state.id is not None:
-        refs.set_active(ctx.location, state.id)
+        refs.set_active(ctx.location, state.id, current_project())
     if as_json:
         emit_json({"task": state.number, "slug": state.slug, "from": entry.number, "at": position})
     else:

@@ -19,9 +19,12 @@ from ledger.location import Location
 
 if TYPE_CHECKING:
     from ledger.registry import Entry
-    from ledger.store import Ledger
+    from ledger.store import Create, Ledger
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+BEGINS_TASKS = frozenset({"start", "import", "demo"})
+"""Commands that may create a ledger file where --db names one (every other command needs one there)."""
 
 
 @dataclass
@@ -30,13 +33,23 @@ class Context:
     _ledger: Ledger | None = field(default=None, repr=False)
 
     def ledger(self) -> Ledger:
-        """Open the ledger on first use (created on first use, no set-up step)."""
+        """Open the ledger on first use (the default location is created then: no set-up step)."""
         if self._ledger is None:
             from ledger.store import open_ledger
 
-            self._ledger = open_ledger(self.location)
+            self._ledger = open_ledger(self.location, create=self._may_create())
             self.before_read(self._ledger)
         return self._ledger
+
+    def _may_create(self) -> Create:
+        """The default location is created by any command; one named with --db, TRAIL_DB or
+        TRAIL_DATABASE_URL only by a command that begins tasks, and never with its folder,
+        so a mistyped location creates nothing."""
+        if self.location.is_default:
+            return "path"
+        current = click.get_current_context(silent=True)
+        command = current.find_root().invoked_subcommand if current else None
+        return "file" if command in BEGINS_TASKS else "nothing"
 
     def before_read(self, ledger: Ledger) -> None:
         """Bring the ledger up to date before any command reads it (capture inboxes fold in here)."""
@@ -55,8 +68,9 @@ class Context:
 
     def entry(self, ref: str | None) -> Entry:
         from ledger import refs
+        from ledger.project import current_project
 
-        return refs.resolve(ref, self.ledger().entries(), self.location)
+        return refs.resolve(ref, self.ledger().entries(), self.location, current_project())
 
     def close(self) -> None:
         if self._ledger is not None:

@@ -41,8 +41,9 @@ def demo(ctx: Context, keep: bool, as_json: bool) -> None:
                 ledger.close()
     if keep and state.id is not None:
         from ledger import refs
+        from ledger.project import current_project
 
-        refs.set_active(ctx.location, state.id)  # so `trail log` and `trail resume` show it next
+        refs.set_active(ctx.location, state.id, current_project())  # so `trail log` and `trail resume` show it next
     text = brief.render(state)
     if as_json:
         emit_json({"task": state.number, "kept": keep, "brief": text, "state": state.model_dump(mode="json")})

@@ -133,7 +133,9 @@ def list_tasks(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
     from ledger import refs
 
     ledger = ctx.ledger()
-    active = refs.active_task_id(ctx.location)
+    from ledger.project import current_project
+
+    active = refs.active_task_id(ctx.location, current_project())
     rows = []
     for entry in ledger.entries():
         state = ledger.state(entry.task_id)

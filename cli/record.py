@@ -69,7 +69,7 @@ def start(ctx: Context, title: str, no_switch: bool, actor: str, as_json: bool) 
 
     state = ctx.ledger().open_task(title, cwd=os.getcwd(), actor=actor)
     if not no_switch and state.id is not None:
-        refs.set_active(ctx.location, state.id)
+        refs.set_active(ctx.location, state.id, state.project)
     if as_json:
         emit_json({"task": state.number, "slug": state.slug, "id": str(state.id), "active": not no_switch})
     else:
@@ -292,11 +292,12 @@ def link(ctx: Context, other: str, relation: str, task_ref: str | None, actor: s
 @pass_context
 @fails_cleanly
 def switch(ctx: Context, task: str) -> None:
-    """Make TASK the active task (the one commands use when none is named)."""
+    """Make TASK the active task of this project (the one commands here use when none is named)."""
     from ledger import refs
+    from ledger.project import current_project
 
     entry = ctx.entry(task)
-    refs.set_active(ctx.location, entry.task_id)
+    refs.set_active(ctx.location, entry.task_id, current_project())
     click.echo(f"Active task: #{entry.number} {entry.slug}")
 
 

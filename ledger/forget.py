@@ -211,8 +211,7 @@ def forget(
         deleted = _wipe_postgres(location, entry.task_id, entry.number)
     say(f"#{entry.number}: {deleted} events deleted and scrubbed")
     removed = _scrub_files(ledger, location, traces)
-    if refs.active_task_id(location) == entry.task_id:
-        refs.set_active(location, None)
+    refs.clear(location, entry.task_id)
     say(f"#{entry.number}: {removed} files removed")
     return Forgotten(tombstone, deleted, removed)
 

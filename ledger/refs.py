@@ -1,7 +1,10 @@
 """Task references: a number, a unique slug prefix, or nothing (the active task).
 
-The active task is a per-user pointer kept in ``TRAIL_HOME/active.json``, keyed by
-ledger location, like git's current branch is per clone.
+The active task is a per-user pointer kept in ``TRAIL_HOME/active.json``, per ledger location
+and per project (``ledger.project``), as git keeps HEAD per repository: a session or a command
+in one repository never lands in another repository's task. The file also keeps the ledger's
+last active task anywhere (keyed by the location alone); it stands in only for a file written
+before pointers were per project.
 """
 
 from __future__ import annotations
@@ -31,18 +34,61 @@ def _read_pointers(location: Location) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def active_task_id(location: Location) -> UUID | None:
-    value = _read_pointers(location).get(location.key)
+_PROJECT = "\x1fproject:"
+
+
+def _project_key(location: Location, project: str) -> str:
+    return f"{location.key}{_PROJECT}{project}"
+
+
+def active_task_id(location: Location, project: str | None = None) -> UUID | None:
+    """The active task of ``project`` (or of the nearest folder above it that has one); with no
+    project, the last active task anywhere.
+
+    A project with none has no active task, unless the file predates per-project pointers (none
+    at all for this ledger), when the ledger-wide one stands in."""
+    pointers = _read_pointers(location)
+    if project is not None:
+        value = None
+        # The nearest project at or above: a folder without git inside a project is part of it.
+        here = project
+        while value is None:
+            value = pointers.get(_project_key(location, here))
+            parent = os.path.dirname(here)
+            if parent == here:
+                break
+            here = parent
+        if value is None and not any(k.startswith(location.key + _PROJECT) for k in pointers):
+            value = pointers.get(location.key)
+    else:
+        value = pointers.get(location.key)
     return UUID(value) if value else None
 
 
-def set_active(location: Location, task_id: UUID | None) -> None:
-    """Point the active task at ``task_id`` (or clear it); written atomically."""
+def set_active(location: Location, task_id: UUID | None, project: str | None = None) -> None:
+    """Make ``task_id`` the active task of ``project`` and the ledger's last active one (``None``
+    clears them); written atomically. ``clear`` removes every pointer to one task."""
     pointers = _read_pointers(location)
     if task_id is None:
         pointers.pop(location.key, None)
+        if project is not None:
+            pointers.pop(_project_key(location, project), None)
     else:
         pointers[location.key] = str(task_id)
+        if project is not None:
+            pointers[_project_key(location, project)] = str(task_id)
+    _write_pointers(location, pointers)
+
+
+def clear(location: Location, task_id: UUID) -> None:
+    """Remove every pointer (any project) to ``task_id``."""
+    pointers = _read_pointers(location)
+    kept = {k: v for k, v in pointers.items() if v != str(task_id)}
+    if kept != pointers:
+        _write_pointers(location, kept)
+
+
+def _write_pointers(location: Location, pointers: dict[str, str]) -> None:
     path = _active_file(location)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,12 +100,16 @@ def set_active(location: Location, task_id: UUID | None) -> None:
         raise TrailError(f"cannot write active-task pointer {path}: {exc.strerror or exc}") from exc
 
 
-def resolve(ref: str | None, entries: list[Entry], location: Location) -> Entry:
-    """Find the task ``ref`` names among ``entries``."""
+def resolve(ref: str | None, entries: list[Entry], location: Location, project: str | None = None) -> Entry:
+    """Find the task ``ref`` names among ``entries`` (none: the active task of ``project``)."""
     if ref is None or ref == "":
-        active = active_task_id(location)
+        active = active_task_id(location, project)
         if active is None:
-            raise NotFound("no active task: start one with `trail start TITLE` or pick one with `trail switch X`")
+            where = f" in {project}" if project else ""
+            raise NotFound(
+                f"no active task{where}: start one with `trail start TITLE`, pick one with `trail switch X`, "
+                "or name it with --task"
+            )
         for entry in entries:
             if entry.task_id == active:
                 return entry

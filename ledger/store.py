@@ -12,8 +12,9 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -25,6 +26,7 @@ from ledger import archive
 from ledger import events as ev
 from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
+from ledger.project import project_of
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.redact import redact_fields
 from ledger.registry import REGISTRY_ID, Entry, Registry, Tombstone
@@ -90,17 +92,36 @@ class Ledger(Application[UUID]):
             registry = Registry.create()
         return registry
 
-    def open_task(self, title: str, cwd: str | None = None, actor: str = "user") -> TaskState:
-        """Register a new task under the next free number and append its opening event."""
-        title, cwd = redact_fields({"title": title, "cwd": cwd}).values()  # secrets never reach the log
+    def open_task(
+        self,
+        title: str,
+        cwd: str | None = None,
+        actor: str = "user",
+        *,
+        project: str | None = None,
+        timestamp: datetime | None = None,
+        first: Callable[[Task], None] | None = None,
+    ) -> TaskState:
+        """Register a new task under the next free number and append its opening event.
+
+        ``project`` defaults to the project of ``cwd`` (``ledger.project``); ``timestamp`` to now.
+        ``first`` records the task's first events on the new aggregate before it is saved, so the
+        task, its registry entry and those events land in one transaction (an import killed
+        midway never leaves an empty task behind for a re-run to duplicate)."""
+        if project is None:
+            project = project_of(cwd)
+        title, cwd, project = redact_fields({"title": title, "cwd": cwd, "project": project}).values()
 
         def attempt() -> TaskState:
             registry = self._registry()
             number = registry.next_number()
             slug = registry.unique_slug(title)
-            task = self._loaded(Task.open(number=number, title=title, slug=slug, cwd=cwd, actor=actor))
+            task = self._loaded(Task.open(number=number, title=title, slug=slug, cwd=cwd, actor=actor,
+                                          project=project, timestamp=timestamp))
+            if first is not None:
+                first(task)
             registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
-            self.save(registry, task)  # one transaction: both or neither
+            self.save(registry, task)  # one transaction: all or nothing
             return task.state
 
         return self._retrying(attempt)
@@ -115,7 +136,8 @@ class Ledger(Application[UUID]):
             registry = self._registry()
             number = registry.next_number()
             slug = registry.unique_slug(title)
-            task = self._loaded(Task.open(number=number, title=title, slug=slug, cwd=origin.cwd, actor=actor))
+            task = self._loaded(Task.open(number=number, title=title, slug=slug, cwd=origin.cwd, actor=actor,
+                                          project=origin.project))
             for event in history:
                 fields = event.model_dump(exclude={"originator_id", "originator_version", "chain"})
                 task.trigger_event(type(event), **fields)  # already valid once: copied as recorded
@@ -243,8 +265,24 @@ def snapshot_interval(raw: str | None) -> int:
     return every
 
 
-def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger) -> Ledger:
-    """Open (creating on first use) the ledger at ``location``, or fail with one clear line."""
+Create = Literal["path", "file", "nothing"]
+"""What opening a missing SQLite ledger may create (``open_ledger``)."""
+
+LEDGER_TABLES = frozenset({"stored_events", "capture_inbox"})
+"""Tables only a tasktrail ledger file holds: the library's events, and the capture inbox, which
+the hook may create before the library first opens the file."""
+
+
+def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, create: Create = "path") -> Ledger:
+    """Open the ledger at ``location``, or fail with one clear line and nothing created.
+
+    ``create`` says what a missing SQLite ledger may bring into being: ``"path"`` its folders
+    and file (the default location, created on first use), ``"file"`` the file in a folder that
+    exists (a command that writes to a location named with ``--db``), ``"nothing"`` (a command
+    that only reads one). A file that exists must be a tasktrail ledger, whatever ``create`` says.
+    """
+    # A bad setting fails every command, so it is named before anything about the location.
+    snapshot_interval(os.environ.get("TRAIL_SNAPSHOT_EVERY"))
     if location.is_sqlite:
         path = location.sqlite_path
         env = {
@@ -252,7 +290,7 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger) -> Ledg
             "SQLITE_DBNAME": str(path),
             "SQLITE_LOCK_TIMEOUT": "30",
         }
-        _check_sqlite_path(path)
+        _check_sqlite_path(path, create)
     elif location.is_postgres:
         from ledger import postgres  # psycopg loads only for PostgreSQL ledgers
 
@@ -273,15 +311,29 @@ def _construct(ledger_class: type[Ledger], env: dict[str, str], location: Locati
         raise StoreUnavailable(f"cannot open ledger {shown}: {' '.join(str(exc).split())}") from exc
 
 
-def _check_sqlite_path(path: Path) -> None:
+def _check_sqlite_path(path: Path, create: Create) -> None:
+    """Refuse, before anything is written, a path that is not a ledger or may not become one."""
+    if path.is_dir():
+        raise StoreUnavailable(f"ledger path {path} is a directory; give a file path")
     if path.exists():
-        if path.is_dir():
-            raise StoreUnavailable(f"ledger path {path} is a directory; give a file path")
         with path.open("rb") as handle:
-            header = handle.read(16)
-        if header and header != b"SQLite format 3\x00":
+            header = handle.read(100)
+        if header and not header.startswith(b"SQLite format 3\x00"):
             raise StoreUnavailable(f"{path} is not a tasktrail ledger (not an SQLite file)")
+        tables = _sqlite_tables(path, header) if header else set()
+        if tables and not tables & LEDGER_TABLES:
+            # Another application's database: the library would add its tables to it.
+            raise StoreUnavailable(f"{path} is not a tasktrail ledger (an SQLite database without its tables)")
+        if not tables and create == "nothing":
+            raise StoreUnavailable(f"no ledger at {path}: the file is empty (reads create nothing; `trail start` begins one)")
         return
+    if not path.parent.is_dir() and create != "path":
+        # A mistyped --db names a folder that does not exist: create nothing, say so.
+        if create == "nothing":
+            raise StoreUnavailable(f"no ledger at {path}: no folder {path.parent}")
+        raise StoreUnavailable(f"cannot create ledger in {path.parent}: no such folder")
+    if create == "nothing":
+        raise StoreUnavailable(f"no ledger at {path} (reads create nothing; `trail start` begins one)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         probe = path.parent / f".{path.name}.probe"
@@ -289,3 +341,19 @@ def _check_sqlite_path(path: Path) -> None:
         probe.unlink()
     except OSError as exc:
         raise StoreUnavailable(f"cannot create ledger in {path.parent}: {exc.strerror or exc}") from exc
+
+
+def _sqlite_tables(path: Path, header: bytes) -> set[str]:
+    """The tables of an existing SQLite file, read without writing to it or beside it."""
+    # Opened read-only, a WAL-mode file still gets -wal and -shm files made beside it; when it
+    # has no -wal file its whole content is in the main file, which "immutable" reads alone.
+    quiet = header[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
+    uri = f"{path.resolve().as_uri()}?{'immutable=1' if quiet else 'mode=ro'}"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=30)
+        try:
+            return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreUnavailable(f"cannot read ledger {path}: {' '.join(str(exc).split())}") from exc

@@ -9,6 +9,7 @@ appended event is linked into the task's hash chain before it is applied.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, ClassVar
 from uuid import NAMESPACE_URL, UUID, uuid5
 
@@ -75,9 +76,13 @@ class Task(Aggregate):
     snapshot of itself as it is then, so saving need not rebuild that version from the store."""
 
     @classmethod
-    def open(cls, number: int, title: str, slug: str, cwd: str | None, actor: str = "user") -> Task:
+    def open(
+        cls, number: int, title: str, slug: str, cwd: str | None, actor: str = "user",
+        project: str | None = None, timestamp: datetime | None = None,
+    ) -> Task:
+        """A new task; ``timestamp`` is when it began (an imported session's first record), else now."""
         task_id = task_id_for(number)
-        timestamp = ev.TaskOpened.create_timestamp()
+        timestamp = timestamp or ev.TaskOpened.create_timestamp()
         draft = ev.TaskOpened(
             originator_id=task_id,
             originator_version=cls.INITIAL_VERSION,
@@ -87,6 +92,7 @@ class Task(Aggregate):
             title=title,
             slug=slug,
             cwd=cwd,
+            project=project,
             actor=actor,
         )
         opened = linked(chain.GENESIS, draft)

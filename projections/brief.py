@@ -1,11 +1,13 @@
 """The continuation brief: task state rendered for whoever picks the task up next.
 
-Ordered by what an agent needs first: the goal and current requirements, the
-corrections, what failed and why, decisions, files changed, last results, where it
-stopped, and the next step. It is task state, never a replay of chat.
+Ordered by what an agent needs first: the goal, the next step, the current requirements and
+corrections, the plan, what is failing now, what was tried, decisions, where it stopped (the
+agent's own last words and its compaction summary), files, last results. It is task state,
+never a replay of chat.
 
-With a character budget, lines are dropped least-useful first (each line carries a
-priority) and the brief says what it dropped.
+One budget for every path that shows a brief (``trail resume``, the SessionStart injection, any
+other front door): lines carry a priority and drop least useful first; a heading stays while any
+of its lines does; the brief ends by saying what it left out and how to get it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from projections.state import TaskState
+from projections.summary import sections
 
-# Higher keeps longer; the order follows what an agent needs first. The goal, status
-# and next step are never dropped.
 KEEP = 100
-REQUIREMENT, CORRECTION, IN_PROGRESS, FAILED, DECISION, STOPPED = 70, 65, 62, 55, 50, 45
+"""Never dropped: the goal line and the next step."""
+REQUIREMENT, CORRECTION, PLAN_OPEN, FAILING, STOPPED, FAILED, DECISION = 80, 78, 72, 70, 66, 60, 55
 MID, LOW, LEAST = 40, 20, 10
+
+INJECTION_DEFAULT = 9_500
+INJECTION_CAP = 10_000
+"""Claude Code keeps the first 10,000 characters of injected context and cuts the rest."""
 
 
 @dataclass(frozen=True)
@@ -27,11 +33,20 @@ class Line:
     section: str
     text: str
     priority: int
+    heading: bool = False
 
 
 def _clip(text: str, width: int = 240) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _block(text: str, width: int, indent: str = "  ") -> str:
+    """A multi-line text kept as lines (a reply, a summary section), cut to ``width`` characters."""
+    text = text.strip()
+    if len(text) > width:
+        text = text[: width - 1].rstrip() + "…"
+    return "\n".join(indent + line.rstrip() for line in text.splitlines() if line.strip())
 
 
 def _older(add: Callable[[str, str, int], None], section: str, total: int, shown: int, event_type: str) -> None:
@@ -47,129 +62,213 @@ def lines(state: TaskState) -> list[Line]:
     def add(section: str, text: str, priority: int) -> None:
         out.append(Line(section, text, priority))
 
+    def heading(section: str, text: str) -> None:
+        out.append(Line(section, text, KEEP, heading=True))
+
     status = state.status + (f" ({state.status_reason})" if state.status_reason else "")
-    add("goal", f"# Task #{state.number} {state.title} [{status}]", KEEP)
+    add("goal", f"# Task #{state.number} {_clip(state.title, 200)} [{_clip(status, 120)}]", KEEP)
+
+    if state.next_step:
+        where = " (from the agent's plan)" if state.next_step_from == "plan" else ""
+        step = f"## Next step{where}\n{_clip(state.next_step, 600)}"
+    elif state.plan is not None and state.plan.steps:
+        step = "## Next step\n(none: every step of the plan is done; confirm with the user what comes next)"
+    else:
+        step = "## Next step\n(none recorded: set one with `trail next`)"
+    add("next", step, KEEP)
 
     if state.requirements:
-        add("requirements", "## Requirements (current wording)", REQUIREMENT)
-        for r in state.requirements:
+        heading("requirements", "## Requirements (current wording, latest last)")
+        count = len(state.requirements)
+        for i, r in enumerate(state.requirements):
+            recent = i >= count - 3
             changed = " (reworded)" if r.history else ""
-            add("requirements", f"- [{r.position}] {_clip(r.text)}{changed}", REQUIREMENT)
+            width = 1200 if i == count - 1 else 400 if recent else 200
+            add("requirements", f"- [{r.position}] {_clip(r.text, width)}{changed}",
+                REQUIREMENT if recent else REQUIREMENT - 15 - (count - i) // 10)
         _older(add, "requirements", state.counts.get("RequirementStated", 0), len(state.requirements),
                "RequirementStated")
 
     if state.corrections:
-        add("corrections", "## Corrections (the agent had these wrong)", CORRECTION)
-        for c in state.corrections:
+        heading("corrections", "## Corrections (the agent had these wrong; do not repeat them)")
+        count = len(state.corrections)
+        for i, c in enumerate(state.corrections):
+            recent = i >= count - 5
             wrong = f" (was: {_clip(c.wrong, 120)})" if c.wrong else ""
-            add("corrections", f"- [{c.position}] {_clip(c.text)}{wrong}", CORRECTION)
+            add("corrections", f"- [{c.position}] {_clip(c.text, 500 if recent else 200)}{wrong}",
+                CORRECTION if recent else CORRECTION - 20)
         _older(add, "corrections", state.counts.get("CorrectionMade", 0), len(state.corrections), "CorrectionMade")
+
+    plan = state.plan
+    if plan is not None and plan.steps:
+        done = sum(1 for s in plan.steps if s.status == "completed")
+        heading("plan", f"## Plan ({done} of {len(plan.steps)} done, as of [{plan.position}])")
+        marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+        for s in plan.steps:
+            add("plan", f"- {marks[s.status]} {_clip(s.text, 200)}", PLAN_OPEN if s.status != "completed" else LOW)
+
+    failing = [f for f in state.failures if f.resolved_at is None]
+    fixed = [f for f in state.failures if f.resolved_at is not None]
+    if failing:
+        heading("failing", "## Failing now (latest last)")
+        for i, f in enumerate(failing):
+            latest = i >= len(failing) - 3
+            code = f" -> exit {f.exit_code}" if f.exit_code is not None else ""
+            what = f"$ {_clip(f.what, 200)}" if f.key.startswith("cmd:") else _clip(f.what, 200)
+            add("failing", f"- [{f.position}] {what}{code}", FAILING if latest else MID)
+            if f.output_tail.strip():
+                tail = "\n".join(f"    {_clip(line, 200)}" for line in f.output_tail.splitlines()[-3:])
+                add("failing", tail, FAILING - 8 if latest else LEAST)
+    if fixed:
+        heading("fixed", "## Failed earlier, passing since")
+        for f in fixed[-5:]:
+            what = f"$ {_clip(f.what, 160)}" if f.key.startswith("cmd:") else _clip(f.what, 160)
+            add("fixed", f"- {what}: failed at [{f.position}], passes since [{f.resolved_at}]", LOW)
 
     ended = [a for a in state.attempts if a.outcome in ("failed", "abandoned")]
     if ended:
-        add("failed", "## Tried and did not work", FAILED)
-        # The latest failures matter most: older ones drop first.
+        heading("tried", "## Tried and did not work")
         for i, a in enumerate(ended):
             why = f": {_clip(a.reason)}" if a.reason else ""
             latest = i >= len(ended) - 3
-            add("failed", f"- [{a.position}] {str(a.outcome).upper()} {_clip(a.text, 160)}{why}",
+            add("tried", f"- [{a.position}] {str(a.outcome).upper()} {_clip(a.text, 160)}{why}",
                 FAILED if latest else MID)
-        _older(add, "failed", state.attempts_failed, len(ended), "AttemptEnded")
+        _older(add, "tried", state.attempts_failed, len(ended), "AttemptEnded")
 
     if state.open_attempt is not None:
-        current = next(a for a in state.attempts if a.position == state.open_attempt)
-        add("attempt", f"## In progress\n- [{current.position}] {_clip(current.text)}", IN_PROGRESS)
+        current = next((a for a in state.attempts if a.position == state.open_attempt), None)
+        if current is not None:
+            heading("attempt", "## In progress")
+            add("attempt", f"- [{current.position}] {_clip(current.text)}", FAILING)
 
     if state.decisions:
-        add("decisions", "## Decisions", DECISION)
-        for d in state.decisions:
+        heading("decisions", "## Decisions")
+        count = len(state.decisions)
+        for i, d in enumerate(state.decisions):
+            recent = i >= count - 5
             reason = f" because {_clip(d.reason, 160)}" if d.reason else ""
             rejected = f" (rejected: {', '.join(d.rejected)})" if d.rejected else ""
-            add("decisions", f"- [{d.position}] {_clip(d.text)}{reason}{rejected}", DECISION)
+            add("decisions", f"- [{d.position}] {_clip(d.text, 600 if recent else 200)}{reason}{rejected}",
+                DECISION if recent else MID)
         _older(add, "decisions", state.counts.get("DecisionRecorded", 0), len(state.decisions), "DecisionRecorded")
 
-    if state.files:
-        add("files", f"## Files changed ({len(state.files)})", LOW + 5)
-        recent = list(state.files.values())[::-1]
-        for i, f in enumerate(recent):
-            times = f", {f.changes} changes" if f.changes > 1 else ""
-            add("files", f"- {f.path} ({f.operation}{times}, last at [{f.position}])", LOW + (5 if i < 10 else 0))
+    _where_it_stopped(state, add, heading)
 
-    failing_tests = [t for t in state.tests.values() if t.outcome in ("failed", "error")]
+    if state.files:
+        heading("files", f"## Files changed ({len(state.files)}, latest first)")
+        for i, touch in enumerate(list(state.files.values())[::-1]):
+            times = f", {touch.changes} changes" if touch.changes > 1 else ""
+            op = "DELETED" if touch.operation == "deleted" else touch.operation
+            add("files", f"- {touch.path} ({op}{times}, last at [{touch.position}])",
+                MID if i < 10 else LOW if i < 30 else LEAST)
+
     if state.commands or state.tests:
-        add("results", "## Last results", LOW + 5)
-        for t in failing_tests:
-            message = f": {_clip(t.message, 160)}" if t.message else ""
-            add("results", f"- test {t.name} {t.outcome.upper()} [{t.position}]{message}", MID)
-        passing = len(state.tests) - len(failing_tests)
-        if passing:
-            add("results", f"- {passing} test(s) passing", LEAST)
+        heading("results", "## Last results")
+        for t in list(state.tests.values())[-8:]:
+            counts = ", ".join(f"{n} {k}" for k, n in (("passed", t.passed), ("failed", t.failed),
+                                                        ("errors", t.errors), ("skipped", t.skipped)) if n)
+            detail = f" ({counts})" if counts else f": {_clip(t.message, 160)}" if t.message else ""
+            add("results", f"- test {t.name} {t.outcome.upper()} [{t.position}]{detail}",
+                MID if t.outcome in ("failed", "error") else LOW)
         commands = state.commands[-5:]
         for i, cmd in enumerate(commands):
             code = "?" if cmd.exit_code is None else str(cmd.exit_code)
-            last = i == len(commands) - 1
-            add("results", f"- $ {_clip(cmd.line, 160)} -> exit {code} [{cmd.position}]", LOW + (10 if last else i))
-            if cmd.exit_code not in (0, None) and cmd.output_tail:
-                tail = "\n".join(f"    {line}" for line in cmd.output_tail.splitlines()[-3:])
-                add("results", tail, LOW if last else LEAST)
-        failed = state.last_failed_command
-        if failed is not None and failed not in commands:
-            # The latest failure is what a continuation most needs, even when later commands passed.
-            line = f"- last failure: $ {_clip(failed.line, 160)} -> exit {failed.exit_code} [{failed.position}]"
-            add("results", line, MID)
+            add("results", f"- $ {_clip(cmd.line, 160)} -> exit {code} [{cmd.position}]", LOW + i)
         if state.commands_total > len(commands):
-            add("results", f"- ({state.commands_total} commands in all, {state.commands_failed} failed)", LEAST)
+            looked = f", {state.read_only_commands} only read files" if state.read_only_commands else ""
+            add("results", f"- ({state.commands_total} commands in all, {state.commands_failed} failed{looked}; "
+                           "trail log --type CommandRan)", LEAST)
 
-    add("stopped", "## Where it stopped", STOPPED)
+    if state.notes:
+        heading("notes", "## Notes")
+        for n in state.notes[-3:]:
+            add("notes", f"- [{n.position}] {_clip(n.text, 300)}", LEAST)
+    return out
+
+
+def _where_it_stopped(
+    state: TaskState, add: Callable[[str, str, int], None], heading: Callable[[str, str], None]
+) -> None:
+    heading("stopped", "## Where it stopped")
+    reply, compaction = state.last_reply, state.compaction
+    if reply is not None and reply.text.strip():
+        add("stopped", f"- the agent's last words [{reply.position}]:\n{_block(reply.text, 1500)}", STOPPED)
+    if compaction is not None:
+        parts = sections(compaction.summary)
+        newer_plan = state.plan is not None and state.plan.position > compaction.position
+        newer_reply = reply is not None and reply.position > compaction.position
+        for label, text in parts.items():
+            if label == "Pending work" and newer_plan:
+                continue  # a newer plan says what is pending
+            if label != "Pending work" and newer_reply:
+                continue  # the agent spoke since: its words say where it is
+            add("stopped", f"- {label} (compaction summary [{compaction.position}]):\n{_block(text, 1200)}",
+                STOPPED - 4)
+        if not parts and not newer_reply:
+            add("stopped", f"- compaction summary [{compaction.position}], its end:\n"
+                           f"{_block(compaction.summary[-1200:], 1200)}", STOPPED - 6)
     if state.checkpoints:
         cp = state.checkpoints[-1]
         git = f" at git {cp.git_head[:10]}{' (dirty)' if cp.git_dirty else ''}" if cp.git_head else ""
         note = f": {_clip(cp.note, 160)}" if cp.note else ""
-        add("stopped", f"- checkpoint '{cp.label}'{git} [{cp.position}]{note}", STOPPED)
+        add("stopped", f"- checkpoint '{_clip(cp.label, 80)}'{git} [{cp.position}]{note}", MID)
     when = state.updated_at.strftime("%Y-%m-%d %H:%M UTC") if state.updated_at else "never"
     add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
-    for n in state.notes[-3:]:
-        add("stopped", f"- note [{n.position}]: {_clip(n.text, 160)}", LEAST)
-
-    step = _clip(state.next_step, 400) if state.next_step else "(none recorded: set one with `trail next`)"
-    add("next", f"## Next step\n{step}", KEEP)
-    return out
 
 
 def render(state: TaskState, max_chars: int | None = None) -> str:
     """The brief as text, within ``max_chars`` when given (lowest-priority lines drop first)."""
     candidates = lines(state)
-    kept = list(candidates)
+    kept = [True] * len(candidates)
     dropped: dict[str, int] = {}
+    members: dict[str, int] = {}
+    for line in candidates:
+        if not line.heading:
+            members[line.section] = members.get(line.section, 0) + 1
 
-    def size(selection: list[Line], note: str) -> int:
-        return sum(len(line.text) + 1 for line in selection) + len(note)
-
-    def note_for(counts: dict[str, int]) -> str:
-        if not counts:
+    def footer() -> str:
+        if not dropped:
             return ""
-        parts = ", ".join(f"{n} {section}" for section, n in counts.items())
-        return f"\n[brief cut to fit {max_chars} chars: dropped {parts} line(s)]"
+        task = f" {state.number}" if state.number is not None else ""
+        return (f"\n[{sum(dropped.values())} lines left out to fit {max_chars} chars ({', '.join(dropped)}); "
+                f"`trail resume{task}` shows all]")
+
+    def shown_heading(line: Line) -> bool:
+        return not line.heading or members.get(line.section, 0) > 0
 
     if max_chars is not None:
+        size = sum(len(line.text) + 1 for line, k in zip(candidates, kept, strict=True) if k and shown_heading(line))
         # Drop the lowest priority first; among equals, the earliest (oldest) line first.
-        order = sorted(
-            (i for i, line in enumerate(candidates) if line.priority < KEEP),
-            key=lambda i: (candidates[i].priority, i),
-        )
-        removed: set[int] = set()
+        order = sorted((i for i, line in enumerate(candidates) if line.priority < KEEP),
+                       key=lambda i: (candidates[i].priority, i))
         for i in order:
-            if size(kept, note_for(dropped)) <= max_chars:
+            if size + len(footer()) <= max_chars:
                 break
-            removed.add(i)
-            if not candidates[i].text.startswith("## "):
-                dropped[candidates[i].section] = dropped.get(candidates[i].section, 0) + 1
-            kept = [line for j, line in enumerate(candidates) if j not in removed]
-        # A section heading with none of its lines left says nothing.
-        sections_with_items = {line.section for line in kept if not line.text.startswith("## ")}
-        kept = [line for line in kept if not line.text.startswith("## ") or line.section in sections_with_items
-                or "\n" in line.text]
-    text = "\n".join(line.text for line in kept) + note_for(dropped)
+            line = candidates[i]
+            kept[i] = False
+            size -= len(line.text) + 1
+            dropped[line.section] = dropped.get(line.section, 0) + 1
+            members[line.section] -= 1
+            if members[line.section] == 0:  # its heading goes with its last line
+                size -= sum(len(h.text) + 1 for h in candidates if h.heading and h.section == line.section)
+    text = "\n".join(line.text for line, k in zip(candidates, kept, strict=True) if k and shown_heading(line))
+    text += footer()
     if max_chars is not None and len(text) > max_chars:
         text = text[: max(0, max_chars - 1)] + "…"
     return text
+
+
+def injection(state: TaskState, max_chars: int = INJECTION_DEFAULT) -> str:
+    """The context a SessionStart hook injects: who the task is, how to record, then the brief.
+
+    Never over ``INJECTION_CAP`` characters, whatever ``max_chars`` asks."""
+    limit = min(max_chars, INJECTION_CAP)
+    number = state.number
+    header = (
+        f"You are continuing tasktrail task #{number}. Its ledger holds what earlier sessions did; the brief "
+        "below is its current state. Record as you go (the task is picked for you): "
+        "`trail decide TEXT --because REASON`, `trail attempt TEXT` then `trail fail REASON` or `trail succeed`, "
+        "`trail next TEXT` for the step you mean to take next, `trail note TEXT`. "
+        f"More: `trail resume {number}`, `trail log {number}`, `trail why PATH`.\n\n"
+    )
+    return header + render(state, max_chars=max(200, limit - len(header)))

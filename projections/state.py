@@ -182,6 +182,8 @@ class TaskState(Item):
     title: str = ""
     slug: str = ""
     cwd: str | None = None
+    project: str | None = None
+    """The git top level (else the folder) the task was opened in; ``cwd`` for tasks from before."""
     opened_at: datetime | None = None
     updated_at: datetime | None = None
     position: int = 0
@@ -283,6 +285,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 "title": event.title,
                 "slug": event.slug,
                 "cwd": event.cwd,
+                "project": event.project or event.cwd,
                 "opened_at": at,
             }
         case ev.RequirementStated():

@@ -21,14 +21,15 @@ def test_sections_come_in_the_order_an_agent_needs(ledger: Ledger) -> None:
     text = brief.render(_sample_state(ledger))
     headings = [line for line in text.splitlines() if line.startswith("#")]
     assert headings[0].startswith("# Task #1 Fix login timeout on slow networks [paused (end of day)]")
-    order = ["Requirements", "Corrections", "Tried and did not work", "In progress", "Decisions", "Files changed",
-             "Last results", "Where it stopped", "Next step"]
+    order = ["Next step", "Requirements", "Corrections", "Tried and did not work", "In progress", "Decisions",
+             "Where it stopped", "Files changed", "Last results"]
     positions = [next(i for i, h in enumerate(headings) if name in h) for name in order]
     assert positions == sorted(positions)
     assert "retry loop is in auth/refresh.py" in text
     assert "FAILED Raise the HTTP client timeout to 30 s: Timeout is not the cause" in text
     assert "checkpoint 'unit-tests-green'" in text
-    assert text.rstrip().endswith("Run the 3G network profile (tc netem, 2 s RTT) against staging login")
+    assert headings[1] == "## Next step"  # second, so no cut at the end can lose it
+    assert "Run the 3G network profile (tc netem, 2 s RTT) against staging login" in text
 
 
 def test_brief_is_state_not_chat(ledger: Ledger) -> None:
@@ -54,7 +55,7 @@ def test_budget_keeps_goal_and_next_step_and_says_what_it_dropped(ledger: Ledger
     assert len(cut) <= 600 < len(full)
     assert cut.startswith("# Task #1")
     assert "Run the 3G network profile" in cut
-    note = re.search(r"\[brief cut to fit 600 chars: dropped (.*) line\(s\)\]", cut)
+    note = re.search(r"\[\d+ lines left out to fit 600 chars \((.*)\); `trail resume 1` shows all\]", cut)
     assert note is not None
     # Requirements and corrections outrank file lists and command tails, so they survive.
     assert "Login must succeed on 3G" in cut and "retry loop is in auth/refresh.py" in cut

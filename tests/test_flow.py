@@ -86,7 +86,7 @@ def test_second_change_is_diffed_against_the_first(home: Path, tmp_path: Path) -
     run_trail("changed", "a.txt", home=home, cwd=work, check=True)
     (work / "a.txt").unlink()
     run_trail("changed", "a.txt", home=home, cwd=work, check=True)
-    events = json.loads(run_trail("log", "--type", "FileChanged", "--json", home=home, check=True).stdout)
+    events = json.loads(run_trail("log", "--type", "FileChanged", "--json", home=home, cwd=work, check=True).stdout)
     assert [e["operation"] for e in events] == ["created", "modified", "deleted"]
     assert "-two\n+TWO\n" in events[1]["diff"]["tail"]
     assert events[1]["before_sha256"] == events[0]["after_sha256"]
@@ -106,6 +106,7 @@ def test_everyday_commands_do_not_load_duckdb(home: Path) -> None:
     env = {"TRAIL_HOME": str(home), "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     if url := os.environ.get("TRAIL_DATABASE_URL"):  # the PostgreSQL case's schema (see conftest)
         env["TRAIL_DATABASE_URL"] = url
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60,
+                         cwd=home.parent)  # where demo ran: the active task is per project
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "LEAN"

@@ -44,7 +44,7 @@ def _tool(call: str, command: str, stdout: str = "", session: str = SESSION) -> 
         "tool_use_id": call,
         "tool_input": {"command": command},
         "tool_response": {"stdout": stdout, "stderr": ""},
-        "cwd": "/w",
+        # No cwd: the hook takes its own (the folder the agent runs hooks in), as `trail start` did.
     }
 
 
@@ -115,6 +115,7 @@ def test_a_session_is_captured_and_a_new_session_starts_from_its_brief(home: Pat
         "RequirementStated",
         "FileChanged",
         "CommandRan",
+        "TestResult",  # the failed Bash call ran a test target
         "CorrectionMade",
         "CheckpointMarked",
     ]

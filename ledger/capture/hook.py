@@ -73,6 +73,9 @@ def enqueue(path: str, agent: str, payload: dict[str, Any]) -> int:
 
     # Secrets never touch the disk in clear, and a huge output never bloats the inbox
     # (capped first, so redaction scans at most the kept tail).
+    if not payload.get("cwd"):
+        # Agents run hooks in the session's folder; routing needs the project even when unsaid.
+        payload = {**payload, "cwd": os.getcwd()}
     patterns = patterns_for(home_dir())
     text = json.dumps(map_strings(payload, lambda s: redact_text(cap(s), patterns)), ensure_ascii=False)
     fresh = not os.path.exists(path)

@@ -4,8 +4,9 @@ Called before any read (``Context.before_read``) and by the SessionStart hook. R
 inbox-id order, which is commit order, so events land in the order the hooks ran. Each row's
 events carry a source key (the tool call id, else ``hook:<inbox id>``), so two drains racing over
 the same rows append them once (``writer.append_unseen``); rows are deleted only after their
-events are saved. A session's rows wait in the inbox until the session has a task: the task its
-conversation is linked to, else the active task, else a new task named after its first prompt.
+events are saved. A session is bound to a task at its first event (``_bind``): the task its
+conversation is linked to, else its project's active task while that takes work, else a new
+task named after its first prompt; until then its rows wait in the inbox.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from ledger.capture import claude_code
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.hook import INBOX_DDL, inbox_for_url, spool
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
-from ledger.capture.writer import append_unseen, stored_keys, task_for_session
+from ledger.capture.writer import Appended, append_unseen, open_with, stored_keys, task_for_session
 from ledger.location import Location
+from ledger.project import project_of
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
@@ -67,27 +69,49 @@ def _rows(conn: sqlite3.Connection, drained: Drained) -> list[_Row]:
     return rows
 
 
-def _session_task(ledger: Ledger, location: Location, session: str, rows: list[_Row]) -> tuple[UUID | None, bool]:
-    """The task for a session's rows and whether it was just opened (None: wait for a prompt)."""
+OPEN = ("active", "paused", "blocked")
+"""Statuses that take new work; a done or abandoned task never does."""
+
+
+@dataclass
+class _Binding:
+    task: UUID | None = None
+    """The task the session's rows go to (None: wait for its first prompt)."""
+    opened: str | None = None
+    """The title of a task to open for them, from the session's first prompt."""
+    closed: UUID | None = None
+    """A done or abandoned task the session (or its project) was on: the new task links to it."""
+    reopen: bool = False
+    """The task is paused or blocked: the session's work makes it active again."""
+
+
+def _bind(ledger: Ledger, location: Location, session: str, rows: list[_Row]) -> _Binding:
+    """Where a session's rows go, decided at its first event (see docs/capture.md, "Routing").
+
+    The task the session is linked to; else the project's active task while it takes work
+    (active, paused, blocked); else a new task from the session's first prompt. A session in a
+    project with no task waits for that prompt and never lands in another project's task."""
+    closed = None
     found = task_for_session(ledger, location, claude_code.AGENT, session)
+    if found is None:
+        project = project_of(next((str(r.payload["cwd"]) for r in rows if r.payload.get("cwd")), None))
+        found = refs.active_task_id(location, project) if project else None
+        if found is not None and not any(e.task_id == found for e in ledger.entries()):
+            found = None  # a pointer to a forgotten task
     if found is not None:
-        return found, False
-    active = refs.active_task_id(location)
-    if active is not None and any(e.task_id == active for e in ledger.entries()):
-        return active, False
+        status = ledger.task(found).decision.status
+        if status in OPEN:
+            return _Binding(task=found, reopen=status != "active")
+        closed = found
     prompt = next(
         (str(r.payload.get("prompt") or "") for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit"), ""
     )
     if not clean_prompt(prompt):
-        return None, False
-    cwd = next((str(r.payload["cwd"]) for r in rows if r.payload.get("cwd")), None)
-    state = ledger.open_task(title_from(clean_prompt(prompt)), cwd=cwd, actor=claude_code.ACTOR)
-    assert state.id is not None
-    refs.set_active(location, state.id)
-    return state.id, True
+        return _Binding(closed=closed)
+    return _Binding(opened=title_from(clean_prompt(prompt)), closed=closed)
 
 
-def _items(ledger: Ledger, location: Location, task: UUID, session: str, rows: list[_Row]) -> list[Item]:
+def _items(ledger: Ledger, location: Location, task: UUID | None, session: str, rows: list[_Row]) -> list[Item]:
     first_row = rows[0]
     items: list[Item] = [
         (
@@ -97,13 +121,17 @@ def _items(ledger: Ledger, location: Location, task: UUID, session: str, rows: l
                 "session_id": session,
                 "actor": "system",
                 "transcript": first_row.payload.get("transcript_path"),
+                "timestamp": datetime.fromtimestamp(first_row.received, UTC),
                 "source": ev.SourceKey(agent=claude_code.AGENT, session=session, record="link"),
             },
         )
     ]
-    state = ledger.state(task)
-    first = not state.requirements and not state.corrections
-    seen = _prompts_seen(ledger, location, task, state.position, session)
+    if task is not None:
+        state = ledger.state(task)
+        first = not state.requirements and not state.corrections
+        seen = _prompts_seen(ledger, location, task, state.position, session)
+    else:
+        first, seen = True, {}
     for row in rows:
         ts = datetime.fromtimestamp(row.received, UTC)
         if row.payload.get("hook_event_name") == "UserPromptSubmit":
@@ -129,6 +157,28 @@ def _prompts_seen(ledger: Ledger, location: Location, task: UUID, upto: int, ses
     return seen
 
 
+def _land(
+    ledger: Ledger, location: Location, binding: _Binding, session: str, rows: list[_Row]
+) -> tuple[UUID, Appended]:
+    """Append a session's rows to its task, opening that task first when it is new (one transaction)."""
+    items = _items(ledger, location, binding.task, session, rows)
+    stamp = datetime.fromtimestamp(rows[0].received, UTC)
+    if binding.closed is not None:
+        other = ledger.state(binding.closed)
+        items.insert(1, (ev.TaskLinked, {"relation": "related", "other": binding.closed,
+                                         "other_number": other.number, "actor": "system", "timestamp": stamp}))
+    if binding.reopen:
+        items.insert(1, (ev.StatusChanged, {"status": "active", "reason": f"session {session[:8]} took it up",
+                                            "actor": "system", "timestamp": stamp}))
+    if binding.task is not None:
+        return binding.task, append_unseen(ledger, location, binding.task, items)
+    cwd = next((str(r.payload["cwd"]) for r in rows if r.payload.get("cwd")), None)
+    assert binding.opened is not None
+    task, done = open_with(ledger, binding.opened, items, cwd=cwd, actor=claude_code.ACTOR, timestamp=stamp)
+    refs.set_active(location, task, ledger.state(task).project)
+    return task, done
+
+
 def inbox_path(location: Location) -> Path:
     """Where hooks queue payloads for this ledger (see ``hook.ledger_file``)."""
     if location.is_sqlite:
@@ -150,11 +200,11 @@ def drain(ledger: Ledger, location: Location) -> Drained:
         for row in rows:
             sessions.setdefault(str(row.payload.get("session_id") or "unknown"), []).append(row)
         for session, session_rows in sessions.items():
-            task, _ = _session_task(ledger, location, session, session_rows)
-            if task is None:
+            binding = _bind(ledger, location, session, session_rows)
+            if binding.task is None and binding.opened is None:
                 drained.waiting += len(session_rows)
                 continue
-            done = append_unseen(ledger, location, task, _items(ledger, location, task, session, session_rows))
+            task, done = _land(ledger, location, binding, session, session_rows)
             drained.rejected += [f"{fields.get('source')}: {why}" for (_, fields), why in done.rejected]
             with conn:
                 conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in session_rows])
@@ -172,7 +222,7 @@ def session_start_answer(payload: dict[str, Any]) -> str:
 
     from ledger.location import resolve
     from ledger.store import open_ledger
-    from projections.brief import render
+    from projections.brief import injection
 
     location = resolve(os.environ.get("TRAIL_DB"))
     ledger = open_ledger(location)
@@ -185,7 +235,7 @@ def session_start_answer(payload: dict[str, Any]) -> str:
         if state.position <= 2:  # opened and linked only: no history worth injecting
             return ""
         return json.dumps(
-            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": render(state)}}
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": injection(state)}}
         )
     finally:
         ledger.close()

@@ -28,6 +28,7 @@ from ledger.redact import redact_fields
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
+    from ledger.task import Task
 
 Key = tuple[str, str, str]
 
@@ -59,18 +60,20 @@ def stored_keys(ledger: Ledger, location: Location, task_id: UUID, upto: int) ->
 
 
 def task_for_session(ledger: Ledger, location: Location, agent: str, session_id: str) -> UUID | None:
-    """The task a conversation was linked to, if any (the earliest link wins)."""
+    """The task a conversation was linked to, if any (the latest link wins: a session whose task was
+    closed under it moves on to a new task)."""
     conn = _connect(location)
     if conn is None:
+        found = None
         for entry in ledger.entries():
             if any(c.agent == agent and c.session_id == session_id for c in ledger.state(entry.task_id).conversations):
-                return entry.task_id
-        return None
+                found = entry.task_id  # entries come by number: the later task holds the later link
+        return found
     with conn:
         row = conn.execute(
             "SELECT originator_id FROM stored_events WHERE topic = ? "
             "AND json_extract(state, '$.agent') = ? AND json_extract(state, '$.session_id') = ? "
-            "ORDER BY rowid LIMIT 1",
+            "ORDER BY rowid DESC LIMIT 1",
             (ev.ConversationLinked.TOPIC, agent, session_id),
         ).fetchone()
     conn.close()
@@ -122,32 +125,50 @@ def append_unseen(ledger: Ledger, location: Location, task_id: UUID, items: list
     items = [(event_class, redact_fields(fields)) for event_class, fields in items]
 
     def attempt() -> Appended:
-        result = Appended()
         task = ledger.task(task_id)
-        seen = stored_keys(ledger, location, task_id, task.version)
-        fresh = []
-        for event_class, fields in items:
-            key = key_of(fields.get("source"))
-            if key is not None and key in seen:
-                continue
-            if key is not None:
-                seen.add(key)  # a source repeated inside one batch lands once
-            fresh.append((event_class, fields))
-        for event_class, fields in fresh:
-            cls, values = _resolve(task.decision.latest_requirement, event_class, fields)
-            try:
-                # A refused event leaves the task unchanged (events are validated before they
-                # are applied), so the batch goes on.
-                task.record(cls, **values)
-            except (ValidationError, RuleBroken) as exc:
-                result.rejected.append(((event_class, fields), str(exc).splitlines()[0]))
-                continue
-            result.items.append((event_class, fields))
+        result = record_unseen(task, items, stored_keys(ledger, location, task_id, task.version))
         if result.items:
             ledger.save(task)
         return result
 
     return ledger._retrying(attempt)
+
+
+def open_with(
+    ledger: Ledger, title: str, items: list[Item], *, cwd: str | None, actor: str,
+    project: str | None = None, timestamp: Any = None,
+) -> tuple[UUID, Appended]:
+    """Open a task whose first events are ``items``, all in one transaction (see ``Ledger.open_task``)."""
+    items = [(event_class, redact_fields(fields)) for event_class, fields in items]
+    outcome: list[Appended] = []
+
+    def first(task: Task) -> None:
+        outcome[:] = [record_unseen(task, items, set())]
+
+    state = ledger.open_task(title, cwd=cwd, actor=actor, project=project, timestamp=timestamp, first=first)
+    assert state.id is not None
+    return state.id, outcome[0]
+
+
+def record_unseen(task: Task, items: list[Item], seen: set[Key]) -> Appended:
+    """Record on ``task`` the items whose source key is not in ``seen`` (updated); refused ones are reported."""
+    result = Appended()
+    for event_class, fields in items:
+        key = key_of(fields.get("source"))
+        if key is not None and key in seen:
+            continue
+        if key is not None:
+            seen.add(key)  # a source repeated inside one batch lands once
+        cls, values = _resolve(task.decision.latest_requirement, event_class, fields)
+        try:
+            # A refused event leaves the task unchanged (events are validated before they
+            # are applied), so the batch goes on.
+            task.record(cls, **values)
+        except (ValidationError, RuleBroken) as exc:
+            result.rejected.append(((event_class, fields), str(exc).splitlines()[0]))
+            continue
+        result.items.append((event_class, fields))
+    return result
 
 
 def _resolve(latest: int | None, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:

@@ -1,30 +1,61 @@
 """Codex CLI rollouts -> ledger items (pure; see docs/capture.md).
 
-Source keys: ``SourceKey("codex", session id, record)`` with ``record`` the ``call_id`` of a tool
-call (``#<path>`` appended per file of a patch, ``#plan``/``#next``/``#call``/``#result`` for the
-events of one call), else ``<file-stem>:<line>``. Commands come from ``exec_command_end`` where it
-exists (it has the exit code); older rollouts only have the output's metadata or its
-"Process exited with code N" line.
+Source keys: ``SourceKey("codex", origin, record)``. ``origin`` is the session whose
+``session_meta`` line the record follows: the file's own session, or, inside history a fork
+copied from an earlier rollout (a ``session_meta`` with another id, then that session's records),
+the earlier session. Records are derived from content, not line numbers, so a copy lands on the
+keys its original already holds: the ``call_id`` of a tool call (``#<path>`` per file of a patch,
+``#plan``/``#call``/``#result``/``#test``/``#fs<i>`` for the other events of one call), and
+``prompt:``/``reply:``/``compacted:`` plus the text's hash and occurrence for prompts, the agent's
+closing messages and compaction summaries; ``<file-stem>:<line>`` only where nothing else exists.
+
+Commands come from ``exec_command_end`` where it exists (it has the exit code); otherwise from
+the call's output ("Process exited with code N", ``Exit code: N`` or the JSON metadata), following
+``write_stdin`` polls of a command that was still running.
+
+Continuation: ``codex resume`` appends to the same rollout (same session id, so the importer finds
+the task by its link). A fork starts a new file whose ``session_meta`` names ``forked_from_id`` and
+copies the earlier history; ``Session.references`` holds the call ids of the file, which the task
+of the earlier session holds, so the importer puts both into one task.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+import shlex
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ledger import events as ev
+from ledger.bounds import bound
 from ledger.capture.classify import classify
 from ledger.capture.claude_code import Session
-from ledger.capture.items import bounded, plan_items, prompt_item, title_from
+from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import Skipped, records
+from ledger.capture.shell_effects import file_effects
+from ledger.capture.testruns import test_item
 
 AGENT = "codex"
 ACTOR = f"agent:{AGENT}"
-SHELL_TOOLS = frozenset({"exec_command", "shell", "local_shell", "container.exec"})
+SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
+REPLY_LIMIT = 2000
+"""Bytes kept of the agent's closing message of a turn."""
+SUMMARY_LIMIT = 12000
+"""Bytes kept of a compaction summary."""
 _EXITED = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+_RUNNING = re.compile(r"Process running with session ID (\d+)")
+_REJECTED = re.compile(
+    r"^\s*(?:(?:exec command|patch|command) rejected by (?:the )?user|aborted(?: by user)?\s*$)", re.I
+)
+"""A call the user declined or interrupted (Codex writes these as the call's output)."""
+_PATCH_HEAD = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$")
+_MOVE = re.compile(r"^\*\*\* Move to: (.+)$")
+_REQUEST = re.compile(r"^##\s+My request for Codex:\s*$", re.M)
+"""Codex Desktop wraps a prompt after a list of mentioned files; the request follows this heading."""
+_BOILERPLATE = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions instructions>")
 
 
 def _shell_line(command: Any) -> tuple[str | None, tuple[str, ...] | None]:
@@ -61,11 +92,68 @@ def _output_text(output: Any) -> tuple[str, int | None]:
             meta = data.get("metadata") or {}
             code = meta.get("exit_code") if isinstance(meta, dict) else None
             return str(data["output"]), code if isinstance(code, int) else None
-        match = _EXITED.search(output)
+        match = _EXITED.search(output[:2000])
         return output, int(match.group(1)) if match else None
     if output is None:
         return "", None
+    # Newer versions: a content item or a list of them.
+    parts = output if isinstance(output, list) else [output]
+    texts = [str(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    if texts:
+        return _output_text("\n".join(texts))
     return json.dumps(output, default=str), None
+
+
+def _message_text(payload: dict[str, Any]) -> str:
+    content = payload.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        str(c.get("text", "")) for c in content or () if isinstance(c, dict) and isinstance(c.get("text"), str)
+    )
+
+
+def _clean_prompt(text: str) -> str:
+    """The user's own words: Codex Desktop's list of mentioned files dropped."""
+    match = _REQUEST.search(text)
+    return (text[match.end() :] if match else text).strip()
+
+
+def _absolute(path: str, cwd: str | None) -> str:
+    path = path.strip()
+    if cwd and not posixpath.isabs(path) and not re.match(r"^[A-Za-z]:[\\/]", path):
+        return posixpath.normpath(posixpath.join(cwd, path))
+    return path
+
+
+def patch_files(patch: str) -> list[tuple[str, str, str | None, str]]:
+    """``(operation, path, renamed_from, section)`` for each file of an ``apply_patch`` text."""
+    out: list[tuple[str, str, str | None, str]] = []
+    current: list[Any] | None = None
+    for line in patch.splitlines():
+        head = _PATCH_HEAD.match(line)
+        if head:
+            op = {"Add": "created", "Delete": "deleted"}.get(head.group(1), "modified")
+            current = [op, head.group(2).strip(), None, [line]]
+            out.append(current)  # type: ignore[arg-type]
+            continue
+        if current is None:
+            continue
+        move = _MOVE.match(line)
+        if move and current[0] == "modified":
+            current[2], current[1], current[0] = current[1], move.group(1).strip(), "renamed"
+        if line.startswith("*** End Patch"):
+            current = None
+            continue
+        current[3].append(line)
+    return [(op, path, old, "\n".join(lines)) for op, path, old, lines in out]  # type: ignore[misc]
+
+
+@dataclass
+class _Reply:
+    text: str
+    timestamp: Any
+    origin: str
 
 
 def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
@@ -87,18 +175,127 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
     ended = {p.get("call_id") for _, t, p, _ in flat if t == "event_msg" and p.get("type") == "exec_command_end"}
     patched = {p.get("call_id") for _, t, p, _ in flat if t == "event_msg" and p.get("type") == "patch_apply_end"}
     has_user_events = any(t == "event_msg" and p.get("type") == "user_message" for _, t, p, _ in flat)
+    has_assistant_items = any(
+        t == "response_item" and p.get("type") == "message" and p.get("role") == "assistant" for _, t, p, _ in flat
+    )
 
     calls: dict[str, tuple[str, dict[str, Any], Any]] = {}
+    running: dict[str, tuple[str, dict[str, Any], Any, ev.SourceKey, list[str]]] = {}
+    """Exec sessions still running (``write_stdin`` polls them): process id -> the exec call."""
+    seen: dict[str, dict[str, int]] = {}
+    """Per origin session: how often each prompt/reply/summary text came before (see ``_keyed``)."""
+    call_ids: set[str] = set()
+    origin = ""
+    cwd: str | None = None
     prompts = 0
+    interrupted = False
+    wrong: str | None = None
+    last_action: str | None = None
+    reply: _Reply | None = None
+    tokens: int | None = None
+
+    def keyed(prefix: str, text: str, where: str) -> ev.SourceKey:
+        record = prompt_record(text, seen.setdefault(f"{where} {prefix}", {}))
+        return ev.SourceKey(agent=AGENT, session=where, record=prefix + record.removeprefix("prompt:"))
+
+    def flush_reply() -> None:
+        nonlocal reply
+        if reply is not None and reply.text.strip():
+            session.items.append(
+                (
+                    ev.AgentReplied,
+                    {
+                        "text": bound(reply.text.strip(), REPLY_LIMIT),
+                        "actor": ACTOR,
+                        "timestamp": reply.timestamp,
+                        "source": keyed("reply:", reply.text.strip(), reply.origin),
+                    },
+                )
+            )
+        reply = None
+
+    def command_items(
+        shell: str | None,
+        argv: tuple[str, ...] | None,
+        run_cwd: str | None,
+        code: int | None,
+        ms: int | None,
+        stdout: str,
+        stderr: str,
+        key: ev.SourceKey,
+        ts: Any,
+        call_id: str,
+    ) -> None:
+        nonlocal last_action
+        session.items.append(
+            (
+                ev.CommandRan,
+                {
+                    "shell": shell,
+                    "argv": argv,
+                    "cwd": run_cwd,
+                    "exit_code": code,
+                    "duration_ms": ms,
+                    "stdout": bounded(stdout),
+                    "stderr": bounded(stderr),
+                    "actor": ACTOR,
+                    "timestamp": ts,
+                    "source": key,
+                },
+            )
+        )
+        line = shell if shell is not None else shlex.join(argv or ())
+        last_action = f"ran {line[:200]}"
+        where = run_cwd or cwd
+        if "*** Begin Patch" in line and code == 0 and call_id not in patched:
+            session.items.extend(patch_items(line, where, key, ts))
+        output = "\n".join(t for t in (stdout, stderr) if t)
+        test = test_item(line, code, output, ACTOR, key, ts)
+        if test is not None:
+            session.items.append(test)
+        if code == 0:
+            session.items.extend(file_effects(line, where, ACTOR, key, ts))
+
+    def patch_items(patch: str, where: str | None, key: ev.SourceKey, ts: Any) -> list[Item]:
+        items: list[Item] = []
+        for operation, path, renamed_from, section in patch_files(patch):
+            target = _absolute(path, where)
+            items.append(
+                (
+                    ev.FileChanged,
+                    {
+                        "path": target,
+                        "operation": operation,
+                        "renamed_from": _absolute(renamed_from, where) if renamed_from else None,
+                        "diff": bounded(section),
+                        "actor": ACTOR,
+                        "timestamp": ts,
+                        "source": key.model_copy(update={"record": f"{key.record}#{path}"}),
+                    },
+                )
+            )
+        return items
+
     def handle(number: int, kind: str, payload: dict[str, Any], ts: Any) -> None:
-        nonlocal prompts
+        nonlocal prompts, origin, cwd, interrupted, wrong, last_action, reply, tokens
         if ts and not session.first_timestamp:
             session.first_timestamp = str(ts)
         ptype = payload.get("type")
         if kind == "session_meta":
-            if not session.session_id and payload.get("id"):
-                session.session_id = str(payload["id"])
-                session.cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            sid = str(payload.get("id") or payload.get("session_id") or "")
+            if not sid:
+                return
+            if sid != origin:
+                flush_reply()  # a reply belongs to the session it was written in
+            origin = sid
+            if not session.session_id:
+                session.session_id = sid
+                source = payload.get("source")
+                session.is_subagent = bool(payload.get("parent_thread_id")) or (
+                    isinstance(source, dict) and "subagent" in source
+                )
+                if isinstance(payload.get("cwd"), str) and session.cwd is None:
+                    session.cwd = cwd = payload["cwd"]
                 if transcript:
                     session.items.append(
                         (
@@ -114,57 +311,106 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                         )
                     )
             return
-        sid = session.session_id or stem
-        src = ev.SourceKey(agent=AGENT, session=sid, record=f"{stem}:{number}")
+        if kind == "turn_context":
+            if isinstance(payload.get("cwd"), str):
+                cwd = payload["cwd"]
+                if session.cwd is None:
+                    session.cwd = cwd
+            return
+        where = origin or session.session_id or stem
+        src = ev.SourceKey(agent=AGENT, session=where, record=f"{stem}:{number}")
         prompt_text: str | None = None
         if kind == "event_msg" and ptype == "user_message":
             prompt_text = str(payload.get("message") or "")
         elif kind == "response_item" and ptype == "message" and payload.get("role") == "user" and not has_user_events:
-            text = "\n".join(str(c.get("text", "")) for c in payload.get("content") or () if isinstance(c, dict))
-            if not text.lstrip().startswith(("<environment_context>", "<user_instructions>", "# AGENTS.md")):
+            text = _message_text(payload)
+            if not text.lstrip().startswith(_BOILERPLATE):
                 prompt_text = text
-        if prompt_text is not None and prompt_text.strip():
+        if prompt_text is not None:
+            cleaned = _clean_prompt(prompt_text)
+            if not cleaned:
+                return
+            flush_reply()
             prompts += 1
-            kind_ = classify(prompt_text, first=prompts == 1)
-            session.items.append(prompt_item(kind_, prompt_text.strip(), src, ts))
+            kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
+            key = keyed("prompt:", cleaned, where)
+            session.items.append(prompt_item(kind_, cleaned, key, ts, wrong if kind_ == "correction" else None))
             if session.title is None:
-                session.title = title_from(prompt_text)
+                session.title = title_from(cleaned)
+            interrupted, wrong, last_action = False, None, None
             return
         if kind == "compacted":
             summary = str(payload.get("message") or "").strip()
             session.items.append(
                 (
-                    ev.CheckpointMarked,
-                    {"label": "compaction", "note": summary or None, "actor": "system", "source": src, "timestamp": ts},
-                )
-            )
-            return
-        if kind == "event_msg" and ptype == "exec_command_end":
-            call_id = str(payload.get("call_id") or src.record)
-            shell, argv = _shell_line(payload.get("command"))
-            dur = payload.get("duration") or {}
-            ms = int(dur.get("secs", 0) * 1000 + dur.get("nanos", 0) // 1_000_000) if isinstance(dur, dict) else None
-            stdout = payload.get("stdout") or payload.get("aggregated_output") or ""
-            session.items.append(
-                (
-                    ev.CommandRan,
+                    ev.ContextCompacted,
                     {
-                        "shell": shell,
-                        "argv": argv,
-                        "cwd": payload.get("cwd"),
-                        "exit_code": payload.get("exit_code"),
-                        "duration_ms": ms,
-                        "stdout": bounded(stdout),
-                        "stderr": bounded(payload.get("stderr") or ""),
-                        "actor": ACTOR,
+                        "summary": bound(summary, SUMMARY_LIMIT) if summary else None,
+                        "tokens_before": tokens,
+                        "actor": "system",
                         "timestamp": ts,
-                        "source": src.model_copy(update={"record": call_id}),
+                        "source": keyed("compacted:", summary or f"{stem}:{number}", where),
                     },
                 )
             )
             return
+        if kind == "event_msg":
+            if ptype == "token_count":
+                info = payload.get("info")
+                usage = info.get("last_token_usage") if isinstance(info, dict) else None
+                total = usage.get("total_tokens") if isinstance(usage, dict) else None
+                if isinstance(total, int) and total > 0:
+                    tokens = total
+                return
+            if ptype == "agent_message" and not has_assistant_items:
+                text = str(payload.get("message") or "")
+                if text.strip():
+                    reply = _Reply(text, ts, where)
+                return
+            if ptype == "task_complete":
+                last = payload.get("last_agent_message")
+                if isinstance(last, str) and last.strip() and (reply is None or reply.text.strip() != last.strip()):
+                    reply = _Reply(last, ts, where)
+                flush_reply()
+                return
+            if ptype == "turn_aborted":
+                flush_reply()
+                if payload.get("reason") != "review_ended":
+                    interrupted = True
+                    wrong = wrong or last_action
+                return
+        if kind == "response_item" and ptype == "message" and payload.get("role") == "assistant":
+            text = _message_text(payload)
+            if text.strip():
+                reply = _Reply(text, ts, where)
+            return
+        if kind == "event_msg" and ptype == "exec_command_end":
+            call_id = str(payload.get("call_id") or src.record)
+            call_ids.add(call_id)
+            shell, argv = _shell_line(payload.get("command"))
+            if payload.get("exit_code") is None and str(payload.get("status")) in ("declined", "rejected"):
+                interrupted, wrong = True, f"exec {(shell or shlex.join(argv or ()))[:200]}"
+                return
+            dur = payload.get("duration") or {}
+            ms = int(dur.get("secs", 0) * 1000 + dur.get("nanos", 0) // 1_000_000) if isinstance(dur, dict) else None
+            stdout = str(payload.get("stdout") or payload.get("aggregated_output") or "")
+            code = payload.get("exit_code")
+            command_items(
+                shell,
+                argv,
+                payload.get("cwd") if isinstance(payload.get("cwd"), str) else None,
+                code if isinstance(code, int) else None,
+                ms,
+                stdout,
+                str(payload.get("stderr") or ""),
+                src.model_copy(update={"record": call_id}),
+                ts,
+                call_id,
+            )
+            return
         if kind == "event_msg" and ptype == "patch_apply_end":
             call_id = str(payload.get("call_id") or src.record)
+            call_ids.add(call_id)
             changes = payload.get("changes") if payload.get("success", True) else None
             for path, change in (changes or {}).items():
                 change = change if isinstance(change, dict) else {}
@@ -184,6 +430,8 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                         },
                     )
                 )
+            if changes:
+                last_action = "patched " + ", ".join(str(p) for p in list(changes)[:5])
             if not payload.get("success", True):
                 session.items.append(
                     (
@@ -204,6 +452,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             return
         if ptype in ("function_call", "custom_tool_call", "local_shell_call"):
             call_id = str(payload.get("call_id") or payload.get("id") or src.record)
+            call_ids.add(call_id)
             name = str(payload.get("name") or ("shell" if ptype == "local_shell_call" else "?"))
             if payload.get("namespace"):
                 name = f"{payload['namespace']}.{name}"
@@ -219,51 +468,63 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 session.items.extend(plan_items(steps, ACTOR, src.model_copy(update={"record": call_id}), ts))
                 return
             calls[call_id] = (name, args, ts)
+            if name in SHELL_TOOLS:
+                shell, argv = _shell_line(args.get("cmd") or args.get("command"))
+                last_action = f"ran {(shell or shlex.join(argv or ()))[:200]}"
+            elif name != "write_stdin":
+                last_action = f"{name} {json.dumps(args, default=str)[:200]}"
             return
         if ptype in ("function_call_output", "custom_tool_call_output"):
             call_id = str(payload.get("call_id") or "")
             name, args, _ = calls.pop(call_id, ("?", {}, ts))
             text, code = _output_text(payload.get("output"))
             key = src.model_copy(update={"record": call_id or src.record})
-            if name == "write_stdin" or name == "update_plan":
-                return  # polling of a running exec_command; its exec_command_end has the result
-            if name in SHELL_TOOLS:
-                if call_id in ended or (name == "exec_command" and code is None):
-                    return  # recorded from exec_command_end, or still running
-                shell, argv = _shell_line(args.get("cmd") or args.get("command"))
-                session.items.append(
-                    (
-                        ev.CommandRan,
-                        {
-                            "shell": shell,
-                            "argv": argv,
-                            "cwd": args.get("workdir"),
-                            "exit_code": code,
-                            "stdout": bounded(text),
-                            "actor": ACTOR,
-                            "timestamp": ts,
-                            "source": key,
-                        },
+            if _REJECTED.match(text) and name != "write_stdin":
+                # The user declined the call (or interrupted it); what they say next corrects it.
+                interrupted = True
+                wrong = last_action if name == "?" else f"{name} {json.dumps(args, default=str)[:200]}"
+                return
+            if name == "update_plan":
+                return
+            if name == "write_stdin":
+                # Polling a running exec_command; without exec_command_end, its final poll has the result.
+                proc = str(args.get("session_id", ""))
+                pending = running.get(proc)
+                if pending is None:
+                    return
+                pending[4].append(text)
+                if code is not None:
+                    del running[proc]
+                    first_id, first_args, _, first_key, outputs = pending
+                    shell, argv = _shell_line(first_args.get("cmd") or first_args.get("command"))
+                    command_items(
+                        shell,
+                        argv,
+                        first_args.get("workdir"),
+                        code,
+                        None,
+                        "\n".join(outputs),
+                        "",
+                        first_key,
+                        ts,
+                        first_id,
                     )
-                )
+                return
+            if name in SHELL_TOOLS:
+                if call_id in ended:
+                    return  # recorded from exec_command_end
+                if code is None:
+                    still = _RUNNING.search(text[:2000])
+                    if still and name == "exec_command":
+                        running[still.group(1)] = (call_id, args, ts, key, [text])
+                    if name == "exec_command":
+                        return
+                shell, argv = _shell_line(args.get("cmd") or args.get("command"))
+                command_items(shell, argv, args.get("workdir"), code, None, text, "", key, ts, call_id)
                 return
             if name == "apply_patch" and call_id not in patched and code in (0, None):
-                patch = str(args.get("input") or "")
-                for op, path in _PATCH_FILE.findall(patch):
-                    operation = {"Add": "created", "Delete": "deleted"}.get(op, "modified")
-                    session.items.append(
-                        (
-                            ev.FileChanged,
-                            {
-                                "path": path.strip(),
-                                "operation": operation,
-                                "diff": bounded(patch),
-                                "actor": ACTOR,
-                                "timestamp": ts,
-                                "source": key.model_copy(update={"record": f"{call_id}#{path.strip()}"}),
-                            },
-                        )
-                    )
+                patch = str(args.get("input") or args.get("patch") or "")
+                session.items.extend(patch_items(patch, cwd, key, ts))
                 return
             if name == "apply_patch":
                 return
@@ -301,6 +562,10 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
         except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
             # A record of a shape this mapper does not know is skipped with its reason, never fatal.
             session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
+    flush_reply()  # where the rollout stops: the agent's last words so far
     if session.title is None and session.session_id:
         session.title = f"codex session {session.session_id[:8]}"
+    # Call ids are unique to the call: a fork's copied history holds the earlier session's ids, so the
+    # task that holds them is the one this rollout continues (the importer looks them up).
+    session.references = {c for c in call_ids if c and not c.startswith(f"{stem}:")}
     return session

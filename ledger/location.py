@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -11,6 +12,7 @@ from ledger.errors import BadInput
 from ledger.home import home_dir
 
 DB_FILENAME = "ledger.db"
+URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 @dataclass(frozen=True)
@@ -34,14 +36,23 @@ class Location:
         return self.url.startswith(("postgresql://", "postgres://"))
 
     @property
+    def is_default(self) -> bool:
+        """The zero-set-up location, ``$TRAIL_HOME/ledger.db``: any command may create it."""
+        return self.url == f"sqlite:{self.home / DB_FILENAME}"
+
+    @property
     def display(self) -> str:
         """The URL as it may be printed or stored: any password replaced by ``***``."""
-        if not self.is_postgres:
+        if self.is_sqlite:
             return self.url
-        parts = urlsplit(self.url)
-        if parts.password is None:
+        try:
+            parts = urlsplit(self.url)
+            password = parts.password
+        except ValueError:  # not even a URL: show its scheme only, it may hold a password
+            return self.url.partition("://")[0] + "://..."
+        if password is None:
             return self.url
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
         return parts._replace(netloc=netloc).geturl()
 
     @property
@@ -115,5 +126,7 @@ def resolve(db: str | None = None) -> Location:
         return Location(url=f"sqlite:{home / DB_FILENAME}", home=home)
     if value.startswith(("postgresql://", "postgres://")):
         return Location(url=value, home=home)
+    if URL_SCHEME.match(value) and not value.startswith("sqlite:"):
+        return Location(url=value, home=home)  # an unknown scheme, refused when the ledger opens
     path = Path(value.removeprefix("sqlite:")).expanduser()
     return Location(url=f"sqlite:{path}", home=home)

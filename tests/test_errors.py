@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,3 +125,97 @@ def test_damaged_ledger_file_is_one_line_not_a_traceback(home: Path, two_tasks: 
         assert proc.returncode == 4, (args, proc.stderr)
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert proc.stderr.startswith("trail: ")
+
+
+# -- a location that is not a ledger, or may not become one: one line, exit 4, nothing created ---------------
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every folder (None) and file (its bytes) under ``root``: equal before and after means nothing was made."""
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob("*"))}
+
+
+def _refused(proc: subprocess.CompletedProcess[str], *names: str) -> None:
+    assert proc.returncode == 4, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trail: "), proc.stderr
+    assert all(name in lines[0] for name in names), (names, lines[0])
+    assert proc.stdout == ""
+
+
+# Commands that only read, and one that writes to an existing task: none of them may begin a ledger.
+NOT_BEGINNING = [["list"], ["resume"], ["log"], ["why", "a.py:3"], ["verify"], ["stats"], ["query", "SELECT 1"],
+                 ["note", "x"]]
+
+
+@pytest.mark.parametrize("args", [*NOT_BEGINNING, ["start", "typo"]])
+def test_db_in_a_folder_that_does_not_exist_creates_nothing(tmp_path: Path, args: list[str]) -> None:
+    target = tmp_path / "no" / "such" / "dir" / "x.db"
+    proc = run_trail("--db", str(target), *args, home=tmp_path / "home")
+    _refused(proc, str(target.parent))
+    assert _tree(tmp_path) == {}
+
+
+@pytest.mark.parametrize("args", NOT_BEGINNING)
+def test_only_a_command_that_begins_tasks_creates_a_named_ledger(tmp_path: Path, args: list[str]) -> None:
+    target = tmp_path / "x.db"
+    _refused(run_trail("--db", str(target), *args, home=tmp_path / "home"), f"no ledger at {target}")
+    assert _tree(tmp_path) == {}
+    target.touch()  # an empty file is no ledger yet either, and stays empty
+    _refused(run_trail("--db", str(target), *args, home=tmp_path / "home"), f"no ledger at {target}", "empty")
+    assert _tree(tmp_path) == {"x.db": b""}
+    run_trail("--db", str(target), "start", "first", home=tmp_path / "home", check=True)
+    assert run_trail("--db", str(target), *args[:1], home=tmp_path / "home").returncode in (0, 2)  # 2: why/note args
+
+
+def _other_file(path: Path, kind: str) -> None:
+    if kind == "text":
+        path.write_text("just some notes\n")
+        return
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA journal_mode={kind}")
+    conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO users (name) VALUES ('ada')")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("kind", ["text", "delete", "wal"])
+@pytest.mark.parametrize("args", [["list"], ["log"], ["verify"], ["stats"], ["start", "x"], ["demo", "--keep"]])
+def test_a_file_that_is_not_a_ledger_is_left_exactly_as_it_was(tmp_path: Path, kind: str, args: list[str]) -> None:
+    """Another application's SQLite file (rollback or WAL journal) or a text file: no table, no -wal, no byte."""
+    other = tmp_path / "app.db"
+    _other_file(other, kind)
+    before = _tree(tmp_path)
+    _refused(run_trail("--db", str(other), *args, home=tmp_path / "home"), f"{other} is not a tasktrail ledger")
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("args", [["list"], ["start", "x"]])
+def test_a_url_of_an_unknown_scheme_is_refused_without_its_password(tmp_path: Path, args: list[str]) -> None:
+    proc = run_trail("--db", "mysql://bob:s3cret@db.internal:3306/trail", *args, home=tmp_path / "home")
+    _refused(proc, "unsupported ledger URL 'mysql://bob:***@db.internal:3306/trail'")
+    assert "s3cret" not in proc.stderr
+    assert _tree(tmp_path) == {}  # the command ran in tmp_path: no "mysql:" folder either
+
+
+def test_the_default_location_is_still_created_by_any_first_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TRAIL_DATABASE_URL", raising=False)
+    home = tmp_path / "a" / "b" / "home"
+    assert run_trail("list", home=home, cwd=tmp_path, check=True).stdout.startswith("No tasks yet")
+    assert (home / "ledger.db").is_file()
+
+
+def test_a_ledger_file_the_hook_began_is_a_ledger(tmp_path: Path) -> None:
+    """The hook may create the file (its inbox table only) before any command: reads accept it."""
+    target = tmp_path / "x.db"
+    env = {k: v for k, v in os.environ.items() if k != "TRAIL_DATABASE_URL"}
+    env.update(TRAIL_DB=str(target), TRAIL_HOME=str(tmp_path / "home"), PYTHONPATH=str(Path(__file__).parents[1]))
+    payload = '{"session_id": "s-1", "hook_event_name": "SessionStart", "source": "startup"}'
+    hooked = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
+                            input=payload, env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert hooked.returncode == 0 and hooked.stderr == "", hooked.stderr
+    assert target.is_file()
+    assert run_trail("--db", str(target), "list", home=tmp_path / "home").returncode == 0

@@ -129,6 +129,7 @@ class Ledger(Application[UUID]):
     def branch(self, task_id: UUID, at: int, title: str, actor: str = "user") -> TaskState:
         """Start a new task whose history is this task's first ``at`` events (same positions,
         so provenance pointers stay valid), linked back to it. The original is left untouched."""
+        title = redact_fields({"title": title})["title"]  # the copied history was redacted when recorded
         origin = self.state(task_id, at=at)
         history = list(self.task_events(task_id, after=1, upto=at))
 

@@ -187,3 +187,27 @@ def test_capped_hook_strings_keep_full_size_and_hash() -> None:
     b = bound(capped, limit=50)
     assert b.truncated and b.size == len(text) and b.sha256 == digest and b.tail.endswith("-tail")
     assert cap("short", limit=100) == "short" and uncap("short") == ("short", None, None)
+
+
+def test_a_token_in_a_branch_title_is_stored_nowhere(tmp_path: Path) -> None:
+    """`trail branch` names a new task: its title goes through redaction like `trail start`'s."""
+    token = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA7"  # 36 after the prefix
+    assert len(token) == 40
+    home, data = tmp_path / "home", tmp_path / "data"
+    data.mkdir()
+    db = str(data / "ledger.db")
+
+    def trail(*args: str) -> str:
+        return run_trail("--db", db, *args, home=home, cwd=tmp_path, check=True).stdout
+
+    trail("start", "Fix the flaky login test")
+    trail("require", "Login must pass on CI")
+    trail("attempt", "Retry the request")
+    trail("branch", "1", f"fix with {token}", "--at", "2")
+    files = [p for root in (home, data) for p in root.rglob("*") if p.is_file()]
+    assert any(p.name == "ledger.db" for p in files)
+    assert [p for p in files if token.encode() in p.read_bytes()] == []
+    listed = {t["number"]: t for t in json.loads(trail("list", "--json"))}
+    title = listed[2]["title"]
+    assert token not in title and title.startswith("fix with [REDACTED:github-token:"), title
+    assert token not in json.dumps(listed)

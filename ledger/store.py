@@ -326,7 +326,9 @@ def _check_sqlite_path(path: Path, create: Create) -> None:
             # Another application's database: the library would add its tables to it.
             raise StoreUnavailable(f"{path} is not a tasktrail ledger (an SQLite database without its tables)")
         if not tables and create == "nothing":
-            raise StoreUnavailable(f"no ledger at {path}: the file is empty (reads create nothing; `trail start` begins one)")
+            raise StoreUnavailable(
+                f"no ledger at {path}: the file is empty (reads create nothing; `trail start` begins one)"
+            )
         return
     if not path.parent.is_dir() and create != "path":
         # A mistyped --db names a folder that does not exist: create nothing, say so.

@@ -6,6 +6,7 @@ import difflib
 import json
 import shutil
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,22 @@ def import_group() -> None:
     """Import agent sessions after the fact (re-importing adds nothing new)."""
 
 
-def _run_import(ctx: Context, agent: str, paths: tuple[Path, ...], task: str | None, as_json: bool) -> None:
+def _run_import(
+    ctx: Context, agent: str, paths: tuple[Path, ...], task: str | None, as_json: bool,
+    project: Path | None, since: datetime | None,
+) -> None:
     from ledger.capture.importer import DEFAULT_ROOTS, discover, import_files
+    from ledger.project import project_of
 
     files = discover(list(paths) or [DEFAULT_ROOTS[agent]])
     ledger = ctx.ledger()
     target = ctx.entry(task).task_id if task else None
     total = sum(f.stat().st_size for f in files)
+    where = project_of(str(project)) if project is not None else None
+    when = since.replace(tzinfo=since.tzinfo or UTC) if since is not None else None
     with click.progressbar(length=total, label=f"importing {len(files)} {agent} files", file=sys.stderr) as bar:
-        report = import_files(ledger, ctx.location, agent, files, target, progress=bar.update)  # type: ignore[arg-type]
+        report = import_files(ledger, ctx.location, agent, files, target, progress=bar.update,  # type: ignore[arg-type]
+                              project=where, since=when)
     if as_json:
         emit_json(report.as_dict())
         return
@@ -51,28 +59,56 @@ def _run_import(ctx: Context, agent: str, paths: tuple[Path, ...], task: str | N
 
 _paths = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 _task = click.option("--task", metavar="TASK", help="Attach every session to this task instead of one task each.")
+_project = click.option(
+    "--project", type=click.Path(path_type=Path), metavar="PATH",
+    help="Only sessions run in this project (its git top level) or a folder inside it.",
+)
+_since = click.option(
+    "--since", type=click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"]), metavar="DATE",
+    help="Only sessions with a record at or after DATE (YYYY-MM-DD[ HH:MM], UTC).",
+)
 
 
 @import_group.command("claude-code")
 @_paths
 @_task
+@_project
+@_since
 @json_option
 @pass_context
 @fails_cleanly
-def import_claude_code(ctx: Context, paths: tuple[Path, ...], task: str | None, as_json: bool) -> None:
-    """Import Claude Code transcripts (files or folders; default ~/.claude/projects)."""
-    _run_import(ctx, "claude-code", paths, task, as_json)
+def import_claude_code(
+    ctx: Context, paths: tuple[Path, ...], task: str | None, project: Path | None, since: datetime | None,
+    as_json: bool,
+) -> None:
+    """Import Claude Code transcripts (files or folders; default ~/.claude/projects).
+
+    Sessions that continue one another (a /clear, a compaction, a resume) join one task; each other
+    session opens its own, at its first record's time, in its own project. A task opened here ends
+    paused, or done when the agent finished its plan with nothing failing.
+    """
+    _run_import(ctx, "claude-code", paths, task, as_json, project, since)
 
 
 @import_group.command("codex")
 @_paths
 @_task
+@_project
+@_since
 @json_option
 @pass_context
 @fails_cleanly
-def import_codex(ctx: Context, paths: tuple[Path, ...], task: str | None, as_json: bool) -> None:
-    """Import Codex CLI rollouts (files or folders; default ~/.codex/sessions)."""
-    _run_import(ctx, "codex", paths, task, as_json)
+def import_codex(
+    ctx: Context, paths: tuple[Path, ...], task: str | None, project: Path | None, since: datetime | None,
+    as_json: bool,
+) -> None:
+    """Import Codex CLI rollouts (files or folders; default ~/.codex/sessions).
+
+    Sessions that continue one another (a /clear, a compaction, a resume) join one task; each other
+    session opens its own, at its first record's time, in its own project. A task opened here ends
+    paused, or done when the agent finished its plan with nothing failing.
+    """
+    _run_import(ctx, "codex", paths, task, as_json, project, since)
 
 
 # -- trail install / uninstall claude-code -----------------------------------------------------------

@@ -69,7 +69,11 @@ def lines(state: TaskState) -> list[Line]:
     add("goal", f"# Task #{state.number} {_clip(state.title, 200)} [{_clip(status, 120)}]", KEEP)
 
     if state.next_step:
-        where = " (from the agent's plan)" if state.next_step_from == "plan" else ""
+        where = ""
+        if state.next_step_from == "plan" and state.next_step_position is not None:
+            spoke = state.last_reply is not None and state.last_reply.position > state.next_step_position
+            where = (f" (the open step of the agent's plan at [{state.next_step_position}]"
+                     + ("; the agent spoke since: check its last words under Where it stopped)" if spoke else ")"))
         step = f"## Next step{where}\n{_clip(state.next_step, 600)}"
     elif state.plan is not None and state.plan.steps:
         step = "## Next step\n(none: every step of the plan is done; confirm with the user what comes next)"
@@ -81,9 +85,9 @@ def lines(state: TaskState) -> list[Line]:
         heading("requirements", "## Requirements (current wording, latest last)")
         count = len(state.requirements)
         for i, r in enumerate(state.requirements):
-            recent = i >= count - 3
+            recent = i >= count - 3 or i == 0  # the first states the goal
             changed = " (reworded)" if r.history else ""
-            width = 1200 if i == count - 1 else 400 if recent else 200
+            width = 1200 if i == count - 1 else 800 if i == 0 else 400 if recent else 200
             add("requirements", f"- [{r.position}] {_clip(r.text, width)}{changed}",
                 REQUIREMENT if recent else REQUIREMENT - 15 - (count - i) // 10)
         _older(add, "requirements", state.counts.get("RequirementStated", 0), len(state.requirements),

@@ -354,16 +354,17 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 "last_failed_command": rec if failed else state.last_failed_command,
             }
             key = "cmd:" + " ".join(line.split())
+            if is_read_only(line):
+                # A read that finds nothing (grep, rg, ls of a missing path) exits non-zero: not a failure.
+                update["read_only_commands"] = state.read_only_commands + 1
+                return update
             if failed:
                 failure = Failure(key=key, what=line, position=pos, at=at, exit_code=event.exit_code,
                                   output_tail=rec.output_tail)
                 update["failures"] = _failed(state.failures, failure)
             elif event.exit_code == 0:
                 update["failures"] = _resolved(state.failures, key, pos)
-            if is_read_only(line) and not failed:
-                update["read_only_commands"] = state.read_only_commands + 1
-            else:
-                update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
+            update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
             return update
         case ev.FileChanged():
             prev = state.files.get(event.path)
@@ -386,6 +387,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message,
                            passed=event.passed, failed=event.failed, errors=event.errors, skipped=event.skipped)
             key = f"test:{event.name}"
+            # A test run read from the command just before it stands in for that command's entry.
+            earlier = tuple(f for f in state.failures if not (f.position == pos - 1 and f.key.startswith("cmd:")))
+            state = state.model_copy(update={"failures": earlier}) if len(earlier) != len(state.failures) else state
             if event.outcome in ("failed", "error"):
                 failure = Failure(key=key, what=f"test {event.name}", position=pos, at=at,
                                   output_tail=event.message or "")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-_HEADING = re.compile(r"^\s*(?:#{1,4}\s*)?(?:\d+\.\s*)?(?:\*\*)?([A-Za-z][A-Za-z /&-]{2,40}?)(?:\*\*)?:?\s*(?:\*\*)?\s*$")
+_HEADING = re.compile(
+    r"^\s*(?:#{1,4}\s*)?(?:\d+\.\s*)?(?:\*\*)?([A-Za-z][A-Za-z /&-]{2,40}?)(?:\*\*)?:?\s*(?:\*\*)?\s*$"
+)
 WANTED = {
     "pending tasks": "Pending work",
     "pending": "Pending work",

@@ -15,6 +15,7 @@ from ledger.capture.importer import import_files
 from ledger.location import Location
 from ledger.store import Ledger
 from projections.brief import render
+from projections.commands import is_read_only
 from tests.conftest import SHARED, run_trail
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -195,7 +196,8 @@ def _claude_counts(path: Path) -> dict[str, Any]:
         for i, c in calls.items()
         if c["name"] in ("Edit", "Write", "MultiEdit", "NotebookEdit") and i in results and not results[i][1]
     ]
-    failing = [calls[i]["input"]["command"] for i in ran if results[i][1]]
+    # Reads that find nothing (grep, ls of a missing path) exit non-zero but are not failures.
+    failing = [line for i in ran if results[i][1] and not is_read_only(line := calls[i]["input"]["command"])]
     return {
         "commands": len(ran) + bash_inputs,
         "files": len(edits),
@@ -227,7 +229,8 @@ def _codex_counts(path: Path) -> dict[str, Any]:
         "files": len(changes),
         "prompts": sum(1 for p in events if p.get("type") == "user_message"),
         "paths": set(changes),
-        "last_failing": next((" ".join(p["command"][2:]) for p in reversed(ends) if p.get("exit_code")), None),
+        "last_failing": next((" ".join(p["command"][2:]) for p in reversed(ends)
+                              if p.get("exit_code") and not is_read_only(" ".join(p["command"][2:]))), None),
     }
 
 
@@ -260,13 +263,18 @@ def _check_real(path: Path, ledger: Ledger, location: Location, agent: str, want
     assert not report.skipped, report.skipped
     (number,) = report.tasks
     events = _events(ledger, number)
+    # Prompts only: a tool use rejected with a reason is also a user correction ("…#correction").
     prompts = [
         e
         for e in events
-        if e.actor == "user" and isinstance(e, ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade)
+        if e.actor == "user"
+        and isinstance(e, ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade)
+        and not (e.source and e.source.record.endswith("#correction"))
     ]
     assert sum(isinstance(e, ev.CommandRan) for e in events) == want["commands"]
-    assert sum(isinstance(e, ev.FileChanged) for e in events) == want["files"]
+    # Edit-tool changes only: deletes and renames made by shell commands carry "#fs<i>".
+    edits = [e for e in events if isinstance(e, ev.FileChanged) and not (e.source and "#fs" in e.source.record)]
+    assert len(edits) == want["files"]
     assert len(prompts) == want["prompts"]
     brief = render(ledger.state(ledger.task_id(number)))
     for edited in want["paths"]:

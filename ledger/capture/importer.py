@@ -1,11 +1,13 @@
 """Importing transcript files into tasks: find files, map them, pick each one's task, append once.
 
-One transcript becomes one task, titled after the session (its own title, else its first
-prompt). A file joins an existing task instead when ``--task`` names one, when its session id is
-already linked to a task (a resumed session, a sub-agent file, a file imported before), or when
-it points at a record another task holds (a ``summary`` leaf or a parent uuid from an earlier
-session). Appends skip source keys the task holds, so re-imports add nothing and a grown file
-adds only its new records.
+Sessions group into tasks by continuation, never across projects: a file joins an existing task
+when ``--task`` names one, when its session id is already linked to a task (a resumed session, a
+sub-agent file, a file imported before), or when it points at a record another task holds (a
+``summary`` leaf or a parent uuid: a ``/clear`` or compaction continuation). Otherwise it opens a
+task of its own, titled after the session, at the session's first record's time, with its first
+events in the same transaction. A task the import opened is then set to how its session ended
+(``_settle``) and becomes its project's active task unless that one is newer. Appends skip source
+keys the task holds, so re-imports add nothing and a grown file adds only its new records.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
+from ledger import events as ev
+from ledger import refs
 from ledger.capture import claude_code, codex
 from ledger.capture.claude_code import Session
-from ledger.capture.writer import append_unseen, task_for_records, task_for_session
+from ledger.capture.writer import Appended, append_unseen, open_with, task_for_records, task_for_session
 from ledger.errors import TrailError
 from ledger.location import Location
+from ledger.project import project_of
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
@@ -46,12 +52,15 @@ class Report:
     events: Counter[str] = field(default_factory=Counter)
     skipped: list[tuple[str, int, str]] = field(default_factory=list)
     """(file, line, why) for every line that could not be read or was refused."""
+    filtered: int = 0
+    """Sessions left out by ``--project`` or ``--since``."""
 
     def as_dict(self) -> dict[str, object]:
         return {
             "files": self.files,
             "tasks": [{"number": n, "title": t} for n, t in sorted(self.tasks.items())],
             "new_tasks": self.new_tasks,
+            "filtered": self.filtered,
             "events": dict(sorted(self.events.items())),
             "events_total": sum(self.events.values()),
             "skipped": [{"file": f, "line": n, "reason": r} for f, n, r in self.skipped],
@@ -88,8 +97,14 @@ def import_files(
     files: list[Path],
     task: UUID | None = None,
     progress: Callable[[int], None] | None = None,
+    *,
+    project: str | None = None,
+    since: datetime | None = None,
 ) -> Report:
-    """Import ``files``; ``progress`` is told how many bytes each finished file had."""
+    """Import ``files``; ``progress`` is told how many bytes each finished file had.
+
+    ``project`` keeps the sessions run in that project (or a folder inside it); ``since`` the
+    sessions with a record at or after that time."""
     report = Report(files=len(files))
     sessions = [(path, read_session(agent, path)) for path in files]
     # Earlier sessions first, and a session's main file before its sub-agent files, so that
@@ -97,30 +112,116 @@ def import_files(
     sessions.sort(key=lambda ps: (ps[1].first_timestamp or "~", ps[1].is_subagent, str(ps[0])))
     numbers = {e.task_id: e.number for e in ledger.entries()}
     for path, session in sessions:
+        if not _wanted(session, project, since):
+            report.filtered += 1
+            if progress:
+                progress(path.stat().st_size)
+            continue
         report.skipped.extend((str(path), s.line, s.reason) for s in session.skipped)
         if not session.items:
             if progress:
                 progress(path.stat().st_size)
             continue
+        items = session.items
         target = task or _existing_task(ledger, location, agent, session)
+        opened = target is None
         if target is None:
+            # The task opens at the session's first record, with its first batch, in one transaction.
             title = session.title or f"{agent} session {session.session_id[:8] or path.stem}"
-            state = ledger.open_task(title, cwd=session.cwd, actor=f"agent:{agent}")
-            assert state.id is not None and state.number is not None
-            target, numbers[state.id] = state.id, state.number
+            target, done = open_with(ledger, title, items[:BATCH], cwd=session.cwd, actor=f"agent:{agent}",
+                                     timestamp=_when(session.first_timestamp))
+            _count(report, path, done)
+            numbers[target] = ledger.state(target).number or 0
+            items = items[BATCH:]
             report.new_tasks += 1
         if target not in numbers:
             numbers.update({e.task_id: e.number for e in ledger.entries()})
-        for start in range(0, len(session.items), BATCH):
-            done = append_unseen(ledger, location, target, session.items[start : start + BATCH])
-            report.events.update(cls.__name__ for cls, _ in done.items)
-            for (_, fields), why in done.rejected:
-                source = fields.get("source")
-                report.skipped.append((str(path), _line_of(source.record if source else ""), why))
+        for start in range(0, len(items), BATCH):
+            _count(report, path, append_unseen(ledger, location, target, items[start : start + BATCH]))
+        if opened and not session.is_subagent:
+            _settle(ledger, location, agent, session, target, report, path)
+        _point(location, ledger, target, session)
         report.tasks[numbers[target]] = ledger.state(target).title
         if progress:
             progress(path.stat().st_size)
     return report
+
+
+def _count(report: Report, path: Path, done: Appended) -> None:
+    report.events.update(cls.__name__ for cls, _ in done.items)
+    for (_, fields), why in done.rejected:
+        source = fields.get("source")
+        report.skipped.append((str(path), _line_of(source.record if source else ""), why))
+
+
+def _when(stamp: str | None) -> datetime | None:
+    if not stamp:
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _last_time(session: Session) -> datetime | None:
+    stamps = [w for _, fields in session.items if (w := _stamp(fields.get("timestamp"))) is not None]
+    return max(stamps) if stamps else _when(session.first_timestamp)
+
+
+def _stamp(value: object) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return _when(value) if isinstance(value, str) else None
+
+
+def _wanted(session: Session, project: str | None, since: datetime | None) -> bool:
+    if project is not None:
+        own = project_of(session.cwd)
+        if own is None or not (own == project or own.startswith(project.rstrip("/") + "/")):
+            return False
+    if since is not None:
+        last = _last_time(session)
+        if last is None or last < since:
+            return False
+    return True
+
+
+def _settle(
+    ledger: Ledger, location: Location, agent: Agent, session: Session, task: UUID, report: Report, path: Path
+) -> None:
+    """Set a task the import opened to how its session ended: done when the agent finished its plan
+    with nothing failing and had the last word, else paused (the session is over, the work is not)."""
+    state = ledger.state(task)
+    failing = any(f.resolved_at is None for f in state.failures)
+    finished = (state.plan is not None and bool(state.plan.steps) and state.next_step is None
+                and not failing and state.last_reply is not None)
+    status, reason = ("done", "imported: the agent finished its plan") if finished else (
+        "paused", "imported: the session ended with work open")
+    if state.status == status:
+        return
+    last = _last_time(session)
+    item = (ev.StatusChanged, {
+        "status": status, "reason": reason, "actor": "system", "timestamp": last,
+        "source": ev.SourceKey(agent=agent, session=session.session_id or path.stem, record=f"status:{status}"),
+    })
+    _count(report, path, append_unseen(ledger, location, task, [item]))
+
+
+def _point(location: Location, ledger: Ledger, task: UUID, session: Session) -> None:
+    """Make ``task`` its project's active task unless the project's current one is newer."""
+    state = ledger.state(task)
+    if state.project is None:
+        return
+    current = refs.active_task_id(location, state.project)
+    if current is not None and current != task:
+        try:
+            other = ledger.state(current)
+        except TrailError:
+            other = None
+        if other is not None and other.updated_at and state.updated_at and other.updated_at > state.updated_at:
+            return
+    refs.set_active(location, task, state.project)
 
 
 def _existing_task(ledger: Ledger, location: Location, agent: Agent, session: Session) -> UUID | None:

@@ -6,13 +6,19 @@ The rules, in order (first match wins):
 2. A prompt right after the user interrupted the agent or rejected a tool use is a correction.
 3. A prompt that opens by negating or redirecting what the agent just did is a correction:
    "no", "don't", "stop", "wait", "that's wrong", "not what I ...", "you forgot/broke/missed ...",
-   "why did you ...", "revert"/"undo", "it still fails", "this doesn't work" ...
+   "why did you ...", "revert"/"undo", "it still fails", "this doesn't work" ... Also one whose
+   opening sentence contradicts the agent without a leading cue word (after "oh", "ok", "hmm"
+   and the like): "I said/asked for/told you ...", "you should(n't) ...", "instead of X, do Y",
+   "why is it still ...", "the tests still fail", "it's still showing ...", "use X not Y",
+   "we don't need ...", "remove the ... you added", "the redirect doesn't work", "are you sure",
+   "it's a bad idea", "... is not acceptable", "we lost ...".
 4. A prompt that opens by revising the goal is a change of the latest requirement:
    "actually", "instead", "on second thought", "scratch that", "change it/that to", "rather ...".
 5. Anything else states a new requirement.
 
-Rules look at the opening words only (after IDE or reminder wrappers are stripped), because a
-redirection leads the prompt; a "no" deep in a long request is rarely a correction. The user
+Rules look at the opening words and the opening sentence only (after IDE or reminder wrappers are
+stripped), because a redirection leads the prompt; a "no" deep in a long request is rarely a
+correction. The user
 overrides any call with ``trail reclassify POSITION --as ...``.
 """
 
@@ -41,6 +47,58 @@ CORRECTION = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 
+_LEAD = (
+    r"^\W*(?:(?:oh|ok|okay|hmm+|well|ugh+|argh+|sorry|so|but|and|hey|uh+|um+|sigh|fgs|man|dude|wow|hm+)\b[\s,.!:;-]*)*"
+)
+"""Interjections a redirection may open with ("oh, ...", "ok so ..."); they carry no meaning of their own."""
+
+_LEAD_RE = re.compile(_LEAD, re.IGNORECASE)
+
+_SUBJECT = r"(?:(?:the|this|that|it|your|my|our)\s+)?[\w.@/-]+(?:\s+[\w.@/-]+){0,2}?"
+
+REDIRECT = re.compile(
+    _LEAD
+    + r"""(?:
+        I\s+(?:said|meant|told\s+you|asked\s+(?:you\s+)?(?:for|to)|wanted|never\s+(?:said|asked)|
+            (?:did\s*n'?t|did\s+not)\s+(?:ask|want|say|mean|find|like|tell)|
+            (?:do\s*n'?t|do\s+not)\s+(?:like|want|think\s+(?:that|this|it|so)))\b |
+        I\s+(?:actually|really)\s+(?:do\s*n'?t|do\s+not)\s+like\b |
+        (?:that|this|it|i[tr])(?:'?s|\s+is|\s+was)\s+
+            (?:not\s+what|(?:a\s+)?bad\s+idea|not\s+(?:a\s+)?good\s+idea|not\s+(?:a|an|the)\b) |
+        you\s+(?:should|shouldn'?t|should\s+not|need\s+to\s+(?:fix|revert|undo|remove)|were\s+supposed|
+            keep\s+(?:doing|adding|using|breaking|making|ignoring)|ignored|still|again|changed|added|used|made|lost)\b |
+        instead\s+of\b |
+        why\s+(?:is|are|does|do|was|were)\s+"""
+    + _SUBJECT
+    + r"""\s+still\b |
+        why\s+(?:is\s*n'?t|are\s*n'?t|does\s*n'?t|did\s*n'?t|wo\s*n'?t|has\s*n'?t|have\s*n'?t|not|the\s+hell)\b |
+        """
+    + _SUBJECT
+    + r"""(?:'s|'re|\s+is|\s+are)?\s+still\s+
+            (?:fail|fails|failing|failed|broken|not|doesn'?t|does\s+not|isn'?t|won'?t|showing|shows|there|the\s+same|
+               wrong|empty|missing|happening|hangs|crash|crashes|crashing|returns|red|errors?|erroring|blank)\b |
+        """
+    + _SUBJECT
+    + r"""\s+(?:does\s*n'?t|does\s+not|did\s*n'?t|did\s+not|is\s*n'?t|is\s+not|are\s*n'?t|wo\s*n'?t|ca\s*n'?t)\s+
+            (?:work|working|load|loading|build|building|compile|compiling|run|running|render|rendering|pass|passing)\b |
+        use\s+[\w.@/-]+(?:\s+[\w.@/-]+)?,?\s+not\s+ |
+        (?:we|you|I)\s+(?:do\s*n'?t|do\s+not)\s+(?:need|want)\b |
+        (?:please\s+)?(?:remove|delete|drop|get\s+rid\s+of|take\s+out)\b[^.?!\n]{0,100}?\byou(?:'ve)?\s+(?:just\s+)?
+            (?:added|created|wrote|put|introduced|made)\b |
+        are\s+you\s+sure\b | (?:we|you)\s+lost\b |
+        [^.?!\n]{0,120}?\b(?:is|are)\s+(?:not\s+acceptable|unacceptable)\b |
+        [^.?!\n]{0,120}?\bnot\s+what\s+I\s+(?:asked|wanted|meant|said)\b
+    )""",
+    re.IGNORECASE | re.VERBOSE,
+)
+"""Rule 3 without a leading cue word: the opening sentence contradicts or redirects the agent."""
+
+CONTRAST = re.compile(
+    _LEAD + r"(?:it|that|this|i[tr])(?:'?s|\s+is)\s+not\s+[^.?!\n]{1,80}[.,;]\s*(?:it|that|this)(?:'?s|\s+is)\s",
+    re.IGNORECASE,
+)
+"""Rule 3: "it's not X, it's Y" tells the agent it had the facts wrong."""
+
 CHANGE = re.compile(
     r"""^\W*(?:
         actually\b | instead\b | on\s+second\s+thought | scratch\s+that | rather\b |
@@ -58,6 +116,12 @@ def clean_prompt(text: str) -> str:
     return _WRAPPERS.sub("", text).strip()
 
 
+def _first_sentence(text: str) -> str:
+    """The text up to its first sentence end (``.``/``?``/``!`` before a blank, or a line break)."""
+    match = re.search(r"[.?!](?:\s|$)|\n", text)
+    return text[: match.start() + 1] if match else text
+
+
 def classify(text: str, *, first: bool, after_interrupt: bool = False) -> Kind:
     """Which kind of user intent ``text`` is; see the module docstring for the rules."""
     if first:
@@ -65,7 +129,9 @@ def classify(text: str, *, first: bool, after_interrupt: bool = False) -> Kind:
     if after_interrupt:
         return "correction"
     opening = clean_prompt(text)[:_OPENING]
-    if CORRECTION.match(opening):
+    if CORRECTION.match(opening) or CORRECTION.match(_LEAD_RE.sub("", opening, count=1)):
+        return "correction"
+    if REDIRECT.match(_first_sentence(opening)) or CONTRAST.match(opening):
         return "correction"
     if CHANGE.match(opening):
         return "change"

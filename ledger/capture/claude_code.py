@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger import events as ev
+from ledger.bounds import bound
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, sha256, title_from
 from ledger.capture.jsonl import Skipped, records
+from ledger.capture.shell_effects import file_effects
+from ledger.capture.testruns import test_item
 
 AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"
@@ -33,6 +36,16 @@ _SKIP_PROMPT = (
     "Caveat: The messages below",
 )
 _BASH_TAG = re.compile(r"<bash-(input|stdout|stderr)>(.*?)</bash-\1>", re.S)
+_REASON = re.compile(
+    r"(?:The user provided the following reason for the rejection:|the user said:)\s*(.*)\Z", re.S | re.I
+)
+PLAN_MAX = 1500
+"""Characters of an approved plan kept as the decision's text (its heading and first lines)."""
+SUMMARY_MAX = 12_000
+"""Bytes of a compaction summary kept: the tail holds the pending work and the current state."""
+REPLY_MAX = 2_000
+"""Bytes of the agent's closing message kept."""
+APPROVED = "approved by the user in plan mode"
 
 
 @dataclass
@@ -52,6 +65,8 @@ class Session:
 
 END = "end:"
 """Source-record prefix of the transcript-end checkpoint."""
+REPLY = "reply:"
+"""Source-record prefix of the agent's closing message of a turn (its text's hash)."""
 
 
 def text_of(content: Any) -> str:
@@ -170,6 +185,51 @@ def command_item(
     }
 
 
+def rejection_reason(content: str) -> str | None:
+    """The reason the user gave when rejecting a tool use, or None (no reason, or not a rejection)."""
+    text = content.removeprefix("Error: ")
+    if not text.startswith(REJECTED):
+        return None
+    match = _REASON.search(text)
+    reason = match.group(1).strip() if match else ""
+    return reason or None
+
+
+def _short_call(name: str, data: dict[str, Any]) -> str:
+    """A short name for a tool call: what the user rejected."""
+    if name == "ExitPlanMode":
+        return "plan: " + title_from(str(data.get("plan", "")))
+    if name == "Bash":
+        return "Bash: " + " ".join(str(data.get("command", "")).split())[:160]
+    target = data.get("file_path") or data.get("notebook_path") or data.get("path") or data.get("pattern")
+    if target:
+        return f"{name} {target}"
+    return f"{name} {json.dumps(data, default=str)[:160]}"
+
+
+def plan_text(plan: str) -> str:
+    """An approved plan as a decision's text: whole when short, else its heading and first lines."""
+    plan = plan.strip()
+    if len(plan) <= PLAN_MAX:
+        return plan
+    head = plan[:PLAN_MAX]
+    cut = head.rfind("\n")
+    return (head[:cut] if cut > PLAN_MAX // 2 else head).rstrip() + "\n…"
+
+
+def _approved_plan(data: dict[str, Any], result: Any, content: str) -> str:
+    """The plan the user approved: as the tool result states it (the user may have edited it)."""
+    if "## Approved Plan:" in content:
+        return content.split("## Approved Plan:", 1)[1]
+    if isinstance(result, dict) and isinstance(result.get("plan"), str) and result["plan"].strip():
+        return str(result["plan"])
+    return str(data.get("plan", ""))
+
+
+def _with(source: ev.SourceKey, suffix: str) -> ev.SourceKey:
+    return source.model_copy(update={"record": source.record + suffix})
+
+
 def tool_items(
     name: str,
     data: Any,
@@ -179,13 +239,31 @@ def tool_items(
     actor: str,
     source: ev.SourceKey,
     ts: Any,
+    cwd: str | None = None,
 ) -> list[Item]:
-    """One finished tool call (shared by the importer and the live hook)."""
+    """One finished tool call (shared by the importer and the live hook).
+
+    A Bash call adds its test run (``testruns``) and, when it exited 0, the deletes and renames
+    it made (``shell_effects``). A tool use the user rejected with a reason adds that reason as a
+    correction; an approved ``ExitPlanMode`` adds the plan as a decision."""
     data = data if isinstance(data, dict) else {}
     tool_actor = f"tool:{name}" if re.fullmatch(r"\S+", name) else "tool:unknown"
-    rejected = is_error and (content.startswith(REJECTED) or content.startswith(INTERRUPTED))
+    plain = content.removeprefix("Error: ")
+    rejected = is_error and (plain.startswith(REJECTED) or plain.startswith(INTERRUPTED))
     if name == "Bash" and not rejected:
-        return [command_item(data, result, content, is_error, actor, source, ts)]
+        command = command_item(data, result, content, is_error, actor, source, ts)
+        items = [command]
+        line, code = str(data.get("command", "")), command[1]["exit_code"]
+        if isinstance(result, dict) and not is_error:
+            output = "\n".join(str(result.get(k) or "") for k in ("stdout", "stderr"))
+        else:
+            output = result if isinstance(result, str) and not content else content
+        test = test_item(line, code, output, actor, source, ts)
+        if test is not None:
+            items.append(test)
+        if code == 0:
+            items.extend(file_effects(line, cwd, actor, source, ts))
+        return items
     if name in EDIT_TOOLS and not is_error:
         item = file_item(name, data, result, actor, source, ts)
         return [item] if item else []
@@ -196,6 +274,26 @@ def tool_items(
     output = content or (result if isinstance(result, str) else json.dumps(result, default=str) if result else "")
     called = source.model_copy(update={"record": source.record + "#call"})
     done = source.model_copy(update={"record": source.record + "#result"})
+    extra: list[Item] = []
+    reason = rejection_reason(content) if rejected else None
+    if reason:
+        extra.append(
+            (
+                ev.CorrectionMade,
+                {"text": reason, "wrong": _short_call(name, data), "actor": "user", "timestamp": ts,
+                 "source": _with(source, "#correction")},
+            )
+        )  # fmt: skip
+    elif name == "ExitPlanMode" and not is_error:
+        plan = _approved_plan(data, result, content)
+        if plan.strip():
+            extra.append(
+                (
+                    ev.DecisionRecorded,
+                    {"text": plan_text(plan), "reason": APPROVED, "actor": "user", "timestamp": ts,
+                     "source": _with(source, "#decision")},
+                )
+            )  # fmt: skip
     return [
         (
             ev.ToolCalled,
@@ -220,7 +318,31 @@ def tool_items(
                 "timestamp": ts,
             },
         ),
+        *extra,
     ]
+
+
+def reply_item(text: str, actor: str, session: str, timestamp: Any) -> Item:
+    """The agent's closing message of a turn. Keyed by its text's hash, so the Stop hook's
+    ``last_assistant_message`` and the transcript's last text of that turn are one fact."""
+    return ev.AgentReplied, {
+        "text": bound(text.strip(), REPLY_MAX),
+        "actor": actor,
+        "timestamp": timestamp,
+        "source": ev.SourceKey(agent=AGENT, session=session, record=f"{REPLY}{sha256(text.strip())[:16]}"),
+    }
+
+
+def compaction_item(meta: dict[str, Any], summary: str | None, source: ev.SourceKey, timestamp: Any) -> Item:
+    tokens = meta.get("preTokens")
+    return ev.ContextCompacted, {
+        "trigger": str(meta["trigger"]) if meta.get("trigger") else None,
+        "tokens_before": tokens if isinstance(tokens, int) and tokens >= 0 else None,
+        "summary": bound(summary, SUMMARY_MAX) if summary and summary.strip() else None,
+        "actor": "system",
+        "timestamp": timestamp,
+        "source": source,
+    }
 
 
 @dataclass
@@ -251,9 +373,19 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     user_command: tuple[str, str, Any] | None = None
     last: tuple[str, int, Any] | None = None
     prompt_seen: dict[str, int] = {}
+    reply: tuple[str, Any] | None = None
+    """The main agent's latest text in this turn: where it stopped, if the turn ends here."""
+    compaction: int | None = None
+    """Index in ``session.items`` of the last compaction still waiting for its summary."""
+
+    def close_turn() -> None:
+        nonlocal reply
+        if reply is not None and not session.is_subagent:
+            session.items.append(reply_item(reply[0], ACTOR, session.session_id or stem, reply[1]))
+        reply = None
 
     def handle(number: int, record: dict[str, Any]) -> None:
-        nonlocal interrupted, wrong, prompts, user_command, last
+        nonlocal interrupted, wrong, prompts, user_command, last, reply, compaction
         kind = record.get("type")
         uuid = record.get("uuid")
         ts = record.get("timestamp")
@@ -286,19 +418,10 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if kind == "system":
             sub = record.get("subtype")
             if sub == "compact_boundary":
-                meta = record.get("compactMetadata") or {}
-                session.items.append(
-                    (
-                        ev.CheckpointMarked,
-                        {
-                            "label": f"compaction ({meta.get('trigger', 'auto')})",
-                            "note": f"context compacted at {meta.get('preTokens', '?')} tokens",
-                            "actor": "system",
-                            "source": src,
-                            "timestamp": ts,
-                        },
-                    )
-                )
+                # One fact per compaction: the summary record that follows fills it in.
+                meta = record.get("compactMetadata")
+                compaction = len(session.items)
+                session.items.append(compaction_item(meta if isinstance(meta, dict) else {}, None, src, ts))
             elif sub == "away_summary" and text_of(record.get("content")).strip():
                 session.items.append(
                     (
@@ -308,7 +431,12 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                 )
             return
         if kind == "assistant":
+            main = actor == ACTOR and not record.get("isApiErrorMessage")
             for block in (record.get("message") or {}).get("content") or ():
+                if main and isinstance(block, dict) and block.get("type") == "text":
+                    said = block.get("text")
+                    if isinstance(said, str) and said.strip():
+                        reply = (said, ts)
                 if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id"):
                     pending[str(block["id"])] = _Pending(str(block.get("name", "?")), block.get("input"), actor)
                     if block.get("name") in EDIT_TOOLS | {"Bash"}:
@@ -322,8 +450,14 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if record.get("isCompactSummary"):
             text = text_of(content)
             if text.strip():
-                note = {"text": text, "actor": "system", "source": src, "timestamp": ts}
-                session.items.append((ev.NoteAdded, note))
+                if compaction is not None:
+                    cls, fields = session.items[compaction]
+                    summary = compaction_item({}, text, src, ts)[1]["summary"]
+                    session.items[compaction] = (cls, {**fields, "summary": summary})
+                else:
+                    session.items.append(compaction_item({}, text, src, ts))
+            compaction = None
+            reply = None  # the turn before the compaction is summarised, not where it stopped
             return
         if isinstance(content, list):
             for block in content:
@@ -336,12 +470,23 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                 body = text_of(block.get("content"))
                 is_error = bool(block.get("is_error"))
                 if is_error and (body.startswith(REJECTED) or body.startswith(INTERRUPTED)):
-                    interrupted = True
+                    # A rejection with a reason is itself the correction (see tool_items); the
+                    # agent goes on, so the next prompt is not one because of it.
+                    interrupted = rejection_reason(body) is None
                     wrong = f"{call.name} {json.dumps(call.input, default=str)[:200]}"
                 tool_src = ev.SourceKey(agent=AGENT, session=src.session, record=call_id)
+                cwd = str(record["cwd"]) if record.get("cwd") else session.cwd
                 session.items.extend(
                     tool_items(
-                        call.name, call.input, record.get("toolUseResult"), body, is_error, call.actor, tool_src, ts
+                        call.name,
+                        call.input,
+                        record.get("toolUseResult"),
+                        body,
+                        is_error,
+                        call.actor,
+                        tool_src,
+                        ts,
+                        cwd,
                     )
                 )
         if not _is_prompt(record, content):
@@ -376,6 +521,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if text.lstrip().startswith(_SKIP_PROMPT):
             return
         cleaned = clean_prompt(text) or text.strip()
+        close_turn()
         prompts += 1
         kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
         prompt_src = src.model_copy(update={"record": prompt_record(cleaned, prompt_seen)})
@@ -390,6 +536,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
             # A record of a shape this mapper does not know is skipped with its reason, never fatal.
             session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
+    close_turn()
 
     if last is not None and not session.is_subagent:
         # Where the transcript stopped; keyed by the last message's uuid (prefixed, so it cannot
@@ -421,6 +568,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                     "session_id": session.session_id,
                     "transcript": transcript,
                     "actor": "system",
+                    "timestamp": session.first_timestamp or None,
                     "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link"),
                 },
             ),
@@ -447,7 +595,12 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
         is_error = event == "PostToolUseFailure" or (isinstance(response, dict) and bool(response.get("is_error")))
         content = str(error) if error else (response if isinstance(response, str) else "")
         tool_src = src.model_copy(update={"record": call_id})
-        return tool_items(name, payload.get("tool_input"), response, content, is_error, actor, tool_src, timestamp)
+        cwd = str(payload["cwd"]) if payload.get("cwd") else None
+        return tool_items(name, payload.get("tool_input"), response, content, is_error, actor, tool_src, timestamp, cwd)
+    if event == "PostCompact":
+        summary = payload.get("compact_summary") or payload.get("summary")
+        meta = {"trigger": payload.get("trigger")}
+        return [compaction_item(meta, summary if isinstance(summary, str) else None, src, timestamp)]
     if event in ("PreCompact", "Stop", "SessionEnd", "SubagentStop"):
         detail = payload.get("trigger") or payload.get("reason") or ""
         label = {
@@ -456,7 +609,7 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
             "SessionEnd": "session ended",
             "SubagentStop": "sub-agent stopped",
         }[str(event)]
-        return [
+        items: list[Item] = [
             (
                 ev.CheckpointMarked,
                 {
@@ -467,4 +620,8 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
                 },
             )
         ]
+        said = payload.get("last_assistant_message")
+        if event == "Stop" and actor == ACTOR and isinstance(said, str) and said.strip():
+            items.append(reply_item(said, actor, session, timestamp))
+        return items
     return []

@@ -1,0 +1,187 @@
+"""Sessions land in the right task: per project, never in a finished task, and their briefs fit.
+
+Real hook processes (`trail hook claude-code` fed Claude Code's payload shapes on stdin, run in
+the session's folder), a real ledger, real `trail` commands.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger import events as ev
+from ledger.store import Ledger
+from tests.conftest import SHARED, run_trail
+from tests.test_hook import _env
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _repo(root: Path, name: str) -> Path:
+    path = root / name
+    (path / ".git").mkdir(parents=True)
+    return path
+
+
+def send(home: Path, cwd: Path, session: str, event: str, **fields: Any) -> subprocess.CompletedProcess[str]:
+    """One hook invocation as Claude Code makes it: in the session's folder, with its common fields."""
+    payload = {
+        "session_id": session,
+        "transcript_path": f"/home/u/.claude/projects/x/{session}.jsonl",
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": event,
+        **fields,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
+        input=json.dumps(payload), capture_output=True, text=True, env=_env(home), timeout=120, cwd=cwd,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    return proc
+
+
+def injected(proc: subprocess.CompletedProcess[str]) -> str:
+    if not proc.stdout:
+        return ""
+    answer = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert answer["hookEventName"] == "SessionStart"
+    return str(answer["additionalContext"])
+
+
+def _edit(path: str) -> dict[str, Any]:
+    return {
+        "tool_name": "Edit", "tool_use_id": f"toolu_{abs(hash(path)) % 10**8}",
+        "tool_input": {"file_path": path, "old_string": "a", "new_string": "b"},
+        "tool_response": {"filePath": path, "originalFile": "a\n",
+                          "structuredPatch": [{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
+                                               "lines": ["-a", "+b"]}]},
+    }
+
+
+def test_two_projects_get_two_tasks_and_neither_sees_the_other(home: Path, tmp_path: Path, ledger: Ledger) -> None:
+    web, rust, empty = _repo(tmp_path, "web"), _repo(tmp_path, "rust"), tmp_path / "scratch"
+    (web / "src").mkdir()
+    empty.mkdir()
+    assert injected(send(home, web / "src", "s-web-1", "SessionStart", source="startup")) == ""
+    send(home, web / "src", "s-web-1", "UserPromptSubmit", prompt="Add CSV export to the report page")
+    send(home, web / "src", "s-web-1", "PostToolUse", **_edit(str(web / "src" / "report.py")))
+    send(home, rust, "s-rust-1", "UserPromptSubmit", prompt="Set up a Rust workspace with two crates")
+    send(home, rust, "s-rust-1", "PostToolUse", **_edit(str(rust / "Cargo.toml")))
+
+    tasks = json.loads(run_trail("list", "--json", home=home, check=True).stdout)
+    assert len(tasks) == 2
+    by_title = {t["title"]: t for t in tasks}
+    assert set(by_title) == {"Add CSV export to the report page", "Set up a Rust workspace with two crates"}
+    for entry in ledger.entries():
+        state = ledger.state(entry.task_id)
+        texts = " ".join(r.text for r in state.requirements)
+        assert ("CSV" in texts) != ("Rust" in texts)  # each task holds its own project's prompt only
+        assert state.project in (str(web), str(rust))
+
+    # A fresh session in the web project (from its root, or any folder in it) resumes the web task only.
+    web_brief = injected(send(home, web, "s-web-2", "SessionStart", source="startup"))
+    assert "CSV export" in web_brief and "Rust" not in web_brief and "Cargo.toml" not in web_brief
+    assert "task #" in web_brief and "trail decide" in web_brief and len(web_brief) <= 10_000
+    rust_brief = injected(send(home, rust, "s-rust-2", "SessionStart", source="clear"))
+    assert "Rust workspace" in rust_brief and "CSV" not in rust_brief
+    # A project with no task gets nobody's brief, and its first prompt opens its own task.
+    assert injected(send(home, empty, "s-scratch", "SessionStart", source="startup")) == ""
+    send(home, empty, "s-scratch", "UserPromptSubmit", prompt="Write a haiku about sqlite")
+    assert len(json.loads(run_trail("list", "--json", home=home, check=True).stdout)) == 3
+    # `trail` commands follow the project they run in.
+    here = json.loads(run_trail("resume", "--json", home=home, cwd=rust, check=True).stdout)
+    assert here["schema"] == 2 and "Rust workspace" in here["brief"]
+
+
+def test_a_done_task_takes_no_new_prompt_and_stays_done(home: Path, tmp_path: Path, ledger: Ledger) -> None:
+    app = _repo(tmp_path, "app")
+    send(home, app, "s-1", "UserPromptSubmit", prompt="Add a dark mode toggle")
+    run_trail("done", home=home, cwd=app, check=True)
+    assert injected(send(home, app, "s-2", "SessionStart", source="startup")) == ""  # nothing open to resume
+    send(home, app, "s-2", "UserPromptSubmit", prompt="Now add a high-contrast theme")
+    run_trail("list", home=home, check=True)  # folds the inbox in
+
+    first, second = (ledger.state(e.task_id) for e in ledger.entries())
+    assert first.status == "done" and [r.text for r in first.requirements] == ["Add a dark mode toggle"]
+    assert second.status == "active" and [r.text for r in second.requirements] == ["Now add a high-contrast theme"]
+    assert [(link.relation, link.other_number) for link in second.links] == [("related", first.number)]
+    # The same session, still running after its task was closed under it, moves on too.
+    run_trail("done", home=home, cwd=app, check=True)
+    send(home, app, "s-2", "UserPromptSubmit", prompt="And a print stylesheet")
+    run_trail("list", home=home, check=True)
+    assert len(ledger.entries()) == 3
+    assert ledger.state(ledger.entries()[1].task_id).status == "done"
+
+
+def test_a_paused_task_is_taken_up_by_the_next_session(home: Path, tmp_path: Path, ledger: Ledger) -> None:
+    app = _repo(tmp_path, "app")
+    send(home, app, "s-1", "UserPromptSubmit", prompt="Port the parser to Rust")
+    run_trail("pause", home=home, cwd=app, check=True)
+    brief = injected(send(home, app, "s-2", "SessionStart", source="startup"))
+    assert "Port the parser to Rust" in brief
+    (entry,) = ledger.entries()
+    assert ledger.state(entry.task_id).status == "active"
+
+
+def _todo(call: str, *statuses: str) -> dict[str, Any]:
+    todos = [{"content": f"step {i}", "status": s, "activeForm": f"doing step {i}"} for i, s in enumerate(statuses)]
+    return {"tool_name": "TodoWrite", "tool_use_id": call, "tool_input": {"todos": todos},
+            "tool_response": {"oldTodos": [], "newTodos": todos}}
+
+
+def test_a_finished_plan_leaves_no_stale_next_step(home: Path, tmp_path: Path) -> None:
+    app = _repo(tmp_path, "app")
+    send(home, app, "s-1", "UserPromptSubmit", prompt="Ship the release notes")
+    send(home, app, "s-1", "PostToolUse", **_todo("toolu_p1", "completed", "in_progress", "pending"))
+    state = json.loads(run_trail("resume", "--json", home=home, cwd=app, check=True).stdout)["state"]
+    assert state["next_step"] == "step 1"
+    send(home, app, "s-1", "PostToolUse", **_todo("toolu_p2", "completed", "completed", "completed"))
+    shown = json.loads(run_trail("resume", "--json", home=home, cwd=app, check=True).stdout)
+    assert shown["state"]["next_step"] is None
+    assert "every step of the plan is done" in shown["brief"] and "## Next step\nstep" not in shown["brief"]
+    # A person's `trail next` wins until a newer plan supersedes it.
+    run_trail("next", "Tag v2.0 and push", home=home, cwd=app, check=True)
+    assert "Tag v2.0" in run_trail("resume", home=home, cwd=app, check=True).stdout
+    send(home, app, "s-1", "PostToolUse", **_todo("toolu_p3", "pending"))
+    assert json.loads(run_trail("resume", "--json", home=home, cwd=app, check=True).stdout)["state"][
+        "next_step"] == "step 0"
+
+
+def test_an_imported_task_opens_at_the_transcripts_time(home: Path, ledger: Ledger) -> None:
+    run_trail("import", "claude-code", str(FIXTURES / "claude-small.jsonl"), home=home, check=True)
+    events = list(ledger.task_events(ledger.entries()[0].task_id))
+    opened, linked = events[0], next(e for e in events if isinstance(e, ev.ConversationLinked))
+    first = datetime.fromisoformat("2026-01-01T10:00:01+00:00")
+    assert opened.timestamp == first and linked.timestamp <= events[2].timestamp
+    # So a time inside the session is a point of the task, not "before the task was opened".
+    at = run_trail("replay", "1", "--at", "2026-01-01T10:00:02+00:00", "--json", home=home, check=True)
+    assert json.loads(at.stdout)["position"] >= 1
+
+
+ALL_SOURCES = ("startup", "resume", "clear", "compact")
+
+
+def test_every_session_start_source_injects_within_the_cap_on_a_task_from_every_fixture(
+    home: Path, tmp_path: Path
+) -> None:
+    root = SHARED / "fixtures"
+    if not root.is_dir():
+        pytest.skip("../shared/fixtures is absent")
+    app = _repo(tmp_path, "big")
+    run_trail("start", "Everything at once", home=home, cwd=app, check=True)
+    for agent, folder in (("claude-code", "claude-code"), ("codex", "codex")):
+        files = [str(p) for p in sorted((root / folder).glob("*.jsonl"))]
+        run_trail("import", agent, *files, "--task", "1", home=home, cwd=app, check=True)
+    run_trail("next", "NEXT-STEP-MARKER: re-run the migration check", home=home, cwd=app, check=True)
+    assert len(run_trail("resume", home=home, cwd=app, check=True).stdout) > 10_000  # uncut, it would not fit
+    for source in ALL_SOURCES:
+        text = injected(send(home, app, f"s-{source}", "SessionStart", source=source))
+        assert 0 < len(text) <= 10_000, source
+        assert "NEXT-STEP-MARKER" in text and "task #1" in text

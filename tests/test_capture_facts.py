@@ -110,6 +110,7 @@ def test_a_run_that_ran_no_tests_is_an_error() -> None:
         _test("pytest tests/nope.py", 4, "ERROR: file or directory not found\n\nno tests ran in 0.01s")["outcome"]
         == "error"
     )
+    assert _test("pytest -m unit", 5, "==== 205 deselected in 0.58s ====")["outcome"] == "error"
     collection = _test("pytest", 2, "==== 1 error in 0.20s ====")
     assert collection["outcome"] == "error" and collection["errors"] == 1
 

@@ -459,7 +459,12 @@ def test_item(
         outcome = "passed"
     elif failed:
         outcome = "failed"
-    elif counts.errors or exit_code in (126, 127) or (not counts.passed and _ERROR_SIGNS.search(output or "")):
+    elif (
+        counts.errors
+        or exit_code in (126, 127)
+        or (counts.found and not counts.passed)  # nothing ran: "205 deselected", "0 passed"
+        or (not counts.passed and _ERROR_SIGNS.search(output or ""))
+    ):
         outcome = "error"
     elif exit_code == 0:
         outcome = "passed"

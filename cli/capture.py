@@ -84,8 +84,8 @@ def import_claude_code(
     """Import Claude Code transcripts (files or folders; default ~/.claude/projects).
 
     Sessions that continue one another (a /clear, a compaction, a resume) join one task; each other
-    session opens its own, at its first record's time, in its own project. A task opened here ends
-    paused, or done when the agent finished its plan with nothing failing.
+    session opens its own, at its first record's time, in its own project. Each task ends paused,
+    or done when the agent finished its plan with nothing failing.
     """
     _run_import(ctx, "claude-code", paths, task, as_json, project, since)
 
@@ -105,8 +105,8 @@ def import_codex(
     """Import Codex CLI rollouts (files or folders; default ~/.codex/sessions).
 
     Sessions that continue one another (a /clear, a compaction, a resume) join one task; each other
-    session opens its own, at its first record's time, in its own project. A task opened here ends
-    paused, or done when the agent finished its plan with nothing failing.
+    session opens its own, at its first record's time, in its own project. Each task ends paused,
+    or done when the agent finished its plan with nothing failing.
     """
     _run_import(ctx, "codex", paths, task, as_json, project, since)
 

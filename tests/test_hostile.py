@@ -86,7 +86,8 @@ def _hook(home: Path, payload: bytes) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "TRAIL_HOME": str(home), "PYTHONPATH": str(REPO)}
     env.pop("TRAIL_DATABASE_URL", None)
     return subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
-                          input=payload, env=env, capture_output=True, timeout=120)
+                          input=payload, env=env, capture_output=True, timeout=120,
+                          cwd=home.parent)  # the folder `trail start` ran in: tasks are per project
 
 
 @pytest.mark.sqlite_only("measures the SQLite file's size")
@@ -132,7 +133,7 @@ def test_nasty_files_import_with_clear_reasons_and_bounded_storage(home: Path, t
 def test_nasty_hook_payloads_never_block_and_never_crash(home: Path) -> None:
     run_trail("start", "hook target", home=home, check=True)
     big = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "Bash",
-                      "tool_use_id": "toolu_h1", "tool_input": {"command": "cat big"},
+                      "tool_use_id": "toolu_h1", "tool_input": {"command": "python gen.py"},
                       "tool_response": {"stdout": "y" * (50 * 1024 * 1024), "stderr": ""}}).encode()
     for payload in (b"\x00\xff\xfe binary", b"[1, 2, 3]", b'{"hook_event_name": 5}', b"[" * 100_000, b"", big,
                     json.dumps({"session_id": SESSION, "hook_event_name": "Mystery", "x": {"y": [1]}}).encode()):
@@ -142,7 +143,7 @@ def test_nasty_hook_payloads_never_block_and_never_crash(home: Path) -> None:
     listing = run_trail("list", home=home)  # folds the inbox in
     assert listing.returncode == 0, listing.stderr
     state = json.loads(run_trail("resume", "1", "--json", home=home, check=True).stdout)["state"]
-    assert state["commands_total"] == 1 and state["commands"][0]["line"] == "cat big"
+    assert state["commands_total"] == 1 and state["commands"][0]["line"] == "python gen.py"
     db = home / "ledger.db"
     subprocess.run([sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(db)!r}).execute("
                     "'PRAGMA wal_checkpoint(TRUNCATE)')"], check=True)

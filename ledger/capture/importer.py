@@ -5,8 +5,8 @@ when ``--task`` names one, when its session id is already linked to a task (a re
 sub-agent file, a file imported before), or when it points at a record another task holds (a
 ``summary`` leaf or a parent uuid: a ``/clear`` or compaction continuation). Otherwise it opens a
 task of its own, titled after the session, at the session's first record's time, with its first
-events in the same transaction. A task the import opened is then set to how its session ended
-(``_settle``) and becomes its project's active task unless that one is newer. Appends skip source
+events in the same transaction. Unless ``--task`` names one, the task is then set to how its
+(main) session ended (``_settle``) and becomes its project's active task unless that one is newer. Appends skip source
 keys the task holds, so re-imports add nothing and a grown file adds only its new records.
 """
 
@@ -124,7 +124,6 @@ def import_files(
             continue
         items = session.items
         target = task or _existing_task(ledger, location, agent, session)
-        opened = target is None
         if target is None:
             # The task opens at the session's first record, with its first batch, in one transaction.
             title = session.title or f"{agent} session {session.session_id[:8] or path.stem}"
@@ -138,7 +137,8 @@ def import_files(
             numbers.update({e.task_id: e.number for e in ledger.entries()})
         for start in range(0, len(items), BATCH):
             _count(report, path, append_unseen(ledger, location, target, items[start : start + BATCH]))
-        if opened and not session.is_subagent:
+        if task is None and not session.is_subagent:
+            # Also when a killed import left the task opened: the re-run settles it the same way.
             _settle(ledger, location, agent, session, target, report, path)
         _point(location, ledger, target, session)
         report.tasks[numbers[target]] = ledger.state(target).title
@@ -190,8 +190,8 @@ def _wanted(session: Session, project: str | None, since: datetime | None) -> bo
 def _settle(
     ledger: Ledger, location: Location, agent: Agent, session: Session, task: UUID, report: Report, path: Path
 ) -> None:
-    """Set a task the import opened to how its session ended: done when the agent finished its plan
-    with nothing failing and had the last word, else paused (the session is over, the work is not)."""
+    """Set a task to how its session ended: done when the agent finished its plan with nothing
+    failing and had the last word, else paused (the session is over, the work is not)."""
     state = ledger.state(task)
     failing = any(f.resolved_at is None for f in state.failures)
     finished = (state.plan is not None and bool(state.plan.steps) and state.next_step is None

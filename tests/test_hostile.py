@@ -87,7 +87,8 @@ def _hook(home: Path, payload: bytes) -> subprocess.CompletedProcess[bytes]:
     env.pop("TRAIL_DATABASE_URL", None)
     return subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
                           input=payload, env=env, capture_output=True, timeout=120,
-                          cwd=home.parent)  # the folder `trail start` ran in: tasks are per project
+                          # The folder `trail start` ran in (tasks are per project), when there is one.
+                          cwd=home.parent if home.parent.is_dir() else None)
 
 
 @pytest.mark.sqlite_only("measures the SQLite file's size")

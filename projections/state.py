@@ -15,7 +15,9 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from ledger import events as ev
-from projections.commands import is_read_only
+from projections import facts
+from projections.facts import command_line as command_line  # re-exported
+from projections.facts import shown, tail_lines
 
 RECENT_COMMANDS = 20
 RECENT_NOTES = 20
@@ -253,27 +255,6 @@ def _resolved(failures: tuple[Failure, ...], key: str, position: int) -> tuple[F
                  for f in failures)
 
 
-def _tail_lines(text: str, lines: int = 5) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-def shown(text: ev.Bounded | None) -> str:
-    """A bounded text's tail, or what is left of it once `trail compact --gc-artifacts` collected it."""
-    if text is None:
-        return ""
-    if text.collected:
-        return f"[{text.size} bytes collected by gc-artifacts; sha256 {text.sha256 or text.tail_sha256}]"
-    return text.tail
-
-
-def command_line(event: ev.CommandRan) -> str:
-    if event.shell is not None:
-        return event.shell
-    import shlex
-
-    return shlex.join(event.argv or ())
-
-
 def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
     """The fields that ``event`` changes, by event type."""
     pos, at = event.originator_version, event.timestamp
@@ -323,7 +304,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 for a in state.attempts
             )
             still_open = None if state.open_attempt == event.attempt else state.open_attempt
-            failed = int(event.outcome in ("failed", "abandoned"))
+            failed = int(facts.attempt_failed(event.outcome))
             return {"attempts": attempts, "open_attempt": still_open, "attempts_failed": state.attempts_failed + failed}
         case ev.ToolCalled():
             return {"tool_calls": state.tool_calls + 1}
@@ -332,29 +313,27 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             if event.ok:
                 return {"failures": _resolved(state.failures, key, pos)}
             failure = Failure(key=key, what=f"{event.tool} tool call", position=pos, at=at,
-                              output_tail=_tail_lines(shown(event.output), 3))
+                              output_tail=tail_lines(shown(event.output), 3))
             return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}
         case ev.CommandRan():
-            out = shown(event.stderr)
-            if not out.strip():
-                out = shown(event.stdout)
-            line = command_line(event)
+            run = facts.command_ran(event)
+            line = run.line
             rec = CommandRecord(
                 position=pos,
                 line=line,
                 exit_code=event.exit_code,
                 duration_ms=event.duration_ms,
                 at=at,
-                output_tail=_tail_lines(out),
+                output_tail=run.output_tail,
             )
-            failed = event.exit_code not in (0, None)
+            failed = run.failed
             update: dict[str, Any] = {
                 "commands_total": state.commands_total + 1,
                 "commands_failed": state.commands_failed + int(failed),
                 "last_failed_command": rec if failed else state.last_failed_command,
             }
             key = "cmd:" + " ".join(line.split())
-            if is_read_only(line):
+            if run.read_only:
                 # A read that finds nothing (grep, rg, ls of a missing path) exits non-zero: not a failure.
                 update["read_only_commands"] = state.read_only_commands + 1
                 return update
@@ -377,7 +356,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 after_sha256=event.after_sha256,
                 changes=(prev.changes if prev else 0) + 1,
                 diff_size=event.diff.size if event.diff else None,
-                attempt=state.open_attempt,
+                attempt=facts.acting_attempt(event, state.open_attempt),
             )
             files = state.files
             if event.renamed_from:
@@ -390,7 +369,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             # A test run read from the command just before it stands in for that command's entry.
             earlier = tuple(f for f in state.failures if not (f.position == pos - 1 and f.key.startswith("cmd:")))
             state = state.model_copy(update={"failures": earlier}) if len(earlier) != len(state.failures) else state
-            if event.outcome in ("failed", "error"):
+            if facts.tested(event).failing:
                 failure = Failure(key=key, what=f"test {event.name}", position=pos, at=at,
                                   output_tail=event.message or "")
                 failures = _failed(state.failures, failure)
@@ -414,14 +393,12 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             return {"next_step": event.text, "next_step_position": pos, "next_step_from": "person"}
         case ev.PlanUpdated():
             # The newest of a plan and a `trail next` wins; a finished plan leaves no next step.
-            step = next((s for s in event.steps if s.status == "in_progress"), None) or next(
-                (s for s in event.steps if s.status == "pending"), None
-            )
+            step = facts.next_step(event)
             return {
                 "plan": Plan(position=pos, at=at, steps=event.steps),
-                "next_step": step.text if step else None,
-                "next_step_position": pos if step else None,
-                "next_step_from": "plan" if step else None,
+                "next_step": step.text,
+                "next_step_position": pos if step.text is not None else None,
+                "next_step_from": step.source,
             }
         case ev.ContextCompacted():
             summary = shown(event.summary)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ledger import events as ev
+from ledger.capture.classify import clean_prompt
 from ledger.capture.importer import import_files
 from ledger.location import Location
 from ledger.store import Ledger
@@ -158,8 +159,12 @@ def _claude_counts(path: Path) -> dict[str, Any]:
     calls: dict[str, dict[str, Any]] = {}
     results: dict[str, tuple[str, bool]] = {}
     prompts = bash_inputs = 0
+    queued: list[str] = []  # typed while the agent worked; counted unless they come back as a user line
     for r in records:
         content = (r.get("message") or {}).get("content")
+        queue = r.get("content") if r.get("type") == "queue-operation" and r.get("operation") == "enqueue" else None
+        if isinstance(queue, str) and queue.strip() not in ("", "tool_result"):
+            queued.append(clean_prompt(queue))
         if r.get("type") == "assistant" and isinstance(content, list):
             calls.update({b["id"]: b for b in content if b.get("type") == "tool_use"})
         if r.get("type") != "user":
@@ -184,6 +189,8 @@ def _claude_counts(path: Path) -> dict[str, Any]:
                 ("[Request interrupted", "<command-", "<local-command-", "<bash-", "Caveat: The messages below")
             ):
                 prompts += 1
+                queued = [q for q in queued if q != (clean_prompt(text) or text.strip())]
+    prompts += len(queued)
     ran = [
         i
         for i, c in calls.items()

@@ -377,6 +377,9 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     """The main agent's latest text in this turn: where it stopped, if the turn ends here."""
     compaction: int | None = None
     """Index in ``session.items`` of the last compaction still waiting for its summary."""
+    queued: list[tuple[int, str, Any]] = []
+    """Prompts typed while the agent worked (index in items, text, time); one that
+    never comes back as a user line is still something the user said, and lands where it was typed."""
 
     def close_turn() -> None:
         nonlocal reply
@@ -409,6 +412,13 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if kind == "summary":
             if isinstance(record.get("summary"), str) and record.get("leafUuid"):
                 summaries[str(record["leafUuid"])] = record["summary"]
+            return
+        if kind == "queue-operation":
+            content = record.get("content")
+            if record.get("operation") == "enqueue" and isinstance(content, str):
+                text = clean_prompt(content)
+                if text and text != "tool_result" and not text.startswith(_SKIP_PROMPT):
+                    queued.append((len(session.items), text, ts))
             return
         if kind in ("custom-title", "ai-title"):
             title = record.get("customTitle") or record.get("aiTitle") or record.get("title")
@@ -521,6 +531,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if text.lstrip().startswith(_SKIP_PROMPT):
             return
         cleaned = clean_prompt(text) or text.strip()
+        queued[:] = [q for q in queued if q[1] != cleaned]  # it came back as a user line
         close_turn()
         prompts += 1
         kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
@@ -537,6 +548,10 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             # A record of a shape this mapper does not know is skipped with its reason, never fatal.
             session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
     close_turn()
+    for index, text, ts in reversed(queued):
+        record = prompt_record(text, prompt_seen)
+        prompt_src = ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=record)
+        session.items.insert(index, prompt_item(classify(text, first=False), text, prompt_src, ts))
 
     if last is not None and not session.is_subagent:
         # Where the transcript stopped; keyed by the last message's uuid (prefixed, so it cannot

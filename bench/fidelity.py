@@ -281,7 +281,11 @@ def take_brief(path: Path, session: Session, budget: int) -> Result:
         env = {k: v for k, v in os.environ.items() if k != "TRAIL_DATABASE_URL"}
         env.update(TRAIL_HOME=tmp, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
         db = ["--db", str(Path(tmp) / "ledger.db")]
-        run = _trail([*db, "import", session.agent, str(path), "--json"], env)
+        # The session's sub-agent files (`<stem>.agent-*.jsonl`, `<stem>.subagents.*.jsonl`) are part of it,
+        # as they are of the folder a user imports.
+        stem = path.name.removesuffix(".jsonl")
+        helpers = sorted(p for p in path.parent.glob(f"{stem}.*.jsonl") if p != path)
+        run = _trail([*db, "import", session.agent, str(path), *map(str, helpers), "--json"], env)
         if run.returncode != 0:
             result.error = _failure("import", run)
             return result

@@ -42,10 +42,14 @@ def _clip(text: str, width: int = 240) -> str:
 
 
 def _block(text: str, width: int, indent: str = "  ") -> str:
-    """A multi-line text kept as lines (a reply, a summary section), cut to ``width`` characters."""
+    """A multi-line text kept as lines (a reply, a summary section) in ``width`` characters: its
+    opening and its end when it is longer (a closing message frames the work first, lists what is
+    next last)."""
     text = text.strip()
     if len(text) > width:
-        text = text[: width - 1].rstrip() + "…"
+        head = text[: width * 2 // 5].rstrip()
+        tail = text[-(width * 3 // 5) :].lstrip()
+        text = f"{head}\n[…]\n{tail}"
     return "\n".join(indent + line.rstrip() for line in text.splitlines() if line.strip())
 
 
@@ -196,7 +200,7 @@ def _where_it_stopped(
     heading("stopped", "## Where it stopped")
     reply, compaction = state.last_reply, state.compaction
     if reply is not None and reply.text.strip():
-        add("stopped", f"- the agent's last words [{reply.position}]:\n{_block(reply.text, 1500)}", STOPPED)
+        add("stopped", f"- the agent's last words [{reply.position}]:\n{_block(reply.text, 2000)}", STOPPED)
     if compaction is not None:
         parts = sections(compaction.summary)
         newer_plan = state.plan is not None and state.plan.position > compaction.position

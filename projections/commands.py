@@ -8,7 +8,6 @@ file, so an unknown command always counts as work.
 
 from __future__ import annotations
 
-import re
 import shlex
 
 READERS = frozenset({
@@ -16,20 +15,17 @@ READERS = frozenset({
     "stat", "du", "df", "which", "type", "less", "more", "jq", "sort", "uniq", "cut", "tr", "date", "whoami",
     "realpath", "readlink", "dirname", "basename", "column", "xxd", "od", "hexdump", "echo", "printf", "cd",
     "awk", "fd", "bat", "env", "printenv", "uname", "id", "true", "diff", "cmp", "sha256sum", "md5sum",
+    "ps", "pgrep", "whereis", "command", "test", "[", "lsof", "hostname", "locate", "zcat",
 })
 GIT_READERS = frozenset({
     "status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog", "grep", "ls-tree",
     "cat-file", "reflog",
 })
-_SPLIT = re.compile(r"\|\||&&|[|;\n]")
-_WRITE_REDIRECT = re.compile(r"(?<![0-9&])>(?!&)|[0-9]>(?!&)")
+_OPERATORS = frozenset({"|", "||", "&&", ";", "&", "|&", ";;"})
+_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 
 
-def _reads(segment: str) -> bool:
-    try:
-        words = shlex.split(segment)
-    except ValueError:
-        return False
+def _reads(words: list[str]) -> bool:
     while words and "=" in words[0] and not words[0].startswith("="):
         words = words[1:]  # VAR=value prefixes
     if not words:
@@ -52,9 +48,32 @@ def _reads(segment: str) -> bool:
 
 def is_read_only(line: str) -> bool:
     """Whether the shell ``line`` only reads (every pipeline part a known reader, no file written)."""
-    if not line.strip():
+    if not line.strip() or "$(" in line or "`" in line:
         return False
-    unredirected = re.sub(r"[0-9]?>\s*/dev/null|2>&1", " ", line)
-    if _WRITE_REDIRECT.search(unredirected) or "$(" in line or "`" in line:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
         return False
-    return all(_reads(part) for part in _SPLIT.split(line))
+    words: list[str] = []
+    parts: list[list[str]] = [words]
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token in _OPERATORS:
+            words = []
+            parts.append(words)
+        elif token in _REDIRECTS or token in ("<", "<<", ">&", "<&"):
+            target = tokens[i + 1] if i + 1 < len(tokens) else ""
+            if token in _REDIRECTS and target != "/dev/null":
+                return False  # writes a file
+            if words and words[-1].isdigit():
+                words.pop()  # the descriptor of 2>/dev/null or 2>&1
+            i += 1  # the redirection's target is not an argument
+        elif token in ("(", ")", "{", "}"):
+            pass
+        else:
+            words.append(token)
+        i += 1
+    return all(_reads(part) for part in parts)

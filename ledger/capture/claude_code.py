@@ -43,7 +43,8 @@ PLAN_MAX = 1500
 """Characters of an approved plan kept as the decision's text (its heading and first lines)."""
 SUMMARY_MAX = 12_000
 """Bytes of a compaction summary kept: the tail holds the pending work and the current state."""
-REPLY_MAX = 2_000
+REPLY_MAX = 8000
+"""Bytes of a closing message kept: whole in practice (its opening and its end both matter; the brief shows both)."""
 """Bytes of the agent's closing message kept."""
 APPROVED = "approved by the user in plan mode"
 

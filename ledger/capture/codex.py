@@ -41,7 +41,7 @@ from ledger.capture.testruns import test_item
 AGENT = "codex"
 ACTOR = f"agent:{AGENT}"
 SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
-REPLY_LIMIT = 2000
+REPLY_LIMIT = 8000
 """Bytes kept of the agent's closing message of a turn."""
 SUMMARY_LIMIT = 12000
 """Bytes kept of a compaction summary."""

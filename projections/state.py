@@ -30,6 +30,8 @@ RECENT_ATTEMPTS = 50
 RECENT_FILES = 200
 RECENT_TESTS = 200
 RECENT_CONVERSATIONS = 20
+EDITORS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch")
+"""Agent tools whose success is a file change, not a tool result."""
 RECENT_FAILURES = 30
 """Failures (non-zero exits, failed tests and tool calls) kept, resolved or not."""
 WORDINGS_KEPT = 5
@@ -361,7 +363,11 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             files = state.files
             if event.renamed_from:
                 files = {k: v for k, v in files.items() if k != event.renamed_from}
-            return {"files": _latest(files, event.path, touch, RECENT_FILES)}  # order = order of last change
+            failures = state.failures
+            for tool in EDITORS:  # a file edited is the editing tool working again
+                failures = _resolved(failures, f"tool:{tool}", pos)
+            # order = order of last change
+            return {"files": _latest(files, event.path, touch, RECENT_FILES), "failures": failures}
         case ev.TestResult():
             t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message,
                            passed=event.passed, failed=event.failed, errors=event.errors, skipped=event.skipped)

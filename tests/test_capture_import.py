@@ -12,6 +12,7 @@ import pytest
 
 from ledger import events as ev
 from ledger.capture.classify import clean_prompt
+from ledger.capture.claude_code import bare_feedback
 from ledger.capture.importer import import_files
 from ledger.location import Location
 from ledger.store import Ledger
@@ -159,6 +160,7 @@ def _claude_counts(path: Path) -> dict[str, Any]:
     calls: dict[str, dict[str, Any]] = {}
     results: dict[str, tuple[str, bool]] = {}
     prompts = bash_inputs = 0
+    versions: dict[str, dict[str, Any]] = {}
     queued: list[str] = []  # typed while the agent worked; counted unless they come back as a user line
     for r in records:
         content = (r.get("message") or {}).get("content")
@@ -175,6 +177,7 @@ def _claude_counts(path: Path) -> dict[str, Any]:
                     body = b.get("content")
                     text = body if isinstance(body, str) else " ".join(x.get("text", "") for x in body or [])
                     results[b["tool_use_id"]] = (text, bool(b.get("is_error")))
+                    versions[b["tool_use_id"]] = {"version": r.get("version")}
         text = (
             content
             if isinstance(content, str)
@@ -197,6 +200,8 @@ def _claude_counts(path: Path) -> dict[str, Any]:
         if c["name"] == "Bash"
         and i in results
         and not results[i][0].startswith(("The user doesn't want to proceed", "[Request interrupted"))
+        # 2.0.x records a rejection with feedback as the user's words alone (see bare_feedback).
+        and not (results[i][1] and bare_feedback("Bash", results[i][0], versions.get(i, {})))
     ]
     edits = [
         i

@@ -186,6 +186,19 @@ def command_item(
     }
 
 
+_DENIED = ("requires approval", "was blocked", "requested permissions", "<tool_use_error>")
+
+
+def bare_feedback(name: str, body: str, record: dict[str, Any]) -> bool:
+    """A Bash call the user rejected by typing feedback, as 2.0.x records it: the error is the
+    user's words alone. Claude Code 2.x states every real failure's exit code ("Exit code N"), and
+    its own refusals say so, so what is left is what the user said (1.0.x had no exit codes)."""
+    major = str(record.get("version") or "").split(".")[0]
+    return (name == "Bash" and major.isdigit() and int(major) >= 2 and bool(body.strip())
+            and not _EXIT.match(body) and not body.startswith(("The user doesn't want", INTERRUPTED))
+            and not any(d in body for d in _DENIED))
+
+
 def rejection_reason(content: str) -> str | None:
     """The reason the user gave when rejecting a tool use, or None (no reason, or not a rejection)."""
     text = content.removeprefix("Error: ")
@@ -480,6 +493,8 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                     continue  # result of a call made in another file (copied history)
                 body = text_of(block.get("content"))
                 is_error = bool(block.get("is_error"))
+                if is_error and bare_feedback(call.name, body, record):
+                    body = f"{REJECTED} with this tool use. To tell you how to proceed, the user said:\n{body}"
                 if is_error and (body.startswith(REJECTED) or body.startswith(INTERRUPTED)):
                     # A rejection with a reason is itself the correction (see tool_items); the
                     # agent goes on, so the next prompt is not one because of it.

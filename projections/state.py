@@ -32,6 +32,8 @@ RECENT_TESTS = 200
 RECENT_CONVERSATIONS = 20
 EDITORS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch")
 """Agent tools whose success is a file change, not a tool result."""
+STOPPED_BY_USER = ("The user doesn't want to", "Error: The user doesn't want to", "[Request interrupted by user")
+"""How agents word a call the user rejected or interrupted (Claude Code; Codex's own words too)."""
 RECENT_FAILURES = 30
 """Failures (non-zero exits, failed tests and tool calls) kept, resolved or not."""
 WORDINGS_KEPT = 5
@@ -314,6 +316,8 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             key = f"tool:{event.tool}"
             if event.ok:
                 return {"failures": _resolved(state.failures, key, pos)}
+            if shown(event.output).lstrip().startswith(STOPPED_BY_USER):
+                return {"tool_errors": state.tool_errors + 1}  # the user said no: a correction, not a failure
             failure = Failure(key=key, what=f"{event.tool} tool call", position=pos, at=at,
                               output_tail=tail_lines(shown(event.output), 3))
             return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -306,3 +307,28 @@ def test_real_sessions_that_continue_each_other_share_a_task(
     copies = [Path(shutil.copy(p, tmp_path / p.name)) for p in pair]
     report = import_files(ledger, location, "claude-code", copies)
     assert report.new_tasks == 1 and len(report.tasks) == 1
+
+
+# -- grouping, filters and status ---------------------------------------------------------------------
+
+
+def test_import_keeps_projects_apart_filters_and_settles_status(home: Path, ledger: Ledger, location: Location) -> None:
+    from ledger import refs
+
+    older, newer = FIXTURES / "claude-facts.jsonl", FIXTURES / "claude-small.jsonl"  # both in /work/demo
+    late = _import_json(home, "claude-code", older, newer, extra=("--since", "2025-12-01"))
+    assert late["filtered"] == 1 and [t["title"] for t in late["tasks"]] == ["Fix the add function"]
+    both = _import_json(home, "claude-code", older, newer)
+    assert both["filtered"] == 0 and len(both["tasks"]) == 2  # two sessions that do not continue each other
+    states = [ledger.state(e.task_id) for e in ledger.entries()]
+    assert {s.project for s in states} == {"/work/demo"}
+    assert all(s.status in ("paused", "done") and (s.status_reason or "").startswith("imported") for s in states)
+    # The project's active task is its latest session's, whatever the import order.
+    newest = max(states, key=lambda s: s.updated_at or datetime.min.replace(tzinfo=UTC))
+    assert refs.active_task_id(location, "/work/demo") == newest.id
+    codex = _import_json(home, "codex", FIXTURES / "codex-small.jsonl", FIXTURES / "codex-turns.jsonl",
+                         extra=("--project", "/work/cx"))
+    assert codex["filtered"] == 1 and len(codex["tasks"]) == 1
+    assert ledger.state(ledger.entries()[-1].task_id).project == "/work/cx"
+    bad = run_trail("import", "codex", str(FIXTURES / "codex-small.jsonl"), "--since", "yesterday", home=home)
+    assert bad.returncode == 2 and "--since" in bad.stderr

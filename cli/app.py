@@ -1,11 +1,16 @@
-"""The `trail` click app: a group; each module under cli/ adds its own commands (entry: cli.main)."""
+"""The `trail` click app: a group that loads a command's module only when that command runs (entry: cli.main).
+
+A new command is one line in ``COMMANDS``: its name, where it lives (``"module:attr"``) and the one-line
+help `trail --help` lists, so listing the commands imports none of them (``tests/test_startup.py`` keeps
+that help equal to the command's own).
+"""
 
 from __future__ import annotations
 
-import click
+import importlib
+from typing import Any
 
-from cli import context
-from ledger.location import resolve
+import click
 
 HELP = """Keep a long AI coding task as a resumable ledger of events.
 
@@ -22,15 +27,108 @@ $TRAIL_HOME (default ~/.local/share/tasktrail), created on first use; --db point
 also at a PostgreSQL database (postgresql://...); trail migrate copies a ledger between them.
 """
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: ("module:attr", its help's first paragraph), in the order `trail --help` lists them.
+    # ``attr`` may name the module's COMMANDS list: the command is then the one of that name in it.
+    "start": ("cli.record:start", "Open a new task named TITLE and make it the active task."),
+    "require": ("cli.record:require", "State a requirement, or reword an earlier one with --replaces POSITION."),
+    "correct": ("cli.record:correct", "Correct a misunderstanding of the agent's."),
+    "decide": ("cli.record:decide", "Record a decision with its reason and the alternatives turned down."),
+    "attempt": ("cli.record:COMMANDS", "Start an attempt: an approach being tried now."),
+    "fail": ("cli.record:COMMANDS", "End the open attempt as failed, saying why."),
+    "succeed": ("cli.record:COMMANDS", "End the open attempt as succeeded."),
+    "abandon": ("cli.record:COMMANDS", "End the open attempt as abandoned."),
+    "ran": ("cli.record:ran", "Run COMMAND, record its exit code, duration and output tails, and exit with its code."),
+    "changed": ("cli.record:changed", "Record that files changed: their new sha256 and a unified diff against the "
+                "last recorded version."),
+    "tested": ("cli.record:tested", "Record a test result: NAME passed, failed, error or skipped."),
+    "checkpoint": ("cli.record:checkpoint", "Mark a checkpoint LABEL, with git HEAD and dirty state when in a git "
+                   "repo."),
+    "next": ("cli.record:COMMANDS", "Set the next step the task means to take."),
+    "note": ("cli.record:COMMANDS", "Add a free-form note."),
+    "pause": ("cli.record:COMMANDS", "Pause the task."),
+    "block": ("cli.record:COMMANDS", "Mark the task blocked by REASON."),
+    "done": ("cli.record:COMMANDS", "Mark the task done."),
+    "reopen": ("cli.record:COMMANDS", "Make a paused, blocked or done task active again."),
+    "link": ("cli.record:link", "Link this task to task OTHER."),
+    "switch": ("cli.record:switch", "Make TASK the active task of this project (the one commands here use when none "
+               "is named)."),
+    "resume": ("cli.read:resume", "Print the continuation brief of TASK: what an agent needs to carry on."),
+    "replay": ("cli.read:replay", "Show TASK as it was at a point in its history, in the same views as `resume`."),
+    "log": ("cli.read:log", "Print TASK's timeline: one line per event, oldest first, filtered as asked."),
+    "list": ("cli.read:list_tasks", "List all tasks with their status and next step (* marks the active task)."),
+    "why": ("cli.audit:why", "Why is PATH (or the line PATH:LINE) like this? Every recorded change, newest first, "
+            "with the attempt, decision and requirement or correction behind it."),
+    "diff": ("cli.audit:diff", "What changed in TASK's state between points A and B (each as for `replay --at`)."),
+    "branch": ("cli.audit:branch", "Start a new task TITLE from TASK's state at a point, to try another way from "
+               "there."),
+    "verify": ("cli.audit:verify", "Walk the hash chain of TASK (default: every task) and report the first tampered "
+               "event."),
+    "import": ("cli.capture:import_group", "Import agent sessions after the fact (re-importing adds nothing new)."),
+    "install": ("cli.capture:install_group", "Install live capture into an agent."),
+    "uninstall": ("cli.capture:uninstall_group", "Remove live capture from an agent."),
+    "hook": ("cli.capture:hook_group", "Entry points the agents' hooks call (payload on stdin)."),
+    "doctor": ("cli.capture:doctor", "Check capture health: dead letters and inbox rows still waiting for a task."),
+    "reclassify": ("cli.capture:reclassify", "Override how a captured prompt at POSITION was classified."),
+    "demo": ("cli.demo:demo", "Record a realistic sample task, then print its resume brief."),
+    "query": ("cli.analytics:query_command", "Run SQL over the read model (tables: events, tasks, files, attempts, "
+              "commands, tests, decisions)."),
+    "stats": ("cli.analytics:stats_command", "Named queries across tasks. QUERY is one of: files, failed-attempts, "
+              "failing-commands, stalled, timelines, timeline (one task, by day). Without QUERY: all of them "
+              "(timeline only with --task)."),
+    "export": ("cli.analytics:export_command", "Write one task's events (the read model's events table) to a Parquet "
+               "file."),
+    "compact": ("cli.compact:compact_command", "Move a task's oldest events to a Parquet archive beside the ledger."),
+    "migrate": ("cli.admin:migrate", "Copy every stored event (and the task registry) to another ledger, hash chains "
+                "intact."),
+    "forget": ("cli.admin:forget", "Remove TASK's content irreversibly, from every store; only a tombstone stays."),
+}
 
-class InOrder(click.Group):
-    """Lists commands in the order they were added (record, read, audit...), not A to Z."""
+
+def load(name: str, target: str) -> click.Command:
+    """The command ``name`` from ``"module:attr"`` (importing the module now)."""
+    module, _, attr = target.partition(":")
+    found: Any = getattr(importlib.import_module(module), attr)
+    if not isinstance(found, click.Command):
+        found = next((c for c in found if c.name == name), None)
+    if not isinstance(found, click.Command) or found.name != name:
+        raise LookupError(f"{target} holds no command named {name!r}")
+    return found
+
+
+class LazyGroup(click.Group):
+    """Lists commands in ``COMMANDS`` order (record, read, audit...), not A to Z, and imports a command's
+    module only when that command is looked up to run; the list in `--help` comes from the one-line helps."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)
+        return [*self.lazy, *(name for name in self.commands if name not in self.lazy)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self.add_command(load(cmd_name, self.lazy[cmd_name][0]))
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # As click's own listing, with a stand-in carrying only the help for each command not loaded.
+        listed = [(name, self.commands.get(name) or click.Command(name, help=self.lazy[name][1]))
+                  for name in self.list_commands(ctx)]
+        listed = [(name, command) for name, command in listed if not command.hidden]
+        if listed:
+            limit = formatter.width - 6 - max(len(name) for name, _ in listed)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in listed])
 
 
-@click.group(cls=InOrder, help=HELP, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    help=HELP,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--db",
     metavar="PATH|URL",
@@ -41,18 +139,9 @@ class InOrder(click.Group):
 @click.version_option(package_name="tasktrail")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
+    from cli import context
+    from ledger.location import resolve
+
     state = context.Context(location=resolve(db))
     ctx.obj = state
     ctx.call_on_close(state.close)
-
-
-def _register() -> None:
-    from cli import admin, analytics, audit, capture, compact, demo, read, record
-
-    for module in (record, read, audit, capture, demo, analytics, compact, admin):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
-

@@ -1,0 +1,92 @@
+"""Start-up: what `trail --help`, `trail resume` and the SessionStart hook import, and the lazy command list.
+
+Their cost is measured by `python -m bench.startup` (ratios to a bare interpreter); these tests only keep
+the heavy modules out of the paths that do not use them, so the figures cannot silently regress.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from cli.app import COMMANDS, cli, load
+from tests.conftest import REPO, run_trail
+
+MODULES = ("cli.record", "cli.read", "cli.audit", "cli.capture", "cli.demo", "cli.analytics", "cli.compact",
+           "cli.admin")
+ALWAYS_HEAVY = ("duckdb", "psycopg", "psycopg_pool", "pyarrow", "hypothesis", "pytest", "langgraph", "unidiff")
+"""Never needed to resume a task, answer a session start or list the commands."""
+
+
+def _imported(args: list[str], home: Path, stdin: str = "") -> tuple[set[str], str]:
+    """Top-level packages a real `trail ARGS` process imported, and what it printed."""
+    probe = (
+        "import sys, json\n"
+        "sys.argv = ['trail', *json.loads(sys.argv[1])]\n"
+        "from cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stdout.flush()\n"
+        "print('\\nMODULES ' + json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRAIL_DB"}
+    env.update(TRAIL_HOME=str(home), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", probe, json.dumps(args)], input=stdin, capture_output=True,
+                          text=True, env=env, cwd=home.parent, timeout=60)
+    out, _, modules = proc.stdout.rpartition("\nMODULES ")
+    assert proc.returncode == 0 and modules, proc.stderr
+    return set(json.loads(modules)), out
+
+
+def test_every_command_is_registered_with_its_own_one_line_help() -> None:
+    defined = [command for name in MODULES for command in importlib.import_module(name).COMMANDS]
+    assert sorted(c.name or "" for c in defined) == sorted(COMMANDS), "add the command to cli.app.COMMANDS"
+    for name, (target, short) in COMMANDS.items():
+        command = load(name, target)
+        for limit in (20, 45, 60, 94, 300):  # `trail --help` lists a stand-in with the registered help
+            assert click.Command(name, help=short).get_short_help_str(limit) == command.get_short_help_str(limit), name
+
+
+def test_help_lists_every_command_in_order_and_loads_them_only_when_run() -> None:
+    from click.testing import CliRunner
+
+    listing = CliRunner().invoke(cli, ["--help"]).output.split("Commands:\n", 1)[1]
+    assert [line.split()[0] for line in listing.splitlines() if line.startswith("  ") and line[2] != " "] == list(
+        COMMANDS
+    )
+    assert "Open a new task named TITLE and make it the active task." in listing
+    run = CliRunner().invoke(cli, ["resume", "--help"])
+    assert run.exit_code == 0 and "--max-chars" in run.output
+
+
+def test_help_imports_no_ledger_models(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    modules, out = _imported(["--help"], home)
+    assert "Commands:" in out and "forget" in out
+    assert not modules & {"pydantic", "pydantic_core", "eventsourcing", "orjson", "sqlite3", "ledger",
+                          "projections", *ALWAYS_HEAVY}, sorted(modules)
+
+
+def test_resume_imports_only_what_it_uses(home: Path, backend: str) -> None:
+    run_trail("demo", "--keep", home=home, check=True)
+    modules, out = _imported(["resume"], home)
+    assert "# Task #1" in out
+    heavy = set(ALWAYS_HEAVY) - ({"psycopg", "psycopg_pool"} if backend == "postgres" else set())
+    assert not modules & heavy, sorted(modules & heavy)
+
+
+@pytest.mark.parametrize("source", ["startup", "resume"])
+def test_session_start_imports_only_what_it_uses(home: Path, backend: str, source: str) -> None:
+    run_trail("demo", "--keep", home=home, check=True)  # the project's task, which a new session takes up
+    payload = {"session_id": "66666666-0000-4000-8000-000000000006", "hook_event_name": "SessionStart",
+               "source": source}
+    modules, out = _imported(["hook", "claude-code"], home, stdin=json.dumps(payload))
+    assert "Fix login timeout" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    heavy = set(ALWAYS_HEAVY) - ({"psycopg", "psycopg_pool"} if backend == "postgres" else set())
+    assert not modules & {"click", *heavy}, sorted(modules & {"click", *heavy})

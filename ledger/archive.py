@@ -1,18 +1,20 @@
-"""Compaction: a task's oldest events move to a verifiable Parquet archive.
+"""Compaction: a task's oldest events move to a verifiable Parquet archive, on any backend.
 
 ``compact`` writes positions ``first..last`` (and the snapshots among them) to a
-Parquet file through DuckDB, with a manifest beside it, then in ONE SQLite
-transaction: records the archive in ``tasktrail_archives``, stores a snapshot at
-``last``, appends an ``EventsArchived`` event and deletes the archived rows. A crash
+Parquet file through DuckDB, with a manifest beside it, then in ONE transaction of the
+ledger's store (``LedgerStore.commit_archive``): records the archive, stores a snapshot
+at ``last``, appends an ``EventsArchived`` event and deletes the archived rows. A crash
 before that commit leaves the old state (plus an unreferenced archive file that a
-re-run overwrites); after it, the new state. Nothing in between is visible.
+re-run overwrites); after it, the new state. Nothing in between is visible. Then the
+store gives the space back (``reclaim_space``).
 
 Reads before the boundary come from the archive (``Ledger.task`` and
 ``Ledger.task_events`` call in here), so the library's silent wrong answer for
 ``get(version=N)`` below deleted events (pitfall 9 in the engineering note) cannot
-happen. SQLite ledgers only: the library has no delete API, so this is raw SQL.
+happen.
 
-Archives live beside the ledger in ``<ledger file>.archive/``.
+Where archive files live is the store's: beside an SQLite ledger in ``<ledger file>.archive/``;
+for PostgreSQL in the database, cached on each machine that reads them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,21 +31,17 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import orjson
-from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.persistence import StoredEvent
 
 from ledger import events as ev
-from ledger.errors import NotFound, RuleBroken, StoreUnavailable, TrailError
+from ledger.errors import NotFound, RuleBroken, TrailError
+from ledger.stores.base import Archive
 
 if TYPE_CHECKING:
     import duckdb
 
     from ledger.store import Ledger
     from ledger.task import Task
-
-TABLE = "tasktrail_archives"
-CREATE = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
-    originator_id TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL, path TEXT NOT NULL,
-    sha256 TEXT NOT NULL, head TEXT NOT NULL, events INTEGER NOT NULL, PRIMARY KEY (originator_id, first))"""
 
 CRASH_ENV = "TRAIL_CRASH_AT"
 """Test seam: the name of a step after which ``compact`` kills its own process (kill -9)."""
@@ -54,17 +51,6 @@ class ArchiveError(TrailError):
     """An archive is missing, altered, or cannot be written."""
 
     exit_code = 6
-
-
-@dataclass(frozen=True)
-class Archive:
-    task_id: UUID
-    first: int
-    last: int
-    path: Path
-    sha256: str
-    head: str
-    events: int
 
 
 @dataclass(frozen=True)
@@ -81,44 +67,14 @@ class Plan:
     """Bytes of stored state the live store gives up (rows' payloads, excluding SQLite overhead)."""
 
 
-def _db_path(ledger: Ledger) -> Path:
-    name = ledger.env.get("SQLITE_DBNAME")
-    if not name or name.startswith(":memory:") or "mode=memory" in name:
-        raise StoreUnavailable("compaction needs an SQLite ledger file")
-    return Path(name)
-
-
 def archive_dir(ledger: Ledger) -> Path:
-    path = _db_path(ledger)
-    return path.with_name(path.name + ".archive")
-
-
-def _connect(ledger: Ledger) -> sqlite3.Connection:
-    # Our own connection in autocommit mode, so we control BEGIN IMMEDIATE ourselves.
-    con = sqlite3.connect(_db_path(ledger), timeout=30, isolation_level=None)
-    return con
+    """The local folder archive files are written to and read from."""
+    return ledger.store.archive_dir()
 
 
 def archives(ledger: Ledger, task_id: UUID | None) -> list[Archive]:
     """The task's archives (every task's when None), oldest first; none for a task never compacted."""
-    try:
-        con = _connect(ledger)
-    except StoreUnavailable:
-        return []
-    try:
-        rows = con.execute(
-            f"SELECT originator_id, first, last, path, sha256, head, events FROM {TABLE}"
-            " WHERE originator_id = coalesce(?, originator_id) ORDER BY originator_id, first",
-            (task_id.hex if task_id else None,),
-        ).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return []
-        raise StoreUnavailable(f"cannot read the archive index: {exc}") from exc
-    finally:
-        con.close()
-    base = archive_dir(ledger)
-    return [Archive(UUID(hex=r[0]), r[1], r[2], base / r[3], r[4], r[5], r[6]) for r in rows]
+    return ledger.store.archives(task_id)
 
 
 def live_from(ledger: Ledger, task_id: UUID) -> int:
@@ -230,22 +186,9 @@ def plan(ledger: Ledger, task_id: UUID, before: int) -> Plan:
         raise RuleBroken(f"--before {before} is past the task's last event ({state.position}); keep at least one")
     if last < first:
         raise RuleBroken(f"positions before {before} are already archived (live from {first})")
-    con = _connect(ledger)
-    try:
-        events = con.execute(
-            "SELECT count(*), coalesce(sum(length(state)), 0) FROM stored_events"
-            " WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
-            (task_id.hex, first, last),
-        ).fetchone()
-        snaps = con.execute(
-            "SELECT count(*), coalesce(sum(length(state)), 0) FROM stored_snapshots"
-            " WHERE originator_id = ? AND originator_version < ?",
-            (task_id.hex, last),
-        ).fetchone()
-    finally:
-        con.close()
+    events, snapshots, live_bytes = ledger.store.range_size(task_id, first, last)
     assert state.number is not None
-    return Plan(task_id, state.number, first, last, events[0], snaps[0], events[1] + snaps[1])
+    return Plan(task_id, state.number, first, last, events, snapshots, live_bytes)
 
 
 def boundary_older_than(ledger: Ledger, task_id: UUID, cutoff: datetime) -> int:
@@ -319,104 +262,60 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
     name = f"task-{todo.number}-{first}-{last}.parquet"
     target = directory / name
 
-    con = _connect(ledger)
-    try:
-        say(f"reading positions {first}-{last} of task #{todo.number}")
-        events = con.execute(
-            "SELECT 'event', rowid, originator_version, topic, state FROM stored_events"
-            " WHERE originator_id = ? AND originator_version BETWEEN ? AND ? ORDER BY originator_version",
-            (task_id.hex, first, last),
-        ).fetchall()
-        snapshots = con.execute(
-            "SELECT 'snapshot', NULL, originator_version, topic, state FROM stored_snapshots"
-            " WHERE originator_id = ? AND originator_version < ? ORDER BY originator_version",
-            (task_id.hex, last),
-        ).fetchall()
-        if len(events) != last - first + 1:
-            raise ArchiveError(f"task #{todo.number} is missing live events between {first} and {last}")
-        head = ledger.mapper.to_domain_event(_stored(task_id, events[-1][2:])).chain  # type: ignore[attr-defined]
-        say(f"writing {len(events)} events and {len(snapshots)} snapshots to {target}")
-        _write_parquet(events + snapshots, target)
-        _crash_point("archive-written")
-        digest = _sha256(target)
-        manifest = {
-            "task_id": str(task_id),
-            "task_number": todo.number,
-            "archive": name,
-            "sha256": digest,
-            "count": len(events),
-            "snapshots": len(snapshots),
-            "first_position": first,
-            "last_position": last,
-            "first_notification": events[0][1],
-            "last_notification": events[-1][1],
-            "head": head,
-            "created_at": datetime.now(UTC).isoformat(),
-        }
-        _write_json(target.with_suffix(".manifest.json"), manifest)
-        _crash_point("manifest-written")
+    say(f"reading positions {first}-{last} of task #{todo.number}")
+    found = ledger.store.read_range(task_id, first, last)
+    if len(found.events) != last - first + 1:
+        raise ArchiveError(f"task #{todo.number} is missing live events between {first} and {last}")
+    events = [("event", nid, e.originator_version, e.topic, e.state) for nid, e in found.events]
+    snapshots = [("snapshot", None, s.originator_version, s.topic, s.state) for s in found.snapshots]
+    head = ledger.mapper.to_domain_event(found.events[-1][1]).chain  # type: ignore[attr-defined]
+    say(f"writing {len(events)} events and {len(snapshots)} snapshots to {target}")
+    _write_parquet(events + snapshots, target)
+    _crash_point("archive-written")
+    digest = _sha256(target)
+    manifest = {
+        "task_id": str(task_id),
+        "task_number": todo.number,
+        "archive": name,
+        "sha256": digest,
+        "count": len(events),
+        "snapshots": len(snapshots),
+        "first_position": first,
+        "last_position": last,
+        "first_notification": events[0][1],
+        "last_notification": events[-1][1],
+        "head": head,
+        "created_at": datetime.now(UTC).isoformat(),
+    }
+    _write_json(target.with_suffix(".manifest.json"), manifest)
+    _crash_point("manifest-written")
 
-        # The state at the boundary stays live as a snapshot: reads from `last` on need no archive.
-        snapshot = TaskSnapshot.take(ledger.task(task_id, at=last))
-        stored_snapshot = ledger.mapper.to_stored_event(snapshot)
+    # The state at the boundary stays live as a snapshot: reads from `last` on need no archive.
+    snapshot = TaskSnapshot.take(ledger.task(task_id, at=last))
+    stored_snapshot = ledger.mapper.to_stored_event(snapshot)
+    done = Archive(task_id, first, last, target, digest, head, len(events))
 
-        def commit() -> None:
-            task = ledger.task(task_id)
-            task.record(
-                ev.EventsArchived,
-                archive=name,
-                sha256=digest,
-                first=first,
-                last=last,
-                events=len(events),
-                head=head,
-                actor="system",
-            )
-            marker = ledger.mapper.to_stored_event(task.collect_events()[0])
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                con.execute(CREATE)
-                done = con.execute(
-                    f"SELECT 1 FROM {TABLE} WHERE originator_id = ? AND last >= ?", (task_id.hex, last)
-                ).fetchone()
-                if done:  # another process finished this compaction while we wrote the file
-                    con.execute("ROLLBACK")
-                    return
-                con.execute(
-                    f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (task_id.hex, first, last, name, digest, head, len(events)),
-                )
-                con.execute(
-                    "INSERT OR REPLACE INTO stored_snapshots VALUES (?, ?, ?, ?)",
-                    (task_id.hex, last, stored_snapshot.topic, stored_snapshot.state),
-                )
-                con.execute(
-                    "INSERT INTO stored_events VALUES (?, ?, ?, ?)",
-                    (task_id.hex, marker.originator_version, marker.topic, marker.state),
-                )
-                con.execute(
-                    "DELETE FROM stored_events WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
-                    (task_id.hex, first, last),
-                )
-                con.execute(
-                    "DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version < ?",
-                    (task_id.hex, last),
-                )
-                _crash_point("before-commit")
-                con.execute("COMMIT")
-            except sqlite3.IntegrityError as exc:
-                con.execute("ROLLBACK")
-                # Another writer appended first: the store's retry loop re-reads and tries again.
-                raise IntegrityError(str(exc)) from exc
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+    def commit() -> None:
+        task = ledger.task(task_id)
+        task.record(
+            ev.EventsArchived,
+            archive=name,
+            sha256=digest,
+            first=first,
+            last=last,
+            events=len(events),
+            head=head,
+            actor="system",
+        )
+        marker = ledger.mapper.to_stored_event(task.collect_events()[0])
+        # A lost race with another writer raises IntegrityError: the retry loop re-reads and tries again.
+        ledger.store.commit_archive(done, stored_snapshot, marker, before_commit=lambda: _crash_point("before-commit"))
 
-        ledger._retrying(commit)
-        _crash_point("committed")
-    finally:
-        con.close()
-    return Archive(task_id, first, last, target, digest, head, len(events))
+    ledger._retrying(commit)
+    _crash_point("committed")
+    say("giving the space of the archived rows back")
+    ledger.store.reclaim_space()
+    return done
 
 
 # -- verifying -------------------------------------------------------------------------

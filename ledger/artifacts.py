@@ -4,14 +4,13 @@ Command outputs, diffs and tool results whose kept tail is over a threshold lose
 tail; their size, full sha256 and ``tail_sha256`` stay, and so do the events, their
 order and their links. The hash chain covers a tail only through its hash
 (``ledger.chain``), so `trail verify` still passes. The brief and `trail why` say what
-was collected. SQLite ledgers, live store only: archived events are already compressed
-in their Parquet files and stay whole.
+was collected. Any backend (``LedgerStore.rewrite_states``), live store only: archived events
+are already compressed in their Parquet files and stay whole.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import orjson
+from eventsourcing.persistence import PersistenceError
 
 from ledger.chain import is_bounded
 from ledger.errors import StoreUnavailable
 from ledger.location import Location
+from ledger.stores.base import GC_TOPICS
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
@@ -65,55 +66,36 @@ def collect(
     they go in the same transaction (a snapshot plus its tail must equal a full fold), and a
     fresh snapshot of each task touched is taken afterwards.
     """
-    if not location.is_sqlite:
-        raise StoreUnavailable("--gc-artifacts needs an SQLite ledger file")
     say = progress or (lambda _: None)
-    con = sqlite3.connect(location.sqlite_path, timeout=30, isolation_level=None)
-    events = payloads = freed = 0
-    first_touched: dict[str, int] = {}
+    events = payloads = freed = looked = 0
+
+    def rewrite(raw: bytes) -> bytes | None:
+        nonlocal events, payloads, freed, looked
+        looked += 1
+        if looked % 10_000 == 0:
+            say(f"gc-artifacts: {looked:,} events looked at")
+        state = orjson.loads(raw)
+        if datetime.fromisoformat(str(state["timestamp"]).replace("Z", "+00:00")) >= cutoff:
+            return None
+        found: list[int] = []
+        changed = _collect(state, threshold, found)
+        if not found:
+            return None
+        events, payloads, freed = events + 1, payloads + len(found), freed + sum(found)
+        return orjson.dumps(changed)
+
+    store = ledger.store
     try:
-        con.execute("BEGIN IMMEDIATE")
-        rows = con.execute(
-            "SELECT rowid, originator_id, originator_version, state FROM stored_events"
-            " WHERE originator_id = coalesce(?, originator_id)"
-            " AND topic IN ('tasktrail/CommandRan', 'tasktrail/FileChanged', 'tasktrail/ToolResult',"
-            " 'tasktrail/ToolCalled')",
-            (task_id.hex if task_id else None,),
-        ).fetchall()
-        for n, (rowid, owner, position, raw) in enumerate(rows, 1):
-            state = orjson.loads(raw)
-            if datetime.fromisoformat(str(state["timestamp"]).replace("Z", "+00:00")) >= cutoff:
-                continue
-            found: list[int] = []
-            changed = _collect(state, threshold, found)
-            if not found:
-                continue
-            events, payloads, freed = events + 1, payloads + len(found), freed + sum(found)
-            first_touched[owner] = min(position, first_touched.get(owner, position))
-            if not dry_run:
-                con.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (orjson.dumps(changed), rowid))
-            if n % 10_000 == 0:
-                say(f"gc-artifacts: {n:,} of {len(rows):,} events looked at")
-        latest: dict[str, int] = {}
-        for owner, position in first_touched.items():
-            con.execute("DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version >= ?",
-                        (owner, position))
-            latest[owner] = con.execute(
-                "SELECT max(originator_version) FROM stored_events WHERE originator_id = ?", (owner,)
-            ).fetchone()[0]
-        con.execute("ROLLBACK" if dry_run else "COMMIT")
+        latest = store.rewrite_states(task_id, GC_TOPICS, rewrite, dry_run)
         if events and not dry_run:
-            say("gc-artifacts: vacuuming the ledger file to give the space back")
-            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            con.execute("VACUUM")
-    except sqlite3.Error as exc:
+            say("gc-artifacts: giving the space back")
+            store.reclaim_space()
+    except PersistenceError as exc:
         raise StoreUnavailable(f"gc-artifacts failed, nothing changed: {exc}") from exc
-    finally:
-        con.close()
     if events and not dry_run:
         for owner, version in latest.items():
             # With a version the library reads the store, not its in-memory cache of the old state.
-            ledger.take_snapshot(UUID(hex=owner), version=version)
+            ledger.take_snapshot(owner, version=version)
         from projections.readmodel import readmodel_path
 
         model = readmodel_path(location)  # it held copies of the payloads; rebuilt on next use

@@ -5,12 +5,13 @@ Order, so that an interruption is finished by running the same command again:
 1. the registry records a ``TaskForgotten`` tombstone (number, id, sha256 of the title,
    when, by whom): from here on the task is gone from `trail list`, and the ledger's
    own log says that, when and by whom it was forgotten;
-2. in one transaction: the task's events and snapshots are deleted, its registry entry
-   is rewritten without title or slug, the registry's snapshots (which hold titles) are
-   deleted, its archive index rows go;
-3. the bytes are scrubbed: SQLite deletes with ``secure_delete`` (freed pages are
-   zeroed), the WAL is checkpointed and truncated, and the file is vacuumed;
-   PostgreSQL tables are rewritten with ``VACUUM FULL``;
+2. in one transaction of the ledger's store (``LedgerStore.delete_task``): the task's
+   events and snapshots are deleted, its registry entry is rewritten without title or
+   slug, the registry's snapshots (which hold titles) are deleted, its archive index rows
+   go, and a sha256 of each source key it held is kept, so a re-import skips those records;
+3. the bytes are scrubbed (``reclaim_space(scrub=True)``): SQLite deletes with
+   ``secure_delete`` (freed pages are zeroed), the WAL is checkpointed and truncated, and
+   the file is vacuumed; PostgreSQL tables are rewritten with ``VACUUM FULL``;
 4. the files around the ledger: archives, the DuckDB read model (rebuilt on next use),
    the diff blob cache, capture inbox rows and dead letters of its sessions, and the
    active-task pointer.
@@ -33,10 +34,12 @@ import orjson
 
 from ledger import archive, refs
 from ledger import events as ev
+from ledger.capture.inbox import inbox_path
 from ledger.errors import NotFound
 from ledger.location import Location
-from ledger.registry import REGISTRY_ID, Entry, Tombstone
+from ledger.registry import Entry, Tombstone
 from ledger.store import Ledger
+from ledger.stores.base import key_hash
 
 FORGOTTEN_TITLE = "[forgotten]"
 
@@ -55,11 +58,14 @@ class _Traces:
     sessions: frozenset[str]
     blobs: frozenset[str]
     archives: tuple[Path, ...]
+    keys: frozenset[str]
+    """sha256 of each source key the task's events held (``stores.base.key_hash``)."""
 
 
 def _traces(ledger: Ledger, task_id: UUID) -> _Traces:
     sessions: set[str] = set()
     blobs: set[str] = set()
+    keys: set[str] = set()
     for event in ledger.task_events(task_id):
         if isinstance(event, ev.ConversationLinked):
             sessions.add(event.session_id)
@@ -67,14 +73,11 @@ def _traces(ledger: Ledger, task_id: UUID) -> _Traces:
             blobs.update(h for h in (event.before_sha256, event.after_sha256) if h)
         if event.source is not None:
             sessions.add(event.source.session)
+            keys.add(key_hash((event.source.agent, event.source.session, event.source.record)))
     paths: list[Path] = []
-    for found in archive.archives(ledger, task_id) if _is_sqlite(ledger) else []:
+    for found in archive.archives(ledger, task_id):
         paths += [found.path, found.path.with_suffix(".manifest.json")]
-    return _Traces(frozenset(sessions), frozenset(blobs), tuple(paths))
-
-
-def _is_sqlite(ledger: Ledger) -> bool:
-    return ledger.env.get("PERSISTENCE_MODULE") == "eventsourcing.sqlite"
+    return _Traces(frozenset(sessions), frozenset(blobs), tuple(paths), frozenset(keys))
 
 
 def _tombstoned_entry(raw: bytes, number: int) -> bytes | None:
@@ -85,70 +88,6 @@ def _tombstoned_entry(raw: bytes, number: int) -> bytes | None:
         return None
     state["entry"] = {**entry, "title": FORGOTTEN_TITLE, "slug": f"forgotten-{number}"}
     return orjson.dumps(state)
-
-
-def _wipe_sqlite(path: Path, task_id: UUID, number: int) -> int:
-    con = sqlite3.connect(path, timeout=30, isolation_level=None)
-    try:
-        con.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left readable
-        con.execute("BEGIN IMMEDIATE")
-        deleted = con.execute("DELETE FROM stored_events WHERE originator_id = ?", (task_id.hex,)).rowcount
-        # Snapshots of the task, and of the registry (they hold titles); the task's archive index rows.
-        doomed = (("stored_snapshots", task_id), ("stored_snapshots", REGISTRY_ID), (archive.TABLE, task_id))
-        for table, owner in doomed:
-            try:
-                con.execute(f"DELETE FROM {table} WHERE originator_id = ?", (owner.hex,))
-            except sqlite3.OperationalError as exc:
-                if "no such table" not in str(exc):
-                    raise
-        rows = con.execute(
-            "SELECT originator_version, state FROM stored_events WHERE originator_id = ? AND topic = ?",
-            (REGISTRY_ID.hex, "tasktrail/TaskRegistered"),
-        ).fetchall()
-        for version, raw in rows:
-            if (rewritten := _tombstoned_entry(raw, number)) is not None:
-                con.execute(
-                    "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
-                    (rewritten, REGISTRY_ID.hex, version),
-                )
-        con.execute("COMMIT")
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        con.execute("VACUUM")
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return int(deleted)
-    finally:
-        con.close()
-
-
-def _wipe_postgres(location: Location, task_id: UUID, number: int) -> int:
-    from psycopg import sql
-
-    from ledger import postgres
-
-    target = location.postgres()
-    with postgres.connect(target, location.display) as conn:
-        schema = sql.Identifier(target.schema)
-        events = sql.SQL("{}.{}").format(schema, sql.Identifier(postgres.EVENTS_TABLE))
-        snapshots = sql.SQL("{}.{}").format(schema, sql.Identifier(postgres.SNAPSHOTS_TABLE))
-        with conn.transaction():
-            deleted = conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(events),
-                                   (task_id,)).rowcount
-            conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(snapshots), (task_id,))
-            rows = conn.execute(
-                sql.SQL("SELECT originator_version, state FROM {} WHERE originator_id = %s AND topic = %s")
-                .format(events), (REGISTRY_ID, "tasktrail/TaskRegistered"),
-            ).fetchall()
-            for version, raw in rows:
-                if (rewritten := _tombstoned_entry(bytes(raw), number)) is not None:  # type: ignore[call-overload]
-                    conn.execute(
-                        sql.SQL("UPDATE {} SET state = %s WHERE originator_id = %s AND originator_version = %s")
-                        .format(events), (rewritten, REGISTRY_ID, version),
-                    )
-            conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(snapshots), (REGISTRY_ID,))
-        # Dead row versions keep the bytes until the table is rewritten.
-        conn.execute(sql.SQL("VACUUM FULL {}").format(events))
-        conn.execute(sql.SQL("VACUUM FULL {}").format(snapshots))
-        return int(deleted or 0)
 
 
 def _remove(path: Path) -> int:
@@ -173,8 +112,9 @@ def _scrub_files(ledger: Ledger, location: Location, traces: _Traces) -> int:
             text = letter.read_text(errors="replace")
             if any(session in text for session in traces.sessions):
                 removed += _remove(letter)
-    if location.is_sqlite and traces.sessions:
-        con = sqlite3.connect(location.sqlite_path, timeout=30)
+    inbox = inbox_path(location)  # the hook's queue: the ledger file, or a local file for a server ledger
+    if traces.sessions and inbox.is_file():
+        con = sqlite3.connect(inbox, timeout=30)
         try:
             with con:
                 for session in traces.sessions:
@@ -205,10 +145,10 @@ def forget(
         say(f"#{entry.number}: tombstone recorded")
     else:
         tombstone = entry
-    if location.is_sqlite:
-        deleted = _wipe_sqlite(location.sqlite_path, entry.task_id, entry.number)
-    else:
-        deleted = _wipe_postgres(location, entry.task_id, entry.number)
+    deleted = ledger.store.delete_task(
+        entry.task_id, entry.number, traces.keys, lambda raw: _tombstoned_entry(raw, entry.number)
+    )
+    ledger.store.reclaim_space(scrub=True)  # no byte of the deleted rows stays readable in the files
     say(f"#{entry.number}: {deleted} events deleted and scrubbed")
     removed = _scrub_files(ledger, location, traces)
     refs.clear(location, entry.task_id)

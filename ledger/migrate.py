@@ -1,29 +1,40 @@
 """Copying a ledger to another store (SQLite to PostgreSQL, or any way round) with its chains intact.
 
-Stored rows are copied as they are, bytes and all, through the library's recorders, so
-every hash chain carries over untouched and is recomputed on the target afterwards.
-A re-run copies only what the target lacks; a target that holds different events under
-the same ids is refused before anything is written. Task events go first and the
-registry last, so an interrupted copy never lists a task whose events are not all there;
-running the same command again finishes it.
+Stored rows are copied as they are, bytes and all, through the library's recorders, and the
+archives of compacted events with them (their files and index rows, through the target's
+``LedgerStore``), so every hash chain carries over untouched and is recomputed on the copy.
+
+The copy is built in a staging place the target's store provides (a temporary file beside an
+SQLite target, a schema of its own for PostgreSQL), verified there (every source event, live or
+archived, byte for byte; every task's chain across its archives), and only then published over
+the target in one step. A copy that fails, or a run that dies, leaves no target behind (or the
+old one untouched). A target that already holds part of the ledger (an earlier copy) is taken
+into the staging copy first, so a re-run copies only what the target lacks and one that lacks
+nothing writes nothing; a target holding different events under the same ids is refused before
+anything is written.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder, StoredEvent
 
-from ledger import verify
+from ledger import archive, verify
 from ledger.errors import BadInput, Refused, StoreUnavailable
 from ledger.location import Location
 from ledger.registry import REGISTRY_ID
 from ledger.store import Ledger, open_ledger
+from ledger.stores import store_class
+from ledger.stores.base import Archive
 
 BATCH = 500
 """Events per write transaction on the target (and per progress line)."""
@@ -31,91 +42,190 @@ BATCH = 500
 Key = tuple[UUID, int]
 
 
+CRASH_STEP = "migrate-verified"
+"""Test seam: with ``TRAIL_CRASH_AT`` set to this, migrate kills itself (kill -9) after verifying
+the staging copy and before publishing it."""
+
+
 @dataclass(frozen=True)
 class Report:
     source: str
     target: str
     events: int
-    """Events in the source."""
+    """Events in the source, live and archived."""
     copied: int
     already_there: int
     snapshots_copied: int
     tasks_verified: int
     seconds: float
+    archives_copied: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+@dataclass
+class _Content:
+    """What a ledger holds: its live events in notification order, its archives, a digest of every event."""
+
+    live: list[StoredEvent]
+    archives: list[Archive]
+    digests: dict[Key, str] = field(default_factory=dict)
+    """Every event, live or archived."""
+
+    @property
+    def tasks(self) -> list[UUID]:
+        return sorted({k[0] for k in self.digests} - {REGISTRY_ID})
+
+
+def _content(ledger: Ledger) -> _Content:
+    live = list(_all_events(ledger.recorder))
+    found = ledger.store.archives(None)
+    digests = {}
+    for one in found:
+        digests.update({_key(e): _digest(e) for _, e in archive.archived_rows(one, -1)})
+    digests.update({_key(e): _digest(e) for e in live})
+    return _Content(live, found, digests)
+
+
 def run(source: Location, target: Location, progress: Callable[[str], None]) -> Report:
-    """Copy ``source`` into ``target`` (created on first use), verify, and report."""
+    """Copy ``source`` into ``target`` (created on first use), verify, publish, and report."""
     if source.key == target.key:
         raise BadInput(f"--from and --to are the same ledger ({source.display})")
-    if source.is_sqlite and not source.sqlite_path.is_file():
-        raise BadInput(f"--from {source.display}: no ledger file there")
+    if not store_class(source).exists(source):
+        raise BadInput(f"--from {source.display}: no ledger there")
     started = time.perf_counter()
-    src = open_ledger(source)
+    src = open_ledger(source, create="nothing")
     try:
-        events = list(_all_events(src.recorder))
-        if not events:
+        content = _content(src)
+        if not content.digests:
             raise BadInput(f"--from {source.display}: the ledger holds no events")
-        if problems := _chain_problems(src, events):
+        if problems := _chain_problems(src, content.tasks):
             raise Refused(f"source {source.display} does not verify ({problems[0]}); nothing copied")
         # The target is opened (and so created) only once the source is known to be worth copying.
-        dst = open_ledger(target)
-        try:
-            return _copy(src, dst, events, source, target, progress, started)
-        finally:
-            dst.close()
+        return _copy(src, content, source, target, progress, started)
     finally:
         src.close()
 
 
 def _copy(
-    src: Ledger,
-    dst: Ledger,
-    events: list[StoredEvent],
-    source: Location,
-    target: Location,
-    progress: Callable[[str], None],
+    src: Ledger, content: _Content, source: Location, target: Location, progress: Callable[[str], None],
     started: float,
 ) -> Report:
-    have = {_key(e): _digest(e) for e in _all_events(dst.recorder)}
-    clashes = [e for e in events if _key(e) in have and have[_key(e)] != _digest(e)]
-    if clashes:
-        first = clashes[0]
-        raise Refused(
-            f"target {target.display} already holds different events under the same ids "
-            f"({len(clashes)}, first {first.originator_id} position {first.originator_version}); nothing copied"
-        )
-    missing = [e for e in events if _key(e) not in have]
-    # The registry last: a task is listed only once all of its events are there.
-    missing.sort(key=lambda e: _key(e)[0] == REGISTRY_ID)
-    if missing:
-        progress(f"copying {len(missing)} of {len(events)} events to {target.display}")
-    else:
-        progress(f"{target.display} already holds all {len(events)} events; nothing to copy")
-    done = 0
-    for batch in _batches(missing, BATCH):
-        dst.recorder.insert_events(batch)
-        done += len(batch)
-        progress(f"  {done}/{len(missing)} events")
+    kind = store_class(target)
+    dst = open_ledger(target, create="nothing") if kind.exists(target) else None
+    try:
+        have = _content(dst) if dst is not None else _Content([], [])
+        _refuse_clashes(content, have, target)
+        missing = [e for e in content.live if _key(e) not in have.digests]
+        missing_archives = [a for a in content.archives if (a.task_id, a.first) not in _archive_keys(have)]
+        total = len(content.digests)
+        if not missing and not missing_archives:
+            progress(f"{target.display} already holds all {total} events; nothing to copy")
+            assert dst is not None
+            tasks = _verify(dst, content, target)
+            return _report(source, target, content, 0, 0, 0, tasks, started)
+        progress(f"copying {total - len(have.digests.keys() & content.digests.keys())} of {total} events "
+                 f"to {target.display}")
+        staging = kind.stage(target)
+        try:
+            stg = open_ledger(staging)
+            try:
+                if dst is not None:
+                    _transfer(dst, have, stg, lambda _: None)  # what the target holds already comes along
+                copied, archives_copied, snapshots = _transfer(src, content, stg, progress)
+                tasks = _verify(stg, content, target, have)
+            finally:
+                stg.close()
+            if dst is not None:
+                dst.close()
+                dst = None
+            if os.environ.get(archive.CRASH_ENV) == CRASH_STEP:
+                os.kill(os.getpid(), signal.SIGKILL)
+            kind.publish(staging, target)
+        except BaseException:
+            kind.discard(staging)
+            raise
+        if have.digests:
+            from projections.readmodel import readmodel_path
 
-    snapshots = _copy_snapshots(src, dst, {_key(e)[0] for e in events})
-    tasks = _verify(dst, events, target)
-    progress(f"verified {tasks} task chains and {len(events)} events on {target.display}")
+            readmodel_path(target).unlink(missing_ok=True)  # built from the ledger that was replaced
+        progress(f"verified {tasks} task chains and {total} events on {target.display}")
+        return _report(source, target, content, copied, archives_copied, snapshots, tasks, started)
+    finally:
+        if dst is not None:
+            dst.close()
+
+
+def _report(source: Location, target: Location, content: _Content, copied: int, archives_copied: int,
+            snapshots: int, tasks: int, started: float) -> Report:
     return Report(
         source=source.display,
         target=target.display,
-        events=len(events),
-        copied=len(missing),
-        already_there=len(events) - len(missing),
+        events=len(content.digests),
+        copied=copied,
+        already_there=len(content.digests) - copied,
         snapshots_copied=snapshots,
         tasks_verified=tasks,
         seconds=round(time.perf_counter() - started, 3),
+        archives_copied=archives_copied,
     )
 
 
+def _archive_keys(content: _Content) -> dict[tuple[UUID, int], Archive]:
+    return {(a.task_id, a.first): a for a in content.archives}
+
+
+def _refuse_clashes(content: _Content, have: _Content, target: Location) -> None:
+    """Refuse, before anything is written, a target whose events or archives differ from the source's."""
+    clashes = [k for k, digest in content.digests.items() if k in have.digests and have.digests[k] != digest]
+    if clashes:
+        task, position = sorted(clashes)[0]
+        raise Refused(
+            f"target {target.display} already holds different events under the same ids "
+            f"({len(clashes)}, first {task} position {position}); nothing copied"
+        )
+    ours, theirs = _archive_keys(content), _archive_keys(have)
+    shared = {k[0] for k in content.digests} & {k[0] for k in have.digests}
+    for task in sorted(shared - {REGISTRY_ID}):
+        mine = sorted((a.first, a.last, a.sha256) for k, a in ours.items() if k[0] == task)
+        other = sorted((a.first, a.last, a.sha256) for k, a in theirs.items() if k[0] == task)
+        if mine != other:
+            raise Refused(f"target {target.display} holds task {task} compacted differently; nothing copied")
+
+
+def _transfer(frm: Ledger, content: _Content, to: Ledger, progress: Callable[[str], None]) -> tuple[int, int, int]:
+    """Copy into ``to`` what of ``content`` (read from ``frm``) it lacks: live events (the registry
+    last), archives (files and index rows), snapshots, tombstoned source keys. Returns (events,
+    of them archived ones; archives; snapshots) copied."""
+    there = {_key(e) for e in _all_events(to.recorder)}
+    archived_there = _archive_keys(_Content([], to.store.archives(None)))
+    missing = [e for e in content.live if _key(e) not in there]
+    missing.sort(key=lambda e: _key(e)[0] == REGISTRY_ID)
+    done = 0
+    for batch in _batches(missing, BATCH):
+        to.recorder.insert_events(batch)
+        done += len(batch)
+        progress(f"  {done}/{len(missing)} events")
+    archived = archives = 0
+    directory = to.store.archive_dir()
+    for found in content.archives:
+        if (found.task_id, found.first) in archived_there:
+            continue
+        directory.mkdir(parents=True, exist_ok=True)
+        placed = directory / found.path.name
+        shutil.copyfile(found.path, placed)
+        manifest = found.path.with_suffix(".manifest.json")
+        if manifest.exists():
+            shutil.copyfile(manifest, placed.with_suffix(".manifest.json"))
+        to.store.put_archive(Archive(found.task_id, found.first, found.last, placed, found.sha256, found.head,
+                                     found.events))
+        archived, archives = archived + found.events, archives + 1
+        progress(f"  archive {found.path.name} ({found.events} events)")
+    snapshots = _copy_snapshots(frm, to, {k[0] for k in content.digests})
+    if keys := frm.store.tombstoned_keys():
+        to.store.tombstone_keys(keys)
+    return done + archived, archives, snapshots
 def _copy_snapshots(src: Ledger, dst: Ledger, originators: set[UUID]) -> int:
     """Snapshots are derived, so one the target already has at a position (its own or ours) is kept."""
     if src.snapshots is None or dst.snapshots is None:
@@ -130,27 +240,25 @@ def _copy_snapshots(src: Ledger, dst: Ledger, originators: set[UUID]) -> int:
     return copied
 
 
-def _verify(dst: Ledger, events: list[StoredEvent], target: Location) -> int:
-    """Re-read the target: every source event there byte for byte, every task chain recomputed."""
-    stored = {_key(e): _digest(e) for e in _all_events(dst.recorder)}
-    lost = [e for e in events if stored.get(_key(e)) != _digest(e)]
+def _verify(dst: Ledger, content: _Content, target: Location, have: _Content | None = None) -> int:
+    """Re-read ``dst``: every source event (and every event the target held) there byte for byte,
+    live or archived, and every task's chain recomputed across its archives."""
+    stored = _content(dst).digests
+    expected = {**(have.digests if have else {}), **content.digests}
+    lost = [k for k, digest in expected.items() if stored.get(k) != digest]
     if lost:
-        raise StoreUnavailable(f"after the copy {target.display} lacks {len(lost)} events; run migrate again")
-    if problems := _chain_problems(dst, events):
-        raise StoreUnavailable(f"after the copy {target.display} does not verify: {problems[0]}")
-    return len(_task_ids(events))
+        raise StoreUnavailable(f"the copy for {target.display} lacks {len(lost)} events; nothing published")
+    if problems := _chain_problems(dst, sorted({k[0] for k in expected} - {REGISTRY_ID})):
+        raise StoreUnavailable(f"the copy for {target.display} does not verify: {problems[0]}; nothing published")
+    return len(content.tasks)
 
 
-def _task_ids(events: list[StoredEvent]) -> list[UUID]:
-    return sorted({_key(e)[0] for e in events} - {REGISTRY_ID})
-
-
-def _chain_problems(ledger: Ledger, events: list[StoredEvent]) -> list[str]:
+def _chain_problems(ledger: Ledger, tasks: list[UUID]) -> list[str]:
     """Each task's chain recomputed over the rows ``ledger`` stores (``trail verify``'s walk)."""
     return [
         f"task {report.task_id}: chain broken at position {report.first_break.position} "
         f"({report.first_break.kind}: {report.first_break.detail})"
-        for report in verify.verify_all(ledger, _task_ids(events))
+        for report in verify.verify_all(ledger, tasks)
         if report.first_break is not None
     ]
 

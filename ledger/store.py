@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from uuid import UUID
@@ -26,10 +27,11 @@ from ledger import archive
 from ledger import events as ev
 from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
-from ledger.project import project_of
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
+from ledger.project import project_of
 from ledger.redact import redact_fields
 from ledger.registry import REGISTRY_ID, Entry, Registry, Tombstone
+from ledger.stores import LedgerStore, for_ledger
 from ledger.task import Task, task_id_for
 from projections.state import TaskState
 
@@ -65,6 +67,11 @@ class Ledger(Application[UUID]):
             # Per instance, so K can differ between ledgers in one process (tests, bench/);
             # unset, the class attribute (or a subclass's) stands.
             self.snapshotting_intervals = {**type(self).snapshotting_intervals, Task: every}  # type: ignore[misc]
+
+    @cached_property
+    def store(self) -> LedgerStore:
+        """What the lifecycle needs beyond the library's recorders (``ledger.stores``), for this backend."""
+        return for_ledger(self)
 
     # -- writing ----------------------------------------------------------------
 
@@ -293,7 +300,7 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
         }
         _check_sqlite_path(path, create)
     elif location.is_postgres:
-        from ledger import postgres  # psycopg loads only for PostgreSQL ledgers
+        from ledger.stores import postgres  # psycopg loads only for PostgreSQL ledgers
 
         with postgres.setting_up(location) as target:
             return _construct(ledger_class, postgres.library_env(target), location)

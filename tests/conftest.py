@@ -66,7 +66,7 @@ def new_store(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def drop_schemas(schemas: list[str]) -> None:
     from psycopg import sql
 
-    from ledger import postgres
+    from ledger.stores import postgres
 
     location = resolve(POSTGRES_URL)
     with postgres.connect(location.postgres(), location.display) as conn:

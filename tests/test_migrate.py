@@ -118,7 +118,7 @@ def test_source_that_does_not_verify_is_not_copied(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--from", "{tmp}/missing.db", "--to", "{tmp}/new.db"], "no ledger file there"),
+        (["--from", "{tmp}/missing.db", "--to", "{tmp}/new.db"], "no ledger there"),
         (["--from", "{src}", "--to", "{src}"], "--from and --to are the same ledger"),
         (["--from", "{src}", "--to", "postgresql://me@localhost:5432/"], "no database name"),
     ],

@@ -1,18 +1,18 @@
 """Appending captured items exactly once: the source-key index and the write that honours it.
 
 Idempotency rests on one fact: a task's stored events already carry their ``source`` keys. The
-index is therefore a query, not a second table to keep in step: on SQLite, ``json_extract`` over
-the task's stored events (no pydantic decoding, see docs/capture.md for the numbers); elsewhere,
-a scan of the task's events. ``append_unseen`` reads the task, filters the items against the
-keys stored up to the version it read, and saves; when a concurrent writer got there first the
-save conflicts, and the retry re-reads both, so two importers (or two inbox drains) never append
-one source twice.
+index is therefore a query, not a second table to keep in step: the ledger's store
+(``LedgerStore.source_keys`` and friends) reads them from the stored JSON without pydantic
+decoding (see docs/capture.md for the numbers). ``append_unseen`` reads the task, filters the
+items against the keys stored up to the version it read, and saves; when a concurrent writer got
+there first the save conflicts, and the retry re-reads both, so two importers (or two inbox
+drains) never append one source twice. Keys of a forgotten task stay tombstoned (a sha256 of
+each, kept by ``trail forget``): items with such a key are refused, naming the task.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -22,9 +22,10 @@ from pydantic import ValidationError
 from ledger import events as ev
 from ledger.capture.claude_code import END
 from ledger.capture.items import LATEST_REQUIREMENT, Item
-from ledger.errors import RuleBroken
+from ledger.errors import Refused, RuleBroken
 from ledger.location import Location
 from ledger.redact import redact_fields
+from ledger.stores.base import key_hash
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
@@ -37,47 +38,15 @@ def key_of(source: ev.SourceKey | None) -> Key | None:
     return (source.agent, source.session, source.record) if source is not None else None
 
 
-def _connect(location: Location) -> sqlite3.Connection | None:
-    if not location.is_sqlite or not location.sqlite_path.exists():
-        return None
-    return sqlite3.connect(location.sqlite_path, timeout=30)
-
-
 def stored_keys(ledger: Ledger, location: Location, task_id: UUID, upto: int) -> set[Key]:
     """Source keys of the task's events at positions ``<= upto``."""
-    conn = _connect(location)
-    if conn is None:
-        return {k for e in ledger.task_events(task_id, upto=upto) if (k := key_of(e.source))}
-    with conn:
-        rows = conn.execute(
-            "SELECT json_extract(state, '$.source.agent'), json_extract(state, '$.source.session'), "
-            "json_extract(state, '$.source.record') FROM stored_events "
-            "WHERE originator_id = ? AND originator_version <= ? AND json_extract(state, '$.source') IS NOT NULL",
-            (task_id.hex, upto),
-        ).fetchall()
-    conn.close()
-    return {(str(a), str(s), str(r)) for a, s, r in rows}
+    return ledger.store.source_keys(task_id, upto)
 
 
 def task_for_session(ledger: Ledger, location: Location, agent: str, session_id: str) -> UUID | None:
     """The task a conversation was linked to, if any (the latest link wins: a session whose task was
     closed under it moves on to a new task)."""
-    conn = _connect(location)
-    if conn is None:
-        found = None
-        for entry in ledger.entries():
-            if any(c.agent == agent and c.session_id == session_id for c in ledger.state(entry.task_id).conversations):
-                found = entry.task_id  # entries come by number: the later task holds the later link
-        return found
-    with conn:
-        row = conn.execute(
-            "SELECT originator_id FROM stored_events WHERE topic = ? "
-            "AND json_extract(state, '$.agent') = ? AND json_extract(state, '$.session_id') = ? "
-            "ORDER BY rowid DESC LIMIT 1",
-            (ev.ConversationLinked.TOPIC, agent, session_id),
-        ).fetchone()
-    conn.close()
-    return UUID(row[0]) if row else None
+    return ledger.store.task_for_session(agent, session_id, ev.ConversationLinked.TOPIC)
 
 
 def task_for_records(ledger: Ledger, location: Location, agent: str, records: Iterable[str]) -> UUID | None:
@@ -85,28 +54,31 @@ def task_for_records(ledger: Ledger, location: Location, agent: str, records: It
     wanted = sorted(set(records))
     if not wanted:
         return None
-    conn = _connect(location)
-    if conn is None:
-        # Other stores (PostgreSQL): scan the tasks' events; a record may also be referenced
-        # through the transcript-end checkpoint keyed after it.
-        keys = set(wanted) | {f"{END}{r}" for r in wanted}
-        for entry in ledger.entries():
-            for event in ledger.task_events(entry.task_id):
-                if event.source is not None and event.source.agent == agent and event.source.record in keys:
-                    return entry.task_id
-        return None
-    with conn:
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (record TEXT PRIMARY KEY)")
-        # A record may be referenced as itself or as the transcript-end checkpoint keyed after it.
-        conn.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((r,) for r in wanted))
-        conn.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((f"{END}{r}",) for r in wanted))
-        row = conn.execute(
-            "SELECT originator_id FROM stored_events WHERE json_extract(state, '$.source.agent') = ? "
-            "AND json_extract(state, '$.source.record') IN (SELECT record FROM wanted) LIMIT 1",
-            (agent,),
-        ).fetchone()
-    conn.close()
-    return UUID(row[0]) if row else None
+    # A record may be referenced as itself or as the transcript-end checkpoint keyed after it.
+    return ledger.store.task_for_records(agent, wanted + [f"{END}{r}" for r in wanted])
+
+
+Forgotten = Callable[[list[Key]], dict[Key, int]]
+"""Which of these source keys a forgotten task held, with its number."""
+
+
+def forgotten_keys(ledger: Ledger) -> Forgotten:
+    """The tombstone check for ``record_unseen``: one store query per batch."""
+
+    def check(keys: list[Key]) -> dict[Key, int]:
+        hashes = {key_hash(k): k for k in keys}
+        return {hashes[h]: number for h, number in ledger.store.forgotten(hashes).items()}
+
+    return check
+
+
+class ForgottenSession(Refused):
+    """Every record of a session belongs to a forgotten task: nothing of it is imported again."""
+
+    def __init__(self, number: int, rejected: list[tuple[Item, str]]) -> None:
+        super().__init__(f"skipped: these records belong to forgotten task #{number}; nothing imported")
+        self.number = number
+        self.rejected = rejected
 
 
 @dataclass
@@ -124,9 +96,11 @@ def append_unseen(ledger: Ledger, location: Location, task_id: UUID, items: list
     # Redacted once, not on every retry of a lost write race (the same redaction as Ledger.append_many).
     items = [(event_class, redact_fields(fields)) for event_class, fields in items]
 
+    forgotten = forgotten_keys(ledger)
+
     def attempt() -> Appended:
         task = ledger.task(task_id)
-        result = record_unseen(task, items, stored_keys(ledger, location, task_id, task.version))
+        result = record_unseen(task, items, stored_keys(ledger, location, task_id, task.version), forgotten)
         if result.items:
             ledger.save(task)
         return result
@@ -138,24 +112,38 @@ def open_with(
     ledger: Ledger, title: str, items: list[Item], *, cwd: str | None, actor: str,
     project: str | None = None, timestamp: Any = None,
 ) -> tuple[UUID, Appended]:
-    """Open a task whose first events are ``items``, all in one transaction (see ``Ledger.open_task``)."""
+    """Open a task whose first events are ``items``, all in one transaction (see ``Ledger.open_task``).
+
+    When every item with a source belongs to a forgotten task, no task is opened (its title would
+    bring the forgotten session back): ``ForgottenSession`` says so."""
     items = [(event_class, redact_fields(fields)) for event_class, fields in items]
+    forgotten = forgotten_keys(ledger)
+    keys = [k for _, fields in items if (k := key_of(fields.get("source"))) is not None]
+    if keys and len(gone := forgotten(keys)) == len(set(keys)):
+        number = min(gone.values())
+        raise ForgottenSession(number, [(item, f"forgotten task #{number}") for item in items])
     outcome: list[Appended] = []
 
     def first(task: Task) -> None:
-        outcome[:] = [record_unseen(task, items, set())]
+        outcome[:] = [record_unseen(task, items, set(), forgotten)]
 
     state = ledger.open_task(title, cwd=cwd, actor=actor, project=project, timestamp=timestamp, first=first)
     assert state.id is not None
     return state.id, outcome[0]
 
 
-def record_unseen(task: Task, items: list[Item], seen: set[Key]) -> Appended:
-    """Record on ``task`` the items whose source key is not in ``seen`` (updated); refused ones are reported."""
+def record_unseen(task: Task, items: list[Item], seen: set[Key], forgotten: Forgotten | None = None) -> Appended:
+    """Record on ``task`` the items whose source key is not in ``seen`` (updated); refused ones are reported.
+
+    With ``forgotten``, items whose key a forgotten task held are refused too, naming that task."""
     result = Appended()
+    gone = forgotten([k for _, f in items if (k := key_of(f.get("source"))) is not None]) if forgotten else {}
     for event_class, fields in items:
         key = key_of(fields.get("source"))
         if key is not None and key in seen:
+            continue
+        if key is not None and key in gone:
+            result.rejected.append(((event_class, fields), f"forgotten task #{gone[key]}"))
             continue
         if key is not None:
             seen.add(key)  # a source repeated inside one batch lands once

@@ -1,26 +1,53 @@
-"""Opening a ledger on a PostgreSQL server: library settings from the URL, and a fast first check.
+"""The ``LedgerStore`` of a PostgreSQL ledger, and opening one: library settings from the URL, a fast first check.
 
 The library's connection pool retries in the background and reports only
 "couldn't get a connection after N sec", so one direct connection is made first:
 it fails within the URL's ``connect_timeout`` and says why (refused, bad password,
 no such database), and it creates the schema named in the URL on first use, as the
-SQLite file is created on first use.
+SQLite file is created on first use, and tasktrail's own tables beside the library's.
+
+The store runs its SQL on the library's own connection pool (``PostgresDatastore``), so its
+errors are the library's (an ``IntegrityError`` is a lost write race the caller retries).
+Archives are kept in the database, Parquet bytes in ``tasktrail_archives.data``, so every
+machine that shares the ledger reads them; each machine caches the files it reads under
+``$TRAIL_HOME/archives/``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+from uuid import UUID
 
 import psycopg
+from eventsourcing.persistence import StoredEvent
 from psycopg import sql
+from psycopg.rows import tuple_row
 
 from ledger.errors import StoreUnavailable
 from ledger.location import Location, PostgresTarget
+from ledger.registry import REGISTRY_ID, TaskRegistered
+from ledger.stores.base import ARCHIVES, FORGOTTEN_KEYS, Archive, Key, LedgerStore, Range
 
 EVENTS_TABLE = "tasktrail_events"
 """The library names tables ``<application name>_events``; the application is called tasktrail."""
 SNAPSHOTS_TABLE = "tasktrail_snapshots"
+OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS)
+"""Every table of a ledger: what a migration moves into place."""
+
+CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {{schema}}.{ARCHIVES} (originator_id uuid NOT NULL, first bigint NOT NULL,"
+    " last bigint NOT NULL, path text NOT NULL, sha256 text NOT NULL, head text NOT NULL, events bigint NOT NULL,"
+    " data bytea NOT NULL, PRIMARY KEY (originator_id, first))",
+    f"CREATE TABLE IF NOT EXISTS {{schema}}.{FORGOTTEN_KEYS} (key_sha256 text PRIMARY KEY,"
+    " task_number bigint NOT NULL)",
+)
 
 
 def library_env(target: PostgresTarget) -> dict[str, str]:
@@ -78,4 +105,322 @@ def setting_up(location: Location) -> Iterator[PostgresTarget]:
                 reason = " ".join(str(exc).split())
                 where = f"schema {target.schema!r} in {location.display}"
                 raise StoreUnavailable(f"cannot create {where}: {reason}") from None
+        _create_own_tables(conn, target.schema)
         yield target
+
+
+def _create_own_tables(conn: psycopg.Connection[Any], schema: str) -> None:
+    """tasktrail's tables beside the library's (under the caller's advisory lock)."""
+    found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".{FORGOTTEN_KEYS}',)).fetchone()
+    if found is not None and found[0] is not None:
+        return
+    for statement in CREATE:
+        conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+
+
+def _table(schema: str, name: str) -> sql.Composed:
+    return sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(name))
+
+
+def cache_dir(home: Path, host: str, port: int | str, dbname: str, schema: str) -> Path:
+    """Where this machine keeps the archive files of the ledger in ``schema`` it has read."""
+    digest = hashlib.sha256(f"{host}:{port}/{dbname}/{schema}".encode()).hexdigest()[:16]
+    return home / "archives" / digest
+
+
+def _rows(conn: psycopg.Connection[Any], query: sql.SQL | sql.Composed, params: Any = None) -> list[tuple[Any, ...]]:
+    with conn.cursor(row_factory=tuple_row) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+class PostgresStore(LedgerStore):
+    backend = "postgres"
+
+    def __init__(self, datastore: Any, schema: str, cache: Path, lock_timeout: int = 30) -> None:
+        self.datastore = datastore
+        """The library's ``PostgresDatastore``: its pool, its error translation."""
+        self.schema = schema
+        self.cache = cache
+        self.lock_timeout = lock_timeout
+        self.events, self.snapshots = _table(schema, EVENTS_TABLE), _table(schema, SNAPSHOTS_TABLE)
+        self.archive_table, self.forgotten_table = _table(schema, ARCHIVES), _table(schema, FORGOTTEN_KEYS)
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        with self.datastore.get_connection() as conn:
+            yield conn
+
+    # -- archives ------------------------------------------------------------------------
+
+    def archive_dir(self) -> Path:
+        return self.cache
+
+    def archives(self, task_id: UUID | None) -> list[Archive]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_id, first, last, path, sha256, head, events FROM {}"
+                " WHERE originator_id = coalesce(%s, originator_id) ORDER BY originator_id, first"
+            ).format(self.archive_table), (task_id,))
+            found = [Archive(UUID(str(r[0])), r[1], r[2], self.cache / r[3], r[4], r[5], r[6]) for r in rows]
+            for archive in found:
+                if not archive.path.exists():
+                    self._fetch(conn, archive)
+        return found
+
+    def _fetch(self, conn: psycopg.Connection[Any], archive: Archive) -> None:
+        """Bring an archive file from the database into this machine's cache."""
+        rows = _rows(conn, sql.SQL("SELECT data FROM {} WHERE originator_id = %s AND first = %s")
+                     .format(self.archive_table), (archive.task_id, archive.first))
+        if not rows:
+            return
+        archive.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = archive.path.with_name(f".{archive.path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(bytes(rows[0][0]))
+        os.replace(tmp, archive.path)
+
+    def range_size(self, task_id: UUID, first: int, last: int) -> tuple[int, int, int]:
+        with self._conn() as conn:
+            events = _rows(conn, sql.SQL(
+                "SELECT count(*), coalesce(sum(length(state)), 0) FROM {}"
+                " WHERE originator_id = %s AND originator_version BETWEEN %s AND %s"
+            ).format(self.events), (task_id, first, last))[0]
+            snaps = _rows(conn, sql.SQL(
+                "SELECT count(*), coalesce(sum(length(state)), 0) FROM {} WHERE originator_id = %s"
+                " AND originator_version < %s"
+            ).format(self.snapshots), (task_id, last))[0]
+        return int(events[0]), int(snaps[0]), int(events[1]) + int(snaps[1])
+
+    def read_range(self, task_id: UUID, first: int, last: int) -> Range:
+        with self._conn() as conn:
+            events = _rows(conn, sql.SQL(
+                "SELECT notification_id, originator_version, topic, state FROM {} WHERE originator_id = %s"
+                " AND originator_version BETWEEN %s AND %s ORDER BY originator_version"
+            ).format(self.events), (task_id, first, last))
+            snapshots = _rows(conn, sql.SQL(
+                "SELECT originator_version, topic, state FROM {} WHERE originator_id = %s"
+                " AND originator_version < %s ORDER BY originator_version"
+            ).format(self.snapshots), (task_id, last))
+        return Range(
+            [(n, StoredEvent(task_id, v, t, bytes(s))) for n, v, t, s in events],
+            [StoredEvent(task_id, v, t, bytes(s)) for v, t, s in snapshots],
+        )
+
+    def _lock_events(self, conn: psycopg.Connection[Any]) -> None:
+        # As the library does on every append: notification ids then commit in order, which
+        # readers that go by "> last id seen" (the read model) rely on.
+        conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self.lock_timeout}s")))
+        conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events))
+
+    def commit_archive(
+        self, archive: Archive, snapshot: StoredEvent, marker: StoredEvent, before_commit: Callable[[], None]
+    ) -> bool:
+        data = archive.path.read_bytes()
+        with self._conn() as conn, conn.transaction():
+            self._lock_events(conn)
+            done = _rows(conn, sql.SQL("SELECT 1 FROM {} WHERE originator_id = %s AND last >= %s")
+                         .format(self.archive_table), (archive.task_id, archive.last))
+            if done:  # another process finished this compaction while we wrote the file
+                return False
+            self._insert_archive(conn, archive, data)
+            conn.execute(sql.SQL(
+                "INSERT INTO {} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (originator_id, originator_version) DO UPDATE SET topic = EXCLUDED.topic,"
+                " state = EXCLUDED.state"
+            ).format(self.snapshots), (archive.task_id, snapshot.originator_version, snapshot.topic, snapshot.state))
+            conn.execute(sql.SQL(
+                "INSERT INTO {} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)"
+            ).format(self.events), (archive.task_id, marker.originator_version, marker.topic, marker.state))
+            conn.execute(sql.SQL(
+                "DELETE FROM {} WHERE originator_id = %s AND originator_version BETWEEN %s AND %s"
+            ).format(self.events), (archive.task_id, archive.first, archive.last))
+            conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND originator_version < %s")
+                         .format(self.snapshots), (archive.task_id, archive.last))
+            before_commit()
+        return True
+
+    def put_archive(self, archive: Archive) -> None:
+        data = archive.path.read_bytes()
+        with self._conn() as conn, conn.transaction():
+            self._insert_archive(conn, archive, data)
+
+    def _insert_archive(self, conn: psycopg.Connection[Any], archive: Archive, data: bytes) -> None:
+        conn.execute(
+            sql.SQL("INSERT INTO {} VALUES (%s, %s, %s, %s, %s, %s, %s, %s)").format(self.archive_table),
+            (archive.task_id, archive.first, archive.last, archive.path.name, archive.sha256, archive.head,
+             archive.events, data),
+        )
+
+    # -- rewriting and deleting --------------------------------------------------------------
+
+    def rewrite_states(
+        self, task_id: UUID | None, topics: Iterable[str], rewrite: Callable[[bytes], bytes | None], dry_run: bool
+    ) -> dict[UUID, int]:
+        first_touched: dict[UUID, int] = {}
+        latest: dict[UUID, int] = {}
+        with self._conn() as conn, conn.transaction():
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_id, originator_version, state FROM {}"
+                " WHERE originator_id = coalesce(%s, originator_id) AND topic = ANY(%s) FOR UPDATE"
+            ).format(self.events), (task_id, list(topics)))
+            for owner, position, raw in rows:
+                changed = rewrite(bytes(raw))
+                if changed is None:
+                    continue
+                first_touched[owner] = min(position, first_touched.get(owner, position))
+                if not dry_run:
+                    conn.execute(sql.SQL(
+                        "UPDATE {} SET state = %s WHERE originator_id = %s AND originator_version = %s"
+                    ).format(self.events), (changed, owner, position))
+            for owner, position in first_touched.items():
+                conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND originator_version >= %s")
+                             .format(self.snapshots), (owner, position))
+                latest[UUID(str(owner))] = _rows(conn, sql.SQL(
+                    "SELECT max(originator_version) FROM {} WHERE originator_id = %s").format(self.events), (owner,)
+                )[0][0]
+            if dry_run:
+                raise psycopg.Rollback()
+        return latest
+
+    def delete_task(
+        self, task_id: UUID, number: int, key_hashes: Iterable[str], registry_rewrite: Callable[[bytes], bytes | None]
+    ) -> int:
+        with self._conn() as conn, conn.transaction():
+            with conn.cursor() as cur:
+                cur.executemany(
+                    sql.SQL("INSERT INTO {} VALUES (%s, %s) ON CONFLICT DO NOTHING").format(self.forgotten_table),
+                    [(h, number) for h in key_hashes],
+                )
+            deleted = conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(self.events),
+                                   (task_id,)).rowcount
+            for table, owner in ((self.snapshots, task_id), (self.snapshots, REGISTRY_ID),
+                                 (self.archive_table, task_id)):
+                conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(table), (owner,))
+            rows = _rows(conn, sql.SQL("SELECT originator_version, state FROM {} WHERE originator_id = %s"
+                                       " AND topic = %s").format(self.events), (REGISTRY_ID, TaskRegistered.TOPIC))
+            for version, raw in rows:
+                if (rewritten := registry_rewrite(bytes(raw))) is not None:
+                    conn.execute(
+                        sql.SQL("UPDATE {} SET state = %s WHERE originator_id = %s AND originator_version = %s")
+                        .format(self.events), (rewritten, REGISTRY_ID, version),
+                    )
+        return int(deleted or 0)
+
+    # -- tombstoned source keys -------------------------------------------------------------
+
+    def forgotten(self, hashes: Iterable[str]) -> dict[str, int]:
+        wanted = list(hashes)
+        if not wanted:
+            return {}
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL("SELECT key_sha256, task_number FROM {} WHERE key_sha256 = ANY(%s)")
+                         .format(self.forgotten_table), (wanted,))
+        return {str(h): int(n) for h, n in rows}
+
+    def tombstoned_keys(self) -> dict[str, int]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL("SELECT key_sha256, task_number FROM {}").format(self.forgotten_table))
+        return {str(h): int(n) for h, n in rows}
+
+    def tombstone_keys(self, hashes: dict[str, int]) -> None:
+        with self._conn() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                sql.SQL("INSERT INTO {} VALUES (%s, %s) ON CONFLICT DO NOTHING").format(self.forgotten_table),
+                list(hashes.items()),
+            )
+
+    # -- the capture index (JSON operators over the stored state; no decoding in Python) --------
+
+    _STATE = "convert_from(state, 'UTF8')::json"
+
+    def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT s->>'agent', s->>'session', s->>'record' FROM (SELECT " + self._STATE + "->'source' AS s"
+                " FROM {} WHERE originator_id = %s AND originator_version <= %s) AS t"
+                " WHERE s IS NOT NULL AND json_typeof(s) = 'object'"
+            ).format(self.events), (task_id, upto))
+        return {(str(a), str(s), str(r)) for a, s, r in rows}
+
+    def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_id FROM {} WHERE topic = %s AND " + self._STATE + "->>'agent' = %s"
+                " AND " + self._STATE + "->>'session_id' = %s ORDER BY notification_id DESC LIMIT 1"
+            ).format(self.events), (topic, agent, session_id))
+        return UUID(str(rows[0][0])) if rows else None
+
+    def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_id FROM (SELECT originator_id, " + self._STATE + "->'source' AS s FROM {}"
+                " WHERE position('\"source\"' in convert_from(state, 'UTF8')) > 0) AS t"
+                " WHERE json_typeof(s) = 'object' AND s->>'agent' = %s AND s->>'record' = ANY(%s) LIMIT 1"
+            ).format(self.events), (agent, records))
+        return UUID(str(rows[0][0])) if rows else None
+
+    # -- space ----------------------------------------------------------------------------------
+
+    def reclaim_space(self, scrub: bool = False) -> None:
+        """Plain VACUUM makes the space of deleted and rewritten rows reusable without blocking
+        anyone (PostgreSQL gives pages back to the OS only at a table's end); ``scrub`` runs
+        VACUUM FULL, which rewrites the tables without the dead rows' bytes but locks them out
+        meanwhile."""
+        how = sql.SQL("VACUUM FULL" if scrub else "VACUUM (ANALYZE)")
+        with self._conn() as conn:
+            for table in (self.events, self.snapshots, self.archive_table):
+                conn.execute(sql.SQL("{} {}").format(how, table))
+
+    def file_bytes(self) -> int | None:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL("SELECT sum(pg_total_relation_size(to_regclass(t))) FROM unnest(%s) AS t"),
+                         ([f'"{self.schema}".{name}' for name in OWN_TABLES],))
+        return int(rows[0][0] or 0)
+
+    # -- whole ledgers -------------------------------------------------------------------------
+
+    @classmethod
+    def exists(cls, location: Location) -> bool:
+        target = location.postgres()
+        with connect(target, location.display) as conn:
+            found = conn.execute("SELECT to_regclass(%s)", (f'"{target.schema}".{EVENTS_TABLE}',)).fetchone()
+        return found is not None and found[0] is not None
+
+    @classmethod
+    def stage(cls, target: Location) -> Location:
+        """A schema of its own in the target's database, named after the target's schema (so a
+        run that was killed leaves its staging for the next run to clear, not a new one each time)."""
+        name = hashlib.sha256(target.postgres().schema.encode()).hexdigest()[:12]
+        staging = Location(url=with_schema(target.url, f"tt_staging_{name}"), home=target.home)
+        cls.discard(staging)
+        return staging
+
+    @classmethod
+    def publish(cls, staging: Location, target: Location) -> None:
+        """One transaction: the target's ledger tables (if any) go, the staging's move into its schema."""
+        into, source = target.postgres(), staging.postgres()
+        with connect(into, target.display) as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"tasktrail:{into.schema}",))
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(into.schema)))
+            for name in OWN_TABLES:
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(_table(into.schema, name)))
+                conn.execute(sql.SQL("ALTER TABLE {} SET SCHEMA {}").format(
+                    _table(source.schema, name), sql.Identifier(into.schema)))
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(source.schema)))
+        shutil.rmtree(cache_dir(staging.home, source.host, source.port, source.dbname, source.schema),
+                      ignore_errors=True)
+
+    @classmethod
+    def discard(cls, staging: Location) -> None:
+        source = staging.postgres()
+        with connect(source, staging.display) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(source.schema)))
+        shutil.rmtree(cache_dir(staging.home, source.host, source.port, source.dbname, source.schema),
+                      ignore_errors=True)
+
+
+def with_schema(url: str, schema: str) -> str:
+    """``url`` naming ``schema`` (replacing any schema it named)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "schema"]
+    return parts._replace(query=urlencode([*query, ("schema", schema)])).geturl()

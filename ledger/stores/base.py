@@ -1,0 +1,197 @@
+"""The ``LedgerStore`` interface: what the lifecycle needs from a ledger's database beyond the library.
+
+The ``eventsourcing`` library's recorders append and read events and snapshots; they have no
+way to remove or rewrite rows, to find events by what their payload says, or to give space
+back. Those operations live here, one module per backend (``sqlite.py``, ``postgres.py``),
+as the library keeps one module per backend behind its recorder interfaces. Compaction
+(``ledger.archive``), payload collection (``ledger.artifacts``), forgetting (``ledger.forget``),
+migration (``ledger.migrate``) and the capture index (``ledger.capture.writer``) are written
+against this interface only; ``tests/test_store_conformance.py`` runs the same checks on each
+backend.
+
+Rows are the library's ``StoredEvent`` (id, position, topic, the state bytes), so everything
+here moves bytes as stored: hash chains never depend on a backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+
+if TYPE_CHECKING:
+    from ledger.location import Location
+
+Key = tuple[str, str, str]
+"""A captured item's source: (agent, session, record)."""
+
+ARCHIVES = "tasktrail_archives"
+"""The archive index: one row per archive of compacted events."""
+FORGOTTEN_KEYS = "tasktrail_forgotten_keys"
+"""sha256 of each source key a forgotten task held, with its number: re-imports skip them."""
+
+GC_TOPICS = ("tasktrail/CommandRan", "tasktrail/FileChanged", "tasktrail/ToolResult", "tasktrail/ToolCalled")
+"""Event types that carry bulky bounded text (outputs, diffs, tool inputs and results)."""
+
+
+@dataclass(frozen=True)
+class Archive:
+    """An archive of a task's compacted positions ``first..last``: a Parquet file and its index row."""
+
+    task_id: UUID
+    first: int
+    last: int
+    path: Path
+    """Where the Parquet file is read from on this machine."""
+    sha256: str
+    head: str
+    """The hash-chain head at ``last``."""
+    events: int
+
+
+@dataclass(frozen=True)
+class Range:
+    """A task's stored rows about to be archived."""
+
+    events: list[tuple[int, StoredEvent]]
+    """Positions ``first..last`` in order, each with its notification id."""
+    snapshots: list[StoredEvent]
+    """The task's snapshots before ``last``."""
+
+
+def key_hash(key: Key) -> str:
+    """What a tombstone keeps of a source key: its sha256, nothing readable."""
+    return hashlib.sha256("\x1f".join(key).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class LedgerStore(ABC):
+    """Operations on one ledger's database that the library's recorders do not offer."""
+
+    backend: str
+    """``sqlite`` or ``postgres``."""
+
+    # -- archives of compacted events --------------------------------------------------
+
+    @abstractmethod
+    def archives(self, task_id: UUID | None) -> list[Archive]:
+        """The task's archives (every task's when None), by task and position; none if never compacted.
+
+        Each ``path`` is a readable local file when the archive is intact; a missing or
+        altered one is left for ``archive.check_file`` to report."""
+
+    @abstractmethod
+    def archive_dir(self) -> Path:
+        """The local folder compaction writes new archive files into (created by the caller)."""
+
+    @abstractmethod
+    def range_size(self, task_id: UUID, first: int, last: int) -> tuple[int, int, int]:
+        """(events in ``first..last``, snapshots before ``last``, bytes of their stored state)."""
+
+    @abstractmethod
+    def read_range(self, task_id: UUID, first: int, last: int) -> Range:
+        """The live rows of positions ``first..last`` and the snapshots before ``last``."""
+
+    @abstractmethod
+    def commit_archive(
+        self, archive: Archive, snapshot: StoredEvent, marker: StoredEvent, before_commit: Callable[[], None]
+    ) -> bool:
+        """In ONE transaction: record ``archive`` (and keep its file where the backend keeps
+        archives), store ``snapshot`` (at ``archive.last``), append ``marker`` (the
+        ``EventsArchived`` event), delete the live events ``first..last`` and the task's
+        snapshots before ``last``. ``before_commit`` runs last inside the transaction.
+
+        False, and nothing changed, when an archive reaching ``last`` is already recorded.
+        Raises the library's ``IntegrityError`` when another writer took the marker's position."""
+
+    @abstractmethod
+    def put_archive(self, archive: Archive) -> None:
+        """Record an archive copied from another ledger (its file at ``archive.path``), events untouched."""
+
+    # -- rewriting and deleting rows ------------------------------------------------------
+
+    @abstractmethod
+    def rewrite_states(
+        self, task_id: UUID | None, topics: Iterable[str], rewrite: Callable[[bytes], bytes | None], dry_run: bool
+    ) -> dict[UUID, int]:
+        """In one transaction, replace the state of each live event of ``topics`` (of one task, or all)
+        by ``rewrite(state)`` where that is not None, and delete each touched task's snapshots
+        from its first rewritten position on. Returns, per task touched, its last position.
+        ``dry_run`` calls ``rewrite`` on every row and changes nothing."""
+
+    @abstractmethod
+    def delete_task(
+        self, task_id: UUID, number: int, key_hashes: Iterable[str], registry_rewrite: Callable[[bytes], bytes | None]
+    ) -> int:
+        """In one transaction: delete the task's events, snapshots and archive index rows (and the
+        archive files the database keeps); pass each ``TaskRegistered`` row of the registry
+        through ``registry_rewrite`` (None: unchanged); delete the registry's snapshots (they
+        hold titles); keep ``key_hashes`` tombstoned under ``number``.
+        Returns how many events were deleted (0 on a re-run)."""
+
+    # -- tombstoned source keys -----------------------------------------------------------
+
+    @abstractmethod
+    def forgotten(self, hashes: Iterable[str]) -> dict[str, int]:
+        """Of these key hashes, those a forgotten task held, with that task's number."""
+
+    @abstractmethod
+    def tombstoned_keys(self) -> dict[str, int]:
+        """Every tombstoned key hash with its task's number (to carry them to another ledger)."""
+
+    @abstractmethod
+    def tombstone_keys(self, hashes: dict[str, int]) -> None:
+        """Keep these key hashes tombstoned (hash -> task number)."""
+
+    # -- the capture index -------------------------------------------------------------------
+
+    @abstractmethod
+    def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
+        """Source keys of the task's live events at positions ``<= upto``."""
+
+    @abstractmethod
+    def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
+        """The task whose live ``topic`` event (a conversation link) names this session; the newest link wins."""
+
+    @abstractmethod
+    def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
+        """A task holding a live event sourced from one of ``records`` of ``agent``."""
+
+    # -- space ----------------------------------------------------------------------------------
+
+    @abstractmethod
+    def reclaim_space(self, scrub: bool = False) -> None:
+        """Give the space of deleted and rewritten rows back. ``scrub``: also leave none of their
+        bytes readable in the database's files (forget)."""
+
+    @abstractmethod
+    def file_bytes(self) -> int | None:
+        """Bytes the ledger's data takes on disk (the file and its WAL; the two tables with
+        their indexes and TOAST on PostgreSQL)."""
+
+    # -- whole ledgers (migrate) -----------------------------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    def exists(cls, location: Location) -> bool:
+        """Whether ``location`` holds a ledger (nothing is created to find out)."""
+
+    @classmethod
+    @abstractmethod
+    def stage(cls, target: Location) -> Location:
+        """A fresh, empty place beside ``target`` to build a copy in before it is published."""
+
+    @classmethod
+    @abstractmethod
+    def publish(cls, staging: Location, target: Location) -> None:
+        """Make the verified copy at ``staging`` the ledger at ``target`` in one step (replacing any)."""
+
+    @classmethod
+    @abstractmethod
+    def discard(cls, staging: Location) -> None:
+        """Remove ``staging`` and everything in it."""

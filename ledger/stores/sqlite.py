@@ -1,0 +1,400 @@
+"""The ``LedgerStore`` of an SQLite ledger file: raw SQL on the library's ``stored_events`` and
+``stored_snapshots`` tables, plus tasktrail's own tables in the same file.
+
+Each operation opens its own connection in autocommit mode and takes the write lock with
+``BEGIN IMMEDIATE`` where it writes, so a change is one transaction; sqlite3 errors come out as
+the library's persistence errors (an ``IntegrityError`` is a lost write race the caller
+retries). Archive files live beside the ledger, in ``<ledger file>.archive/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError, StoredEvent
+
+from ledger.location import Location
+from ledger.registry import REGISTRY_ID, TaskRegistered
+from ledger.stores.base import ARCHIVES, FORGOTTEN_KEYS, Archive, Key, LedgerStore, Range
+
+CREATE_ARCHIVES = f"""CREATE TABLE IF NOT EXISTS {ARCHIVES} (
+    originator_id TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL, path TEXT NOT NULL,
+    sha256 TEXT NOT NULL, head TEXT NOT NULL, events INTEGER NOT NULL, PRIMARY KEY (originator_id, first))"""
+CREATE_FORGOTTEN = f"""CREATE TABLE IF NOT EXISTS {FORGOTTEN_KEYS} (
+    key_sha256 TEXT PRIMARY KEY, task_number INTEGER NOT NULL) WITHOUT ROWID"""
+
+
+def _missing_table(exc: sqlite3.OperationalError) -> bool:
+    return "no such table" in str(exc)
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """sqlite3's errors as the library's, so callers handle one family on every backend."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise IntegrityError(str(exc)) from exc
+    except sqlite3.OperationalError as exc:
+        raise OperationalError(str(exc)) from exc
+    except sqlite3.Error as exc:
+        raise PersistenceError(str(exc)) from exc
+
+
+class SQLiteStore(LedgerStore):
+    backend = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        # Autocommit, so BEGIN IMMEDIATE is ours to issue.
+        return sqlite3.connect(self.path, timeout=30, isolation_level=None)
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection | None]:
+        """A connection for reads, or None when there is no file yet (nothing to find)."""
+        if not self.path.is_file():
+            yield None
+            return
+        with _translated():
+            con = self._connect()
+            try:
+                yield con
+            finally:
+                con.close()
+
+    @contextmanager
+    def _writing(self, con: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction (rolled back on any error)."""
+        with _translated():
+            own = con is None
+            con = con or self._connect()
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    yield con
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+            finally:
+                if own:
+                    con.close()
+
+    # -- archives ------------------------------------------------------------------------
+
+    def archive_dir(self) -> Path:
+        return self.path.with_name(self.path.name + ".archive")
+
+    def archives(self, task_id: UUID | None) -> list[Archive]:
+        with self._reading() as con:
+            if con is None:
+                return []
+            try:
+                rows = con.execute(
+                    f"SELECT originator_id, first, last, path, sha256, head, events FROM {ARCHIVES}"
+                    " WHERE originator_id = coalesce(?, originator_id) ORDER BY originator_id, first",
+                    (task_id.hex if task_id else None,),
+                ).fetchall()
+            except sqlite3.OperationalError as exc:
+                if _missing_table(exc):
+                    return []
+                raise
+        base = self.archive_dir()
+        return [Archive(UUID(hex=r[0]), r[1], r[2], base / r[3], r[4], r[5], r[6]) for r in rows]
+
+    def range_size(self, task_id: UUID, first: int, last: int) -> tuple[int, int, int]:
+        with self._reading() as con:
+            assert con is not None
+            events = con.execute(
+                "SELECT count(*), coalesce(sum(length(state)), 0) FROM stored_events"
+                " WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
+                (task_id.hex, first, last),
+            ).fetchone()
+            snaps = con.execute(
+                "SELECT count(*), coalesce(sum(length(state)), 0) FROM stored_snapshots"
+                " WHERE originator_id = ? AND originator_version < ?",
+                (task_id.hex, last),
+            ).fetchone()
+        return events[0], snaps[0], events[1] + snaps[1]
+
+    def read_range(self, task_id: UUID, first: int, last: int) -> Range:
+        with self._reading() as con:
+            assert con is not None
+            events = con.execute(
+                "SELECT rowid, originator_version, topic, state FROM stored_events"
+                " WHERE originator_id = ? AND originator_version BETWEEN ? AND ? ORDER BY originator_version",
+                (task_id.hex, first, last),
+            ).fetchall()
+            snapshots = con.execute(
+                "SELECT originator_version, topic, state FROM stored_snapshots"
+                " WHERE originator_id = ? AND originator_version < ? ORDER BY originator_version",
+                (task_id.hex, last),
+            ).fetchall()
+        return Range(
+            [(rowid, StoredEvent(task_id, v, t, bytes(s))) for rowid, v, t, s in events],
+            [StoredEvent(task_id, v, t, bytes(s)) for v, t, s in snapshots],
+        )
+
+    def commit_archive(
+        self, archive: Archive, snapshot: StoredEvent, marker: StoredEvent, before_commit: Callable[[], None]
+    ) -> bool:
+        owner = archive.task_id.hex
+        with self._writing() as con:
+            con.execute(CREATE_ARCHIVES)
+            done = con.execute(
+                f"SELECT 1 FROM {ARCHIVES} WHERE originator_id = ? AND last >= ?", (owner, archive.last)
+            ).fetchone()
+            if done:  # another process finished this compaction while we wrote the file
+                return False
+            self._insert_archive(con, archive)
+            con.execute(
+                "INSERT OR REPLACE INTO stored_snapshots VALUES (?, ?, ?, ?)",
+                (owner, snapshot.originator_version, snapshot.topic, snapshot.state),
+            )
+            con.execute(
+                "INSERT INTO stored_events VALUES (?, ?, ?, ?)",
+                (owner, marker.originator_version, marker.topic, marker.state),
+            )
+            con.execute(
+                "DELETE FROM stored_events WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
+                (owner, archive.first, archive.last),
+            )
+            con.execute(
+                "DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version < ?",
+                (owner, archive.last),
+            )
+            before_commit()
+        return True
+
+    def put_archive(self, archive: Archive) -> None:
+        with self._writing() as con:
+            con.execute(CREATE_ARCHIVES)
+            self._insert_archive(con, archive)
+
+    def _insert_archive(self, con: sqlite3.Connection, archive: Archive) -> None:
+        con.execute(
+            f"INSERT INTO {ARCHIVES} VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (archive.task_id.hex, archive.first, archive.last, archive.path.name, archive.sha256, archive.head,
+             archive.events),
+        )
+
+    # -- rewriting and deleting --------------------------------------------------------------
+
+    def rewrite_states(
+        self, task_id: UUID | None, topics: Iterable[str], rewrite: Callable[[bytes], bytes | None], dry_run: bool
+    ) -> dict[UUID, int]:
+        wanted = list(topics)
+        first_touched: dict[str, int] = {}
+        latest: dict[UUID, int] = {}
+        con = self._connect()
+        try:
+            with self._writing(con):
+                rows = con.execute(
+                    "SELECT rowid, originator_id, originator_version, state FROM stored_events"
+                    f" WHERE originator_id = coalesce(?, originator_id) AND topic IN ({','.join('?' * len(wanted))})",
+                    (task_id.hex if task_id else None, *wanted),
+                ).fetchall()
+                for rowid, owner, position, raw in rows:
+                    changed = rewrite(bytes(raw))
+                    if changed is None:
+                        continue
+                    first_touched[owner] = min(position, first_touched.get(owner, position))
+                    if not dry_run:
+                        con.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (changed, rowid))
+                for owner, position in first_touched.items():
+                    con.execute("DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version >= ?",
+                                (owner, position))
+                    latest[UUID(hex=owner)] = con.execute(
+                        "SELECT max(originator_version) FROM stored_events WHERE originator_id = ?", (owner,)
+                    ).fetchone()[0]
+                if dry_run:
+                    raise _DryRun
+        except _DryRun:
+            pass
+        finally:
+            con.close()
+        return latest
+
+    def delete_task(
+        self, task_id: UUID, number: int, key_hashes: Iterable[str], registry_rewrite: Callable[[bytes], bytes | None]
+    ) -> int:
+        con = self._connect()
+        try:
+            con.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left readable
+            with self._writing(con):
+                con.execute(CREATE_ARCHIVES)
+                con.execute(CREATE_FORGOTTEN)
+                con.executemany(
+                    f"INSERT OR IGNORE INTO {FORGOTTEN_KEYS} VALUES (?, ?)", ((h, number) for h in key_hashes)
+                )
+                deleted = con.execute("DELETE FROM stored_events WHERE originator_id = ?", (task_id.hex,)).rowcount
+                # Snapshots of the task, and of the registry (they hold titles); the task's archive index rows.
+                for table, owner in (("stored_snapshots", task_id), ("stored_snapshots", REGISTRY_ID),
+                                     (ARCHIVES, task_id)):
+                    con.execute(f"DELETE FROM {table} WHERE originator_id = ?", (owner.hex,))
+                rows = con.execute(
+                    "SELECT originator_version, state FROM stored_events WHERE originator_id = ? AND topic = ?",
+                    (REGISTRY_ID.hex, TaskRegistered.TOPIC),
+                ).fetchall()
+                for version, raw in rows:
+                    if (rewritten := registry_rewrite(bytes(raw))) is not None:
+                        con.execute(
+                            "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                            (rewritten, REGISTRY_ID.hex, version),
+                        )
+            return int(deleted)
+        finally:
+            con.close()
+
+    # -- tombstoned source keys -------------------------------------------------------------
+
+    def forgotten(self, hashes: Iterable[str]) -> dict[str, int]:
+        wanted = list(hashes)
+        found: dict[str, int] = {}
+        if not wanted:
+            return found
+        with self._reading() as con:
+            if con is None:
+                return found
+            try:
+                for start in range(0, len(wanted), 500):
+                    chunk = wanted[start : start + 500]
+                    found.update(con.execute(
+                        f"SELECT key_sha256, task_number FROM {FORGOTTEN_KEYS}"
+                        f" WHERE key_sha256 IN ({','.join('?' * len(chunk))})", chunk,
+                    ).fetchall())
+            except sqlite3.OperationalError as exc:
+                if not _missing_table(exc):
+                    raise
+        return found
+
+    def tombstoned_keys(self) -> dict[str, int]:
+        with self._reading() as con:
+            if con is None:
+                return {}
+            try:
+                return dict(con.execute(f"SELECT key_sha256, task_number FROM {FORGOTTEN_KEYS}").fetchall())
+            except sqlite3.OperationalError as exc:
+                if _missing_table(exc):
+                    return {}
+                raise
+
+    def tombstone_keys(self, hashes: dict[str, int]) -> None:
+        with self._writing() as con:
+            con.execute(CREATE_FORGOTTEN)
+            con.executemany(f"INSERT OR IGNORE INTO {FORGOTTEN_KEYS} VALUES (?, ?)", hashes.items())
+
+    # -- the capture index (json_extract over the stored state; no decoding) ------------------
+
+    def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
+        with self._reading() as con:
+            if con is None:
+                return set()
+            rows = con.execute(
+                "SELECT json_extract(state, '$.source.agent'), json_extract(state, '$.source.session'), "
+                "json_extract(state, '$.source.record') FROM stored_events WHERE originator_id = ? "
+                "AND originator_version <= ? AND json_extract(state, '$.source') IS NOT NULL",
+                (task_id.hex, upto),
+            ).fetchall()
+        return {(str(a), str(s), str(r)) for a, s, r in rows}
+
+    def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
+        with self._reading() as con:
+            if con is None:
+                return None
+            row = con.execute(
+                "SELECT originator_id FROM stored_events WHERE topic = ? "
+                "AND json_extract(state, '$.agent') = ? AND json_extract(state, '$.session_id') = ? "
+                "ORDER BY rowid DESC LIMIT 1",
+                (topic, agent, session_id),
+            ).fetchone()
+        return UUID(row[0]) if row else None
+
+    def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
+        with self._reading() as con:
+            if con is None:
+                return None
+            con.execute("CREATE TEMP TABLE wanted (record TEXT PRIMARY KEY)")
+            con.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((r,) for r in records))
+            row = con.execute(
+                "SELECT originator_id FROM stored_events WHERE json_extract(state, '$.source.agent') = ? "
+                "AND json_extract(state, '$.source.record') IN (SELECT record FROM wanted) LIMIT 1",
+                (agent,),
+            ).fetchone()
+        return UUID(row[0]) if row else None
+
+    # -- space ----------------------------------------------------------------------------------
+
+    def reclaim_space(self, scrub: bool = False) -> None:
+        """VACUUM rewrites the file without free pages; the WAL is checkpointed and truncated around
+        it, so the file on disk shrinks now (``scrub``: freed pages were zeroed by ``secure_delete``
+        when the rows were deleted, and VACUUM leaves no copy of them in the WAL)."""
+        with _translated():
+            con = self._connect()
+            try:
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                con.execute("VACUUM")
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                con.close()
+
+    def file_bytes(self) -> int | None:
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+
+    # -- whole ledgers -------------------------------------------------------------------------
+
+    @classmethod
+    def exists(cls, location: Location) -> bool:
+        return location.sqlite_path.is_file()
+
+    @classmethod
+    def stage(cls, target: Location) -> Location:
+        path = target.sqlite_path
+        staging = Location(url=f"sqlite:{path.with_name(f'.{path.name}.migrating')}", home=target.home)
+        cls.discard(staging)  # the leftovers of a run that was killed
+        return staging
+
+    @classmethod
+    def publish(cls, staging: Location, target: Location) -> None:
+        """Archive files first (unreferenced until the file is in place), then the file in one rename."""
+        source, path = staging.sqlite_path, target.sqlite_path
+        for one in (source, path):
+            if one.exists():
+                _single_file(one)  # no -wal/-shm may stay beside a file that is replaced
+        staged = SQLiteStore(source).archive_dir()
+        if staged.is_dir():
+            archive_dir = SQLiteStore(path).archive_dir()
+            archive_dir.mkdir(exist_ok=True)
+            for found in staged.iterdir():
+                os.replace(found, archive_dir / found.name)
+        os.replace(source, path)
+        cls.discard(staging)
+
+    @classmethod
+    def discard(cls, staging: Location) -> None:
+        path = staging.sqlite_path
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        shutil.rmtree(SQLiteStore(path).archive_dir(), ignore_errors=True)
+
+
+class _DryRun(Exception):
+    """Rolls a dry run's transaction back."""
+
+
+def _single_file(path: Path) -> None:
+    """Fold the WAL into the file and leave rollback-journal mode, so the file alone is the ledger."""
+    con = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        con.close()

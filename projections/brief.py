@@ -53,6 +53,16 @@ def _block(text: str, width: int, indent: str = "  ") -> str:
     return "\n".join(indent + line.rstrip() for line in text.splitlines() if line.strip())
 
 
+_CLUTTER_PARTS = ("/.git/", "/node_modules/", "/__pycache__/", "/.claude/plans/", "/.pytest_cache/", "/.venv/")
+_CLUTTER_NAMES = frozenset({".venv", "venv", "node_modules", "dist", "build", "__pycache__", ".pytest_cache",
+                            ".mypy_cache", ".ruff_cache", ".next", "target", ".DS_Store"})
+
+
+def is_clutter(path: str) -> bool:
+    """Build output, caches, VCS internals and the agent's own plan files: not the work itself."""
+    return any(part in path for part in _CLUTTER_PARTS) or path.rstrip("/").rsplit("/", 1)[-1] in _CLUTTER_NAMES
+
+
 def _older(add: Callable[[str, str, int], None], section: str, total: int, shown: int, event_type: str) -> None:
     """Say how many older items the state's recent window left out, and where to find them."""
     if total > shown:
@@ -91,7 +101,7 @@ def lines(state: TaskState) -> list[Line]:
         for i, r in enumerate(state.requirements):
             recent = i >= count - 3 or i == 0  # the first states the goal
             changed = " (reworded)" if r.history else ""
-            width = 1200 if i == count - 1 else 800 if i == 0 else 400 if recent else 200
+            width = 1500 if i == count - 1 else 2000 if i == 0 else 400 if recent else 200
             add("requirements", f"- [{r.position}] {_clip(r.text, width)}{changed}",
                 REQUIREMENT if recent else REQUIREMENT - 15 - (count - i) // 10)
         _older(add, "requirements", state.counts.get("RequirementStated", 0), len(state.requirements),
@@ -115,8 +125,11 @@ def lines(state: TaskState) -> list[Line]:
         for s in plan.steps:
             add("plan", f"- {marks[s.status]} {_clip(s.text, 200)}", PLAN_OPEN if s.status != "completed" else LOW)
 
-    failing = [f for f in state.failures if f.resolved_at is None]
-    fixed = [f for f in state.failures if f.resolved_at is not None]
+    # Commands and tests only: a tool call that erred (an Edit's stale match, a fetch's 404) is the
+    # agent's own stumble, already behind it, and would crowd out what is really broken.
+    runs = [f for f in state.failures if not f.key.startswith("tool:")]
+    failing = [f for f in runs if f.resolved_at is None]
+    fixed = [f for f in runs if f.resolved_at is not None]
     if failing:
         heading("failing", "## Failing now (latest last)")
         for i, f in enumerate(failing):
@@ -162,9 +175,10 @@ def lines(state: TaskState) -> list[Line]:
 
     _where_it_stopped(state, add, heading)
 
-    if state.files:
-        heading("files", f"## Files changed ({len(state.files)}, latest first)")
-        for i, touch in enumerate(list(state.files.values())[::-1]):
+    files = [f for f in state.files.values() if not is_clutter(f.path)]
+    if files:
+        heading("files", f"## Files changed ({len(files)}, latest first)")
+        for i, touch in enumerate(files[::-1]):
             times = f", {touch.changes} changes" if touch.changes > 1 else ""
             op = "DELETED" if touch.operation == "deleted" else touch.operation
             add("files", f"- {touch.path} ({op}{times}, last at [{touch.position}])",
@@ -178,7 +192,9 @@ def lines(state: TaskState) -> list[Line]:
             detail = f" ({counts})" if counts else f": {_clip(t.message, 160)}" if t.message else ""
             add("results", f"- test {t.name} {t.outcome.upper()} [{t.position}]{detail}",
                 MID if t.outcome in ("failed", "error") else LOW)
-        commands = state.commands[-5:]
+        tested = {t.position for t in state.tests.values()}
+        # A test run is listed once, as its test result (read from the command just before it).
+        commands = [c for c in state.commands if c.position + 1 not in tested][-5:]
         for i, cmd in enumerate(commands):
             code = "?" if cmd.exit_code is None else str(cmd.exit_code)
             add("results", f"- $ {_clip(cmd.line, 160)} -> exit {code} [{cmd.position}]", LOW + i)
@@ -200,14 +216,15 @@ def _where_it_stopped(
     heading("stopped", "## Where it stopped")
     reply, compaction = state.last_reply, state.compaction
     if reply is not None and reply.text.strip():
-        add("stopped", f"- the agent's last words [{reply.position}]:\n{_block(reply.text, 2000)}", STOPPED)
+        add("stopped", f"- the agent's last words [{reply.position}]:\n{_block(reply.text, 3000)}", STOPPED)
     if compaction is not None:
         parts = sections(compaction.summary)
         newer_plan = state.plan is not None and state.plan.position > compaction.position
         newer_reply = reply is not None and reply.position > compaction.position
+        newer_intent = state.last_intent is not None and state.last_intent > compaction.position
         for label, text in parts.items():
-            if label == "Pending work" and newer_plan:
-                continue  # a newer plan says what is pending
+            if label != "Current work" and (newer_plan or newer_intent):
+                continue  # a newer plan, or the user since, says what is pending now
             if label != "Pending work" and newer_reply:
                 continue  # the agent spoke since: its words say where it is
             add("stopped", f"- {label} (compaction summary [{compaction.position}]):\n{_block(text, 1200)}",

@@ -77,3 +77,50 @@ def is_read_only(line: str) -> bool:
             words.append(token)
         i += 1
     return all(_reads(part) for part in parts)
+
+
+_SETUP = frozenset({"cd", "source", ".", "export", "set", "pushd", "popd"})
+_WRAPPERS = frozenset({"uv", "poetry", "pipenv", "npx", "pnpx", "bunx", "time", "timeout", "nice", "env", "sudo"})
+_SUBCOMMANDED = frozenset({
+    "git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "make", "gh", "terraform", "ruff",
+    "dotnet", "mvn", "gradle", "bundle", "rails", "deno", "pip", "brew", "helm", "just",
+})
+
+
+def command_head(line: str) -> str:
+    """What a command runs, without its flags: the program, its subcommand and the base names of the
+    paths it names (``cd /r && python -m pytest -q tests/t.py`` -> ``pytest t.py``). Two runs with
+    the same head did the same thing, whatever their flags or how their paths were spelled."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return " ".join(line.split())
+    segments: list[list[str]] = [[]]
+    for token in tokens:
+        if token in _OPERATORS:
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    work = [s for s in segments if s and s[0] not in _SETUP and "=" not in s[0]] or [segments[0]]
+    words = work[0]
+    while words and ("=" in words[0] or words[0] in _WRAPPERS or words[0] == "run" or words[0].startswith("-")):
+        words = words[1:]  # VAR=1, uv run, timeout 60 …
+    if not words:
+        return " ".join(line.split())
+    program = words[0].rsplit("/", 1)[-1]
+    args = words[1:]
+    if program.startswith("python") and args[:1] == ["-m"] and len(args) > 1:
+        program, args = args[1], args[2:]
+    head = [program]
+    positional = [a for a in args if not a.startswith("-")]
+    if program in _SUBCOMMANDED and positional:
+        head.append(positional[0])
+        if positional[0] in ("run", "exec", "x") and len(positional) > 1:
+            head.append(positional[1])
+        if program == "git":
+            return " ".join(head)  # the rest is messages and refs
+        positional = positional[len(head) - 1 :]
+    head += sorted({a.rstrip("/").rsplit("/", 1)[-1] for a in positional if "/" in a or "." in a.strip(".")})
+    return " ".join(head)

@@ -13,6 +13,7 @@ consumer applies it to its own store (tuples in the state, rows in DuckDB).
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Literal
@@ -28,6 +29,7 @@ FAILING_TESTS: frozenset[str] = frozenset({"failed", "error"})
 
 OUTPUT_TAIL_LINES = 5
 """Lines of a command's output kept as its tail."""
+_ERROR = re.compile(r"error|exception|traceback|fail|fatal|panic|cannot|not found", re.IGNORECASE)
 
 IntentKind = Literal["requirement", "correction"]
 
@@ -62,11 +64,17 @@ def command_line(event: ev.CommandRan) -> str:
 
 
 def output_tail(event: ev.CommandRan) -> str:
-    """The last lines of stderr, or of stdout when stderr shows nothing."""
+    """The last lines of stderr, or of stdout when stderr shows nothing; for a failed command, the
+    lines that name the error when the end does not (a build's summary hides its TypeError)."""
     out = shown(event.stderr)
     if not out.strip():
         out = shown(event.stdout)
-    return tail_lines(out)
+    tail = tail_lines(out)
+    if command_failed(event.exit_code) and not _ERROR.search(tail):
+        telling = [line for line in out.splitlines() if _ERROR.search(line)]
+        if telling:
+            return tail_lines("\n".join([*telling[-(OUTPUT_TAIL_LINES - 1) :], out.rstrip().splitlines()[-1]]))
+    return tail
 
 
 def acting_attempt(event: ev.TaskEvent, open_attempt: int | None) -> int | None:

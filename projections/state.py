@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ledger import events as ev
 from projections import facts
+from projections.commands import command_head
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 
@@ -252,11 +253,33 @@ def _failed(failures: tuple[Failure, ...], failure: Failure) -> tuple[Failure, .
     return _recent(kept, failure, RECENT_FAILURES)
 
 
-def _resolved(failures: tuple[Failure, ...], key: str, position: int) -> tuple[Failure, ...]:
-    if not any(f.key == key and f.resolved_at is None for f in failures):
+def _resolved(failures: tuple[Failure, ...], key: str, position: int, head: str | None = None) -> tuple[Failure, ...]:
+    """``failures`` with the open ones of ``key`` marked passing since ``position``; with ``head``, also
+    commands of the same program and target run with other flags or paths (`ruff check a/b.py` then
+    `ruff check /abs/a/b.py`)."""
+
+    def matches(f: Failure) -> bool:
+        if f.resolved_at is not None:
+            return False
+        return f.key == key or (head is not None and f.key.startswith("cmd:") and command_head(f.what) == head)
+
+    if not any(matches(f) for f in failures):
         return failures
-    return tuple(f.model_copy(update={"resolved_at": position}) if f.key == key and f.resolved_at is None else f
-                 for f in failures)
+    return tuple(f.model_copy(update={"resolved_at": position}) if matches(f) else f for f in failures)
+
+
+def _net(before: ev.FileOperation | None, now: ev.FileOperation) -> ev.FileOperation:
+    """A file's status as the task left it: created then edited is still new."""
+    if now == "modified" and before == "created":
+        return "created"
+    return now
+
+
+_NOTHING_TO_DO = ("nothing to commit", "nothing added to commit", "no changes added to commit", "Already up to date")
+
+
+def _nothing_to_do(output: str) -> bool:
+    return any(phrase in output for phrase in _NOTHING_TO_DO)
 
 
 def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
@@ -339,6 +362,8 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 "last_failed_command": rec if failed else state.last_failed_command,
             }
             key = "cmd:" + " ".join(line.split())
+            if failed and _nothing_to_do(rec.output_tail):
+                failed = False  # "nothing to commit": the work was already done
             if run.read_only:
                 # A read that finds nothing (grep, rg, ls of a missing path) exits non-zero: not a failure.
                 update["read_only_commands"] = state.read_only_commands + 1
@@ -348,14 +373,14 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                                   output_tail=rec.output_tail)
                 update["failures"] = _failed(state.failures, failure)
             elif event.exit_code == 0:
-                update["failures"] = _resolved(state.failures, key, pos)
+                update["failures"] = _resolved(state.failures, key, pos, head=command_head(line))
             update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
             return update
         case ev.FileChanged():
             prev = state.files.get(event.path)
             touch = FileTouch(
                 path=event.path,
-                operation=event.operation,
+                operation=_net(prev.operation if prev else None, event.operation),
                 position=pos,
                 at=at,
                 before_sha256=event.before_sha256,
@@ -465,7 +490,8 @@ def fold(state: TaskState, event: ev.TaskEvent) -> TaskState:
     name = type(event).__name__
     update = _fold_specific(state, event)
     update["position"] = event.originator_version
-    update["updated_at"] = event.timestamp
+    # The latest time seen: a sub-agent's file imported after its session's brings earlier records.
+    update["updated_at"] = max(state.updated_at, event.timestamp) if state.updated_at else event.timestamp
     update["counts"] = {**state.counts, name: state.counts.get(name, 0) + 1}
     return state.model_copy(update=update)
 

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from ledger import events as ev
-from ledger.capture.classify import clean_prompt
-from ledger.capture.claude_code import bare_feedback
+from ledger.capture.classify import classify, clean_prompt
+from ledger.capture.claude_code import NOT_RUN, bare_feedback, slash_command
 from ledger.capture.importer import import_files
 from ledger.location import Location
 from ledger.store import Ledger
-from projections.brief import render
+from projections.brief import is_clutter, render
 from projections.commands import is_read_only
 from tests.conftest import SHARED, run_trail
 
@@ -160,7 +160,7 @@ def _claude_counts(path: Path) -> dict[str, Any]:
             continue
     calls: dict[str, dict[str, Any]] = {}
     results: dict[str, tuple[str, bool]] = {}
-    prompts = bash_inputs = 0
+    prompts = bash_inputs = replies = 0
     versions: dict[str, dict[str, Any]] = {}
     queued: list[str] = []  # typed while the agent worked; counted unless they come back as a user line
     for r in records:
@@ -187,20 +187,24 @@ def _claude_counts(path: Path) -> dict[str, Any]:
         typed = not (r.get("isMeta") or r.get("isCompactSummary") or r.get("isSidechain"))
         has_result = isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
         if typed and not has_result and text.strip():
+            text = slash_command(text) or text  # a slash command with arguments is a request
             if text.startswith("<bash-input>"):
                 bash_inputs += 1
             elif not text.lstrip().startswith(
                 ("[Request interrupted", "<command-", "<local-command-", "<bash-", "Caveat: The messages below")
             ):
+                said = clean_prompt(text) or text.strip()
                 prompts += 1
-                queued = [q for q in queued if q != (clean_prompt(text) or text.strip())]
-    prompts += len(queued)
+                queued = [q for q in queued if q != said]
+                replies += prompts > 1 and classify(said, first=False) == "reply"  # "thanks!": a note
+    prompts += len(queued) - replies
     ran = [
         i
         for i, c in calls.items()
         if c["name"] == "Bash"
         and i in results
-        and not results[i][0].startswith(("The user doesn't want to proceed", "[Request interrupted"))
+        and not results[i][0].removeprefix("Error: ").startswith(("The user doesn't want to", "[Request interrupted"))
+        and not any(refusal in results[i][0][:300] for refusal in NOT_RUN)  # a permission refusal never ran
         # 2.0.x records a rejection with feedback as the user's words alone (see bare_feedback).
         and not (results[i][1] and bare_feedback("Bash", results[i][0], versions.get(i, {})))
     ]
@@ -291,7 +295,7 @@ def _check_real(path: Path, ledger: Ledger, location: Location, agent: str, want
     assert len(prompts) == want["prompts"]
     brief = render(ledger.state(ledger.task_id(number)))
     for edited in want["paths"]:
-        assert edited in brief
+        assert edited in brief or is_clutter(edited)  # the agent's plan files are not the work
     if want["last_failing"]:
         assert " ".join(want["last_failing"].split())[:100] in brief  # the brief folds whitespace
     assert import_files(ledger, location, agent, [path]).events.total() == 0  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-Kind = Literal["requirement", "change", "correction"]
+Kind = Literal["requirement", "change", "correction", "reply"]
 
 _OPENING = 160
 """Characters of the prompt's opening that rules 3 and 4 look at."""
@@ -122,10 +122,21 @@ def _first_sentence(text: str) -> str:
     return text[: match.start() + 1] if match else text
 
 
+_ACK = re.compile(
+    r"^\W*(?:[a-z0-9]|y|yes|yep|yeah|no|ok(?:ay)?|sure|proceed|go(?:\s+ahead)?|continue|do\s+it|thanks?|thank\s+you|"
+    r"thx|great|perfect|nice|cool|good|lgtm|looks\s+good|excellent(?:\s+work)?|awesome|well\s+done)"
+    r"(?:[\s,!.]+(?:thanks?|thank\s+you|please|!|,)*)*\W*$",
+    re.IGNORECASE,
+)
+
+
 def classify(text: str, *, first: bool, after_interrupt: bool = False) -> Kind:
     """Which kind of user intent ``text`` is; see the module docstring for the rules."""
     if first:
         return "requirement"
+    if _ACK.match(clean_prompt(text)[:80]):
+        # "proceed", "thanks!", a menu letter: an answer to the agent, not a new requirement.
+        return "reply"
     if after_interrupt:
         return "correction"
     opening = clean_prompt(text)[:_OPENING]

@@ -187,6 +187,10 @@ def command_item(
 
 
 _DENIED = ("requires approval", "was blocked", "requested permissions", "<tool_use_error>")
+STOPPED = "The user doesn't want to"
+"""Every wording of a rejection starts so ("…to proceed with this tool use", "…to take this action right now")."""
+NOT_RUN = ("requires approval", "haven't granted it yet", "was blocked. For security")
+"""Claude Code's permission refusals: the call never ran, so it has no outcome to record as a failure."""
 
 
 def bare_feedback(name: str, body: str, record: dict[str, Any]) -> bool:
@@ -197,6 +201,17 @@ def bare_feedback(name: str, body: str, record: dict[str, Any]) -> bool:
     return (name == "Bash" and major.isdigit() and int(major) >= 2 and bool(body.strip())
             and not _EXIT.match(body) and not body.startswith(("The user doesn't want", INTERRUPTED))
             and not any(d in body for d in _DENIED))
+
+
+_COMMAND = re.compile(r"<command-name>\s*(/?[\w:.-]+)\s*</command-name>.*?<command-args>(.*?)</command-args>", re.S)
+
+
+def slash_command(text: str) -> str | None:
+    """``/name args`` for a slash command the user ran with arguments, else None."""
+    match = _COMMAND.search(text)
+    if match is None or not match.group(2).strip():
+        return None
+    return f"{match.group(1)} {match.group(2).strip()}"
 
 
 def rejection_reason(content: str) -> str | None:
@@ -263,7 +278,7 @@ def tool_items(
     data = data if isinstance(data, dict) else {}
     tool_actor = f"tool:{name}" if re.fullmatch(r"\S+", name) else "tool:unknown"
     plain = content.removeprefix("Error: ")
-    rejected = is_error and (plain.startswith(REJECTED) or plain.startswith(INTERRUPTED))
+    rejected = is_error and (plain.startswith((STOPPED, INTERRUPTED)) or any(d in plain[:300] for d in NOT_RUN))
     if name == "Bash" and not rejected:
         command = command_item(data, result, content, is_error, actor, source, ts)
         items = [command]
@@ -391,6 +406,8 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     """The main agent's latest text in this turn: where it stopped, if the turn ends here."""
     compaction: int | None = None
     """Index in ``session.items`` of the last compaction still waiting for its summary."""
+    titled_by: str | None = None
+    """Whether the title came from a prompt, and whether that prompt was a real request."""
     queued: list[tuple[int, str, Any]] = []
     """Prompts typed while the agent worked (index in items, text, time); one that
     never comes back as a user line is still something the user said, and lands where it was typed."""
@@ -402,7 +419,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         reply = None
 
     def handle(number: int, record: dict[str, Any]) -> None:
-        nonlocal interrupted, wrong, prompts, user_command, last, reply, compaction
+        nonlocal interrupted, wrong, prompts, user_command, last, reply, compaction, titled_by
         kind = record.get("type")
         uuid = record.get("uuid")
         ts = record.get("timestamp")
@@ -544,7 +561,10 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                 )
                 user_command = None
             return
-        if text.lstrip().startswith(_SKIP_PROMPT):
+        command = slash_command(text)
+        if command is not None:
+            text = command  # `/orchestrator create TODO app`: the arguments are the request
+        elif text.lstrip().startswith(_SKIP_PROMPT):
             return
         cleaned = clean_prompt(text) or text.strip()
         queued[:] = [q for q in queued if q[1] != cleaned]  # it came back as a user line
@@ -553,8 +573,10 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
         prompt_src = src.model_copy(update={"record": prompt_record(cleaned, prompt_seen)})
         session.items.append(prompt_item(kind_, cleaned, prompt_src, ts, wrong if kind_ == "correction" else None))
-        if session.title is None and prompts == 1:
+        if (session.title is None or titled_by is not None) and titled_by != "strong" and kind_ == "requirement":
+            # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
             session.title = title_from(cleaned)
+            titled_by = "strong" if len(cleaned.split()) >= 4 else "weak"
         interrupted, wrong = False, None
 
     for number, record in records(lines, session.skipped):
@@ -565,8 +587,8 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
     close_turn()
     for index, text, ts in reversed(queued):
-        record = prompt_record(text, prompt_seen)
-        prompt_src = ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=record)
+        queued_key = prompt_record(text, prompt_seen)
+        prompt_src = ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=queued_key)
         session.items.insert(index, prompt_item(classify(text, first=False), text, prompt_src, ts))
 
     if last is not None and not session.is_subagent:

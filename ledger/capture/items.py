@@ -57,6 +57,8 @@ def prompt_item(kind: Kind, text: str, source: ev.SourceKey, timestamp: Any, wro
         return ev.CorrectionMade, {**base, "wrong": wrong}
     if kind == "change":
         return ev.RequirementChanged, {**base, "supersedes": LATEST_REQUIREMENT}
+    if kind == "reply":
+        return ev.NoteAdded, {**base, "text": f"user: {text}"}
     return ev.RequirementStated, base
 
 

@@ -33,9 +33,7 @@ def task_id_for(number: int) -> UUID:
 def linked(previous: str, event: ev.TaskEvent) -> ev.TaskEvent:
     """``event`` with its chain hash set, given the previous event's hash."""
     state = stored_state(event)
-    digest = chain.link(
-        previous, chain.canonical(get_topic(type(event)), event.originator_id, event.originator_version, state)
-    )
+    digest = chain.seal(previous, get_topic(type(event)), event.originator_id, event.originator_version, state)
     return event.model_copy(update={"chain": digest})
 
 

@@ -57,7 +57,8 @@ def _decode(ledger: Ledger, stored: StoredEvent) -> dict[str, Any]:
 
 
 def _link(previous: str, stored: StoredEvent, state: dict[str, Any]) -> str:
-    return chain.link(previous, chain.canonical(stored.topic, stored.originator_id, stored.originator_version, state))
+    """The hash the row should carry, in the chain version its own ``chain`` names (``ledger.chain``)."""
+    return chain.recompute(previous, stored.topic, stored.originator_id, stored.originator_version, state)
 
 
 def verify_task(ledger: Ledger, task_id: UUID) -> Report:

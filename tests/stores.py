@@ -77,7 +77,7 @@ def chain_breaks(rows: list[Row]) -> list[str]:
                 problems.append(f"{task_id}: position {row.position} where {expected} was due")
                 break
             stored = orjson.loads(row.state)
-            previous = chain.link(previous, chain.canonical(row.topic, row.task_id, row.position, stored))
+            previous = chain.recompute(previous, row.topic, row.task_id, row.position, stored)
             if stored.get("chain") != previous:
                 problems.append(f"{task_id}: chain differs at position {row.position}")
                 break

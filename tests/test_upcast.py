@@ -39,7 +39,9 @@ def _write_v1_ledger(location: Location) -> None:
                 state_dict.pop("class_version")
                 state_dict.pop("rejected")
                 state_dict["why"] = state_dict.pop("reason")
-            state_dict["chain"] = previous = chain.link(previous, chain.canonical(topic, task, position, state_dict))
+            state_dict["chain"] = previous = chain.link(  # a ledger from before chain versions: v1
+                previous, chain.canonical(topic, task, position, state_dict, version=1)
+            )
             db.execute(
                 "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
                 (orjson.dumps(state_dict), task, position),
@@ -84,5 +86,5 @@ def test_upcast_leaves_chain_verifiable_on_stored_bytes(location: Location, tmp_
     previous = chain.GENESIS
     for task, position, topic, raw in rows:
         stored = orjson.loads(raw)
-        previous = chain.link(previous, chain.canonical(topic, task, position, stored))
+        previous = chain.recompute(previous, topic, task, position, stored)
         assert stored["chain"] == previous

@@ -1,0 +1,208 @@
+"""The chain's canonical forms: v1 (orjson, sorted keys) for ledgers written before, v2 (RFC 8785) from now on."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger import chain, sample
+from ledger import events as ev
+from ledger.location import Location
+from ledger.store import open_ledger
+from ledger.verify import verify_task
+
+TASK = "5f0c6b1e0d3a4e3f9f1d2c3b4a596877"
+
+
+def _rows(path: Path, task: str) -> list[tuple[int, str, bytes]]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(
+            "SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ? "
+            "ORDER BY originator_version",
+            (task,),
+        ).fetchall()
+    finally:
+        db.close()
+
+
+def _rewrite(path: Path, task: str, position: int, state: dict[str, Any]) -> None:
+    db = sqlite3.connect(path)
+    with db:
+        db.execute(
+            "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
+            (orjson.dumps(state), task, position),
+        )
+    db.close()
+
+
+def _as_v1(path: Path, task: str) -> None:
+    """Re-chain a task's stored rows the way tasktrail did before chains had a version."""
+    previous = chain.GENESIS
+    for position, topic, raw in _rows(path, task):
+        state = orjson.loads(raw)
+        state["chain"] = previous = chain.link(
+            previous, orjson.dumps(chain.document(topic, task, position, state, version=1), option=orjson.OPT_SORT_KEYS)
+        )
+        _rewrite(path, task, position, state)
+
+
+def _v1_by_hand(topic: str, task: str, position: int, state: dict[str, Any]) -> bytes:
+    """The v1 canonical bytes as the code before chain versions wrote them (kept here as the reference)."""
+    kept = {k: v for k, v in state.items() if k not in ("chain", "originator_id", "originator_version")}
+    doc = {k: chain._tails_hashed(v) for k, v in kept.items()}
+    doc["topic"], doc["task"], doc["position"] = topic, task, position
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+
+
+@pytest.mark.sqlite_only("rewrites SQLite rows into the old chain form")
+def test_a_ledger_written_before_chain_versions_still_verifies_and_grows_in_v2(location: Location) -> None:
+    app = open_ledger(location)
+    final = sample.record(app)
+    assert final.id is not None
+    task = final.id.hex
+    app.close()
+    _as_v1(location.sqlite_path, task)
+    old = _rows(location.sqlite_path, task)
+    assert all(chain.version_of(orjson.loads(raw)["chain"]) == 1 for _, _, raw in old)
+    previous = chain.GENESIS
+    for position, topic, raw in old:  # the rewrite is the old code's form, byte for byte
+        state = orjson.loads(raw)
+        assert state["chain"] == chain.link(previous, _v1_by_hand(topic, task, position, state))
+        previous = state["chain"]
+
+    app = open_ledger(location)
+    report = verify_task(app, final.id)
+    assert report.ok and report.events == len(old)
+    app.append(final.id, ev.NoteAdded, text="written after the upgrade")
+    app.append(final.id, ev.NextStepSet, text="and one more")
+    report = verify_task(app, final.id)
+    assert report.ok and report.events == len(old) + 2 and report.head.startswith("2:")
+    app.close()
+    new = _rows(location.sqlite_path, task)[len(old):]
+    assert [chain.version_of(orjson.loads(raw)["chain"]) for _, _, raw in new] == [2, 2]
+
+
+@pytest.mark.sqlite_only("reads SQLite rows directly")
+def test_new_events_hash_the_rfc8785_bytes_of_their_document(location: Location) -> None:
+    app = open_ledger(location)
+    final = sample.record(app)
+    assert final.id is not None
+    app.close()
+    previous = chain.GENESIS
+    for position, topic, raw in _rows(location.sqlite_path, final.id.hex):
+        state = orjson.loads(raw)
+        doc = chain.document(topic, final.id, position, state)
+        assert doc["chain_version"] == 2 and "chain" not in doc["event"]
+        expected = "2:" + hashlib.sha256(previous.encode() + b"\n" + rfc8785.dumps(doc)).hexdigest()
+        assert state["chain"] == expected, f"position {position}"
+        previous = expected
+
+
+@pytest.mark.sqlite_only("tampers with SQLite rows directly")
+@pytest.mark.parametrize("form", ["v1", "v2"])
+@pytest.mark.parametrize("position", [3, 19])
+def test_tampering_is_caught_under_both_forms(location: Location, form: str, position: int) -> None:
+    app = open_ledger(location)
+    final = sample.record(app)
+    assert final.id is not None
+    app.close()
+    task = final.id.hex
+    if form == "v1":
+        _as_v1(location.sqlite_path, task)
+    state = orjson.loads(dict((p, raw) for p, _, raw in _rows(location.sqlite_path, task))[position])
+    state["actor"] = "agent:mallory"
+    _rewrite(location.sqlite_path, task, position, state)
+    app = open_ledger(location)
+    report = verify_task(app, final.id)
+    app.close()
+    assert report.first_break is not None and report.first_break.position == position
+    assert report.first_break.kind == ("altered" if position < 19 else "out of place")
+
+
+@pytest.mark.sqlite_only("tampers with SQLite rows directly")
+@pytest.mark.parametrize("forged", ["", "1:", "3:", "x:"])
+def test_a_rewritten_version_prefix_is_caught(location: Location, forged: str) -> None:
+    """Relabelling an event's chain version (dropping or changing ``2:``) breaks the chain."""
+    app = open_ledger(location)
+    final = sample.record(app)
+    assert final.id is not None
+    app.close()
+    task = final.id.hex
+    state = orjson.loads(_rows(location.sqlite_path, task)[6][2])
+    state["chain"] = forged + state["chain"].removeprefix("2:")
+    _rewrite(location.sqlite_path, task, 7, state)
+    app = open_ledger(location)
+    report = verify_task(app, final.id)
+    app.close()
+    assert report.first_break is not None and report.first_break.position == 7
+
+
+def test_version_of() -> None:
+    assert chain.version_of("ab" * 32) == 1
+    assert chain.version_of("2:" + "ab" * 32) == 2
+    assert chain.version_of("9:" + "ab" * 32) == 0 and chain.version_of("x:y") == 0
+
+
+# -- the canonical bytes are RFC 8785's --------------------------------------------------------
+
+# Keys from the whole of Unicode (JCS orders them by UTF-16 code units, which differs from code
+# point order above U+FFFF), strings with control characters, integers past 2^53 and floats of
+# every magnitude: everything a stored state could hold, and more than our events do.
+_keys = st.one_of(st.text(max_size=6), st.sampled_from(["tail", "size", "truncated", "a", "\ue000", "\U0001f600"]))
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), _text,
+    st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1),
+)
+_bounded = st.fixed_dictionaries(
+    {"tail": _text, "size": st.integers(0, 10**6), "truncated": st.booleans()},
+    optional={"sha256": _text, "collected": st.booleans(), "tail_sha256": _text},
+)
+_values = st.recursive(
+    st.one_of(_scalars, _bounded),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=4)),
+    max_leaves=20,
+)
+_states = st.dictionaries(_keys, _values, max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(state=_states, topic=_text, position=st.integers(1, 2**40))
+def test_canonical_bytes_are_rfc8785_of_the_document(state: dict[str, Any], topic: str, position: int) -> None:
+    doc = chain.document(topic, TASK, position, state)
+    assert chain.canonical(topic, TASK, position, state) == rfc8785.dumps(doc)
+
+
+@settings(max_examples=200, deadline=None)
+@given(state=_states)
+def test_the_document_keeps_what_the_chain_must_cover(state: dict[str, Any]) -> None:
+    doc = chain.document("t", TASK, 4, state)
+    assert set(doc) == {"chain_version", "topic", "task", "position", "event"}
+    assert set(doc["event"]) == set(state) - {"chain", "originator_id", "originator_version"}
+    changed = {**state, "__extra__": 1}
+    assert chain.canonical("t", TASK, 4, changed) != chain.canonical("t", TASK, 4, state)
+
+
+def test_integers_beyond_ijson_enter_as_their_decimal_string() -> None:
+    state = {"size": 2**60, "n": -(2**53)}
+    doc = chain.document("t", TASK, 1, state)
+    assert doc["event"] == {"size": str(2**60), "n": str(-(2**53))}
+    assert chain.canonical("t", TASK, 1, state) == rfc8785.dumps(doc)
+
+
+def test_a_collected_tail_keeps_its_hash_in_both_forms() -> None:
+    tail = "x" * 100
+    whole = {"output": {"tail": tail, "size": 100, "truncated": False}}
+    collected = {"output": {"tail": "", "size": 100, "truncated": False, "collected": True,
+                            "tail_sha256": hashlib.sha256(tail.encode()).hexdigest()}}
+    for version in chain.VERSIONS:
+        assert chain.canonical("t", TASK, 1, whole, version) == chain.canonical("t", TASK, 1, collected, version)

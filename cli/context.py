@@ -9,6 +9,7 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -52,9 +53,14 @@ class Context:
         return "file" if command in BEGINS_TASKS else "nothing"
 
     def before_read(self, ledger: Ledger) -> None:
-        """Bring the ledger up to date before any command reads it (capture inboxes fold in here)."""
+        """Bring the ledger up to date before any command reads it (capture inboxes fold in here).
+
+        Most reads find the inbox empty; that is told with sqlite3 alone, so the capture machinery
+        (parsers, classifiers, their patterns) loads only when there are rows to fold in."""
         import sqlite3
 
+        if not inbox_waiting(self.location):
+            return
         from ledger.capture.inbox import drain
 
         try:
@@ -76,6 +82,33 @@ class Context:
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None
+
+
+def inbox_file(location: Location) -> Path:
+    """Where hooks queue payloads for this ledger: ``ledger.capture.inbox.inbox_path``, without importing
+    the capture machinery (tests/test_startup.py keeps the two equal)."""
+    from ledger.capture.hook import inbox_for_url  # standard library only
+
+    return location.sqlite_path if location.is_sqlite else Path(inbox_for_url(str(location.home), location.url))
+
+
+def inbox_waiting(location: Location) -> bool:
+    """Whether the capture inbox may hold rows: False only when it surely holds none."""
+    import sqlite3
+
+    path = inbox_file(location)
+    if not path.exists():
+        return False
+    try:
+        conn = sqlite3.connect(path, timeout=30)
+        try:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'capture_inbox'").fetchone():
+                return conn.execute("SELECT 1 FROM capture_inbox LIMIT 1").fetchone() is not None
+            return False
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return True  # let the drain look, and report what is wrong
 
 
 pass_context = click.make_pass_decorator(Context)

@@ -20,20 +20,20 @@ from cli.app import COMMANDS, cli, load
 from tests.conftest import REPO, run_trail
 
 MODULES = ("cli.record", "cli.read", "cli.audit", "cli.capture", "cli.demo", "cli.analytics", "cli.compact",
-           "cli.admin")
+           "cli.admin", "cli.mcp")
 ALWAYS_HEAVY = ("duckdb", "psycopg", "psycopg_pool", "pyarrow", "hypothesis", "pytest", "langgraph", "unidiff")
 """Never needed to resume a task, answer a session start or list the commands."""
 
 
 def _imported(args: list[str], home: Path, stdin: str = "") -> tuple[set[str], str]:
-    """Top-level packages a real `trail ARGS` process imported, and what it printed."""
+    """The modules a real `trail ARGS` process imported (and their top-level packages), and what it printed."""
     probe = (
         "import sys, json\n"
         "sys.argv = ['trail', *json.loads(sys.argv[1])]\n"
         "from cli.main import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "sys.stdout.flush()\n"
-        "print('\\nMODULES ' + json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+        "print('\\nMODULES ' + json.dumps(sorted(sys.modules)))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "TRAIL_DB"}
     env.update(TRAIL_HOME=str(home), PYTHONPATH=str(REPO))
@@ -41,7 +41,8 @@ def _imported(args: list[str], home: Path, stdin: str = "") -> tuple[set[str], s
                           text=True, env=env, cwd=home.parent, timeout=60)
     out, _, modules = proc.stdout.rpartition("\nMODULES ")
     assert proc.returncode == 0 and modules, proc.stderr
-    return set(json.loads(modules)), out
+    names = set(json.loads(modules))
+    return names | {name.split(".")[0] for name in names}, out
 
 
 def test_every_command_is_registered_with_its_own_one_line_help() -> None:
@@ -77,6 +78,7 @@ def test_resume_imports_only_what_it_uses(home: Path, backend: str) -> None:
     run_trail("demo", "--keep", home=home, check=True)
     modules, out = _imported(["resume"], home)
     assert "# Task #1" in out
+    assert "ledger.capture.claude_code" not in modules  # the inbox is empty: its parsers stay unloaded
     heavy = set(ALWAYS_HEAVY) - ({"psycopg", "psycopg_pool"} if backend == "postgres" else set())
     assert not modules & heavy, sorted(modules & heavy)
 
@@ -90,3 +92,14 @@ def test_session_start_imports_only_what_it_uses(home: Path, backend: str, sourc
     assert "Fix login timeout" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     heavy = set(ALWAYS_HEAVY) - ({"psycopg", "psycopg_pool"} if backend == "postgres" else set())
     assert not modules & {"click", *heavy}, sorted(modules & {"click", *heavy})
+
+
+@pytest.mark.parametrize("url", ["sqlite:/x/ledger.db", "/y/ledger.db", "postgresql://u:p@h:5432/db?schema=s"])
+def test_the_inbox_checked_before_reads_is_the_one_drained(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.context import inbox_file
+    from ledger.capture.inbox import inbox_path
+    from ledger.location import resolve
+
+    monkeypatch.delenv("TRAIL_DB", raising=False)
+    location = resolve(url)
+    assert inbox_file(location) == inbox_path(location)

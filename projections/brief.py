@@ -127,7 +127,13 @@ def lines(state: TaskState) -> list[Line]:
 
     # Commands and tests only: a tool call that erred (an Edit's stale match, a fetch's 404) is the
     # agent's own stumble, already behind it, and would crowd out what is really broken.
-    runs = [f for f in state.failures if not f.key.startswith("tool:")]
+    runs = [f for f in state.failures if f.key.startswith(("cmd:", "test:"))]
+    blocked = [f for f in state.failures if f.key.startswith("blocked:") and f.resolved_at is None]
+    if blocked:
+        heading("blocked", "## Blocked: never ran, needs the user's permission")
+        for f in blocked[-5:]:
+            why = next((ln.strip() for ln in f.output_tail.splitlines() if ln.strip()), "")
+            add("blocked", f"- [{f.position}] {_clip(f.what, 200)}: {_clip(why, 160)}", FAILING - 4)
     failing = [f for f in runs if f.resolved_at is None]
     fixed = [f for f in runs if f.resolved_at is not None]
     if failing:

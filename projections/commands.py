@@ -124,3 +124,17 @@ def command_head(line: str) -> str:
         positional = positional[len(head) - 1 :]
     head += sorted({a.rstrip("/").rsplit("/", 1)[-1] for a in positional if "/" in a or "." in a.strip(".")})
     return " ".join(head)
+
+
+_PROBES = {"python": "-c", "python3": "-c", "node": "-e", "ruby": "-e", "perl": "-e", "bun": "-e", "deno": "eval"}
+
+
+def is_probe(line: str) -> bool:
+    """Whether ``line`` runs an inline script (``python -c …``, ``node -e …``): the agent trying something
+    out, whose failure says nothing about the project."""
+    words = line.replace("&&", " ; ").split()
+    for i, word in enumerate(words[:-1]):
+        flag = _PROBES.get(word.rsplit("/", 1)[-1])
+        if flag is not None and words[i + 1] == flag:
+            return True
+    return False

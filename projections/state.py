@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ledger import events as ev
 from projections import facts
-from projections.commands import command_head
+from projections.commands import command_head, is_probe
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 
@@ -35,6 +35,8 @@ EDITORS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch")
 """Agent tools whose success is a file change, not a tool result."""
 STOPPED_BY_USER = ("The user doesn't want to", "Error: The user doesn't want to", "[Request interrupted by user")
 """How agents word a call the user rejected or interrupted (Claude Code; Codex's own words too)."""
+NOT_PERMITTED = ("requires approval", "haven't granted it yet", "was blocked. For security")
+"""How a call refused for want of the user's permission reads (it never ran)."""
 RECENT_FAILURES = 30
 """Failures (non-zero exits, failed tests and tool calls) kept, resolved or not."""
 WORDINGS_KEPT = 5
@@ -227,6 +229,8 @@ class TaskState(Item):
     compaction: Compaction | None = None
     """The latest context compaction with the agent's own summary."""
     last_reply: Reply | None = None
+    last_call: str | None = None
+    """The latest tool call, as ``tool input`` (clipped): what a failed result was answering."""
     read_only_commands: int = 0
     """Commands that only looked (ls, cat, sed -n, git status...): in the log, not in ``commands``."""
     notes: tuple[Note, ...] = ()
@@ -334,15 +338,20 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             failed = int(facts.attempt_failed(event.outcome))
             return {"attempts": attempts, "open_attempt": still_open, "attempts_failed": state.attempts_failed + failed}
         case ev.ToolCalled():
-            return {"tool_calls": state.tool_calls + 1}
+            called = " ".join(shown(event.input).split())
+            return {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}"}
         case ev.ToolResult():
             key = f"tool:{event.tool}"
             if event.ok:
-                return {"failures": _resolved(state.failures, key, pos)}
-            if shown(event.output).lstrip().startswith(STOPPED_BY_USER):
+                # The same call, allowed now, is no longer blocked.
+                return {"failures": _resolved(_resolved(state.failures, key, pos), f"blocked:{state.last_call}", pos)}
+            output = shown(event.output)
+            if output.lstrip().startswith(STOPPED_BY_USER):
                 return {"tool_errors": state.tool_errors + 1}  # the user said no: a correction, not a failure
-            failure = Failure(key=key, what=f"{event.tool} tool call", position=pos, at=at,
-                              output_tail=tail_lines(shown(event.output), 3))
+            what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
+            if any(phrase in output[:300] for phrase in NOT_PERMITTED):
+                key = f"blocked:{what}"  # it never ran: it needs the user's permission
+            failure = Failure(key=key, what=what, position=pos, at=at, output_tail=tail_lines(output, 3))
             return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}
         case ev.CommandRan():
             run = facts.command_ran(event)
@@ -362,8 +371,8 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 "last_failed_command": rec if failed else state.last_failed_command,
             }
             key = "cmd:" + " ".join(line.split())
-            if failed and _nothing_to_do(rec.output_tail):
-                failed = False  # "nothing to commit": the work was already done
+            if failed and (_nothing_to_do(rec.output_tail) or is_probe(line)):
+                failed = False  # "nothing to commit": already done; `python -c …`: a probe, not the project
             if run.read_only:
                 # A read that finds nothing (grep, rg, ls of a missing path) exits non-zero: not a failure.
                 update["read_only_commands"] = state.read_only_commands + 1
@@ -404,7 +413,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             # A test run read from the command just before it stands in for that command's entry.
             earlier = tuple(f for f in state.failures if not (f.position == pos - 1 and f.key.startswith("cmd:")))
             state = state.model_copy(update={"failures": earlier}) if len(earlier) != len(state.failures) else state
-            if facts.tested(event).failing:
+            # A selection that ran no test at all ("205 deselected") is a mistyped filter, not a failure.
+            ran_nothing = event.outcome == "error" and not (event.passed or event.failed or event.errors)
+            if facts.tested(event).failing and not ran_nothing:
                 failure = Failure(key=key, what=f"test {event.name}", position=pos, at=at,
                                   output_tail=event.message or "")
                 failures = _failed(state.failures, failure)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from projections.commands import is_read_only
+from projections.commands import command_head, is_probe, is_read_only
 
 
 @pytest.mark.parametrize("line", [
@@ -43,3 +43,28 @@ def test_reads(line: str) -> None:
 ])
 def test_work(line: str) -> None:
     assert not is_read_only(line)
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("ruff check claude_code_log/renderer.py", "ruff check /Users/x/claude_code_log/renderer.py"),
+    ("cd /repo && python -m pytest -q tests/test_x.py -x", "pytest tests/test_x.py"),
+    ("codemie-codex --task 'write hi'", "codemie-codex --task 'write hi' --profile ollama"),
+    ("git commit -m 'first try'", "git commit -am 'second try'"),
+    ("FOO=1 make test", "make test"),
+])
+def test_same_program_and_target_share_a_head(one: str, other: str) -> None:
+    assert command_head(one) == command_head(other)
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("npm run build", "npm run lint"),
+    ("pytest tests/a.py", "pytest tests/b.py"),
+    ("git commit -m x", "git push"),
+])
+def test_other_work_has_another_head(one: str, other: str) -> None:
+    assert command_head(one) != command_head(other)
+
+
+def test_inline_scripts_are_probes() -> None:
+    assert is_probe('cd test && uv run python -c "import x"') and is_probe("node -e 'console.log(1)'")
+    assert not is_probe("python manage.py migrate") and not is_probe("pytest -c setup.cfg")

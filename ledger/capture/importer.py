@@ -190,12 +190,14 @@ def _wanted(session: Session, project: str | None, since: datetime | None) -> bo
 def _settle(
     ledger: Ledger, location: Location, agent: Agent, session: Session, task: UUID, report: Report, path: Path
 ) -> None:
-    """Set a task to how its session ended: done when the agent finished its plan with nothing
-    failing and had the last word, else paused (the session is over, the work is not)."""
+    """Set a task to how its session ended: done when the agent finished a plan made after the user's
+    last request, with nothing failing, and had the last word; else paused (the session is over, the
+    work is not)."""
     state = ledger.state(task)
     failing = any(f.resolved_at is None for f in state.failures)
+    # The plan must postdate the user's last request: an old finished plan says nothing of newer asks.
     finished = (state.plan is not None and bool(state.plan.steps) and state.next_step is None
-                and not failing and state.last_reply is not None)
+                and state.plan.position > (state.last_intent or 0) and not failing and state.last_reply is not None)
     status, reason = ("done", "imported: the agent finished its plan") if finished else (
         "paused", "imported: the session ended with work open")
     if state.status == status:

@@ -183,8 +183,16 @@ class LedgerStore(ABC):
 
     @classmethod
     @abstractmethod
+    def staging_for(cls, target: Location) -> Location:
+        """The place beside ``target`` where a copy is built before it is published (one per target,
+        so what a killed run left there is found and cleared by the next)."""
+
+    @classmethod
     def stage(cls, target: Location) -> Location:
-        """A fresh, empty place beside ``target`` to build a copy in before it is published."""
+        """The staging place for ``target``, emptied of any leftovers."""
+        staging = cls.staging_for(target)
+        cls.discard(staging)
+        return staging
 
     @classmethod
     @abstractmethod

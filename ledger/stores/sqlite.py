@@ -356,11 +356,9 @@ class SQLiteStore(LedgerStore):
         return location.sqlite_path.is_file()
 
     @classmethod
-    def stage(cls, target: Location) -> Location:
+    def staging_for(cls, target: Location) -> Location:
         path = target.sqlite_path
-        staging = Location(url=f"sqlite:{path.with_name(f'.{path.name}.migrating')}", home=target.home)
-        cls.discard(staging)  # the leftovers of a run that was killed
-        return staging
+        return Location(url=f"sqlite:{path.with_name(f'.{path.name}.migrating')}", home=target.home)
 
     @classmethod
     def publish(cls, staging: Location, target: Location) -> None:

@@ -1,0 +1,236 @@
+"""The ``LedgerStore`` contract: one body of checks that every backend runs.
+
+As the library's ``*RecorderTestCase`` classes check each recorder, ``TestLedgerStore`` checks
+each store through the interface alone; the ``ledger`` and ``new_store`` fixtures (conftest)
+run it on an SQLite file and on a PostgreSQL schema. A new backend passes it or is not done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from uuid import UUID
+
+import orjson
+import pytest
+from eventsourcing.persistence import IntegrityError, StoredEvent
+
+from ledger import archive
+from ledger import events as ev
+from ledger.bounds import bound
+from ledger.location import resolve
+from ledger.registry import REGISTRY_ID
+from ledger.store import Ledger, open_ledger
+from ledger.stores import store_class
+from ledger.stores.base import GC_TOPICS, Archive, key_hash
+
+
+def _task(ledger: Ledger, title: str, notes: int, session: str | None = None) -> UUID:
+    task = ledger.open_task(title).id
+    assert task is not None
+    items: list[tuple[type[ev.TaskEvent], dict[str, object]]] = []
+    if session is not None:
+        items.append((ev.ConversationLinked, {"agent": "claude-code", "session_id": session, "actor": "system",
+                                              "source": ev.SourceKey(agent="claude-code", session=session,
+                                                                     record="link")}))
+    items += [(ev.NoteAdded, {"text": f"note {n} " + "x" * 200,
+                              "source": ev.SourceKey(agent="claude-code", session=session or "s", record=f"r{n}")})
+              for n in range(notes)]
+    ledger.append_many(task, items)
+    return task
+
+
+def _rows(ledger: Ledger, task: UUID) -> list[StoredEvent]:
+    return list(ledger.recorder.select_events(task))
+
+
+class TestLedgerStore:
+    # -- archives -----------------------------------------------------------------------
+
+    def test_archives_are_empty_until_a_compaction_records_one(self, ledger: Ledger) -> None:
+        task = _task(ledger, "archive me", 30)
+        store = ledger.store
+        assert store.archives(task) == [] and store.archives(None) == []
+        assert store.range_size(task, 1, 20)[0] == 20
+        found = store.read_range(task, 1, 20)
+        assert [e.originator_version for _, e in found.events] == list(range(1, 21))
+        ids = [n for n, _ in found.events]
+        assert ids == sorted(ids) and len(set(ids)) == 20
+        assert [e.state for _, e in found.events] == [e.state for e in _rows(ledger, task)[:20]]
+
+        done = archive.compact(ledger, task, 21)
+        [listed] = store.archives(task)
+        assert listed == done and store.archives(None) == [done]
+        assert listed.path.is_file() and archive.check_file(listed) is None
+        assert [e.originator_version for e in _rows(ledger, task)] == list(range(21, 33))  # + the marker
+        assert [s for _, s in archive.archived_rows(listed, -1)] == [e for _, e in found.events]
+        assert store.range_size(task, 1, 20)[0] == 0
+
+    def test_commit_archive_is_all_or_nothing_and_once(self, ledger: Ledger, tmp_path: Path) -> None:
+        task = _task(ledger, "twice", 10)
+        found = store_range = ledger.store.read_range(task, 1, 5)
+        path = ledger.store.archive_dir() / "task-x-1-5.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"not really parquet")
+        record = Archive(task, 1, 5, path, "0" * 64, "head", 5)
+        snapshot = StoredEvent(task, 5, "tasktrail/TaskSnapshot", b"{}")
+        taken = StoredEvent(task, 11, "tasktrail/NoteAdded", _rows(ledger, task)[-1].state)
+
+        def boom() -> None:
+            raise RuntimeError("dies before the commit")
+
+        with pytest.raises(RuntimeError):
+            ledger.store.commit_archive(record, snapshot, StoredEvent(task, 12, "t", b"{}"), boom)
+        assert ledger.store.archives(task) == [] and len(_rows(ledger, task)) == 11
+        with pytest.raises(IntegrityError):  # another writer holds position 11: the caller retries
+            ledger.store.commit_archive(record, snapshot, taken, lambda: None)
+        assert ledger.store.archives(task) == [] and len(_rows(ledger, task)) == 11
+        marker = StoredEvent(task, 12, "tasktrail/NoteAdded", taken.state)
+        assert ledger.store.commit_archive(record, snapshot, marker, lambda: None) is True
+        assert [e.originator_version for e in _rows(ledger, task)] == [6, 7, 8, 9, 10, 11, 12]
+        assert ledger.store.commit_archive(record, snapshot, marker, lambda: None) is False
+        assert len(store_range.events) == len(found.events) == 5
+
+    def test_put_archive_records_a_copied_archive(self, ledger: Ledger) -> None:
+        task = _task(ledger, "copied", 3)
+        path = ledger.store.archive_dir() / "task-9-1-2.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"bytes of an archive")
+        ledger.store.put_archive(Archive(task, 1, 2, path, "a" * 64, "h", 2))
+        [listed] = ledger.store.archives(task)
+        assert (listed.first, listed.last, listed.sha256, listed.path.read_bytes()) == (
+            1, 2, "a" * 64, b"bytes of an archive")
+
+    # -- rewriting and deleting -----------------------------------------------------------
+
+    def test_rewrite_states_changes_only_what_it_is_told_and_drops_later_snapshots(self, ledger: Ledger) -> None:
+        task = ledger.open_task("gc").id
+        assert task is not None
+        for i in range(4):
+            ledger.append(task, ev.CommandRan, shell=f"make {i}", exit_code=0, stdout=bound("out " * 500))
+        ledger.append(task, ev.NoteAdded, text="kept")
+        ledger.take_snapshot(task)
+        before = _rows(ledger, task)
+        assert ledger.snapshots is not None and list(ledger.snapshots.get(task))
+
+        def shorten(raw: bytes) -> bytes | None:
+            state = orjson.loads(raw)
+            if state["shell"] == "make 0":
+                return None
+            state["stdout"]["tail"] = ""
+            return orjson.dumps(state)
+
+        assert ledger.store.rewrite_states(task, GC_TOPICS, shorten, dry_run=True) == {task: 6}
+        assert _rows(ledger, task) == before
+        assert ledger.store.rewrite_states(task, GC_TOPICS, shorten, dry_run=False) == {task: 6}
+        after = _rows(ledger, task)
+        assert [orjson.loads(r.state).get("stdout", {}).get("tail", "x") == "" for r in after] == [
+            False, False, True, True, True, False]
+        assert list(ledger.snapshots.get(task)) == []  # the snapshot at 6 held the old outputs
+        assert ledger.store.rewrite_states(None, ["tasktrail/NoSuchTopic"], shorten, dry_run=False) == {}
+
+    def test_delete_task_keeps_a_tombstone_of_its_keys_and_nothing_else(self, ledger: Ledger) -> None:
+        keep = _task(ledger, "keep", 3, session="s-keep")
+        gone = _task(ledger, "gone", 40, session="s-gone")
+        archive.compact(ledger, gone, 10)
+        ledger.take_snapshot(REGISTRY_ID)
+        hashes = {key_hash(("claude-code", "s-gone", f"r{n}")) for n in range(40)}
+
+        def retitle(raw: bytes) -> bytes | None:
+            state = orjson.loads(raw)
+            if state["entry"]["number"] != 2:
+                return None
+            state["entry"]["title"] = "[forgotten]"
+            return orjson.dumps(state)
+
+        deleted = ledger.store.delete_task(gone, 2, hashes, retitle)
+        assert deleted == 42 - 9 + 1  # live: opened, link and notes past the archive, plus the marker
+        assert _rows(ledger, gone) == [] and ledger.store.archives(gone) == []
+        assert ledger.snapshots is not None
+        assert list(ledger.snapshots.get(gone)) == [] and list(ledger.snapshots.get(REGISTRY_ID)) == []
+        titles = [orjson.loads(r.state)["entry"]["title"] for r in _rows(ledger, REGISTRY_ID)
+                  if r.topic == "tasktrail/TaskRegistered"]
+        assert titles == ["keep", "[forgotten]"]
+        assert len(_rows(ledger, keep)) == 5
+        assert ledger.store.forgotten([*hashes, key_hash(("claude-code", "s-keep", "r0"))]) == dict.fromkeys(hashes, 2)
+        assert ledger.store.tombstoned_keys() == dict.fromkeys(hashes, 2)
+        assert ledger.store.delete_task(gone, 2, hashes, retitle) == 0  # a re-run finds nothing left
+
+    def test_tombstone_keys_are_kept_once(self, ledger: Ledger) -> None:
+        assert ledger.store.forgotten([]) == {} and ledger.store.tombstoned_keys() == {}
+        ledger.store.tombstone_keys({"a" * 64: 3, "b" * 64: 4})
+        ledger.store.tombstone_keys({"a" * 64: 3})
+        assert ledger.store.tombstoned_keys() == {"a" * 64: 3, "b" * 64: 4}
+        assert ledger.store.forgotten(["b" * 64, "c" * 64]) == {"b" * 64: 4}
+
+    # -- the capture index ------------------------------------------------------------------
+
+    def test_source_keys_up_to_a_position(self, ledger: Ledger) -> None:
+        task = _task(ledger, "keys", 5, session="s1")
+        ledger.append(task, ev.NoteAdded, text="no source")
+        assert ledger.store.source_keys(task, 2) == {("claude-code", "s1", "link")}
+        assert ledger.store.source_keys(task, 100) == {("claude-code", "s1", "link")} | {
+            ("claude-code", "s1", f"r{n}") for n in range(5)}
+
+    def test_session_lookup_takes_the_newest_link(self, ledger: Ledger) -> None:
+        topic = ev.ConversationLinked.TOPIC
+        assert ledger.store.task_for_session("claude-code", "s1", topic) is None
+        first = _task(ledger, "first", 1, session="s1")
+        assert ledger.store.task_for_session("claude-code", "s1", topic) == first
+        second = _task(ledger, "second", 1, session="s1")
+        assert ledger.store.task_for_session("claude-code", "s1", topic) == second
+        assert ledger.store.task_for_session("codex", "s1", topic) is None
+
+    def test_record_lookup(self, ledger: Ledger) -> None:
+        task = _task(ledger, "records", 3, session="s1")
+        assert ledger.store.task_for_records("claude-code", ["nope", "r2"]) == task
+        assert ledger.store.task_for_records("claude-code", ["nope"]) is None
+        assert ledger.store.task_for_records("codex", ["r2"]) is None
+
+    # -- space --------------------------------------------------------------------------------
+
+    def test_reclaim_space_gives_the_bytes_of_deleted_rows_back(self, ledger: Ledger) -> None:
+        big = ledger.open_task("big").id
+        assert big is not None
+        for start in range(0, 2000, 500):
+            ledger.append_many(big, [(ev.NoteAdded, {"text": f"{n} " + "y" * 1500}) for n in range(start, start + 500)])
+        ledger.store.reclaim_space()
+        full = ledger.store.file_bytes()
+        assert full is not None and full > 2000 * 1500
+        ledger.store.delete_task(big, 1, [], lambda _: None)
+        ledger.store.reclaim_space(scrub=True)
+        after = ledger.store.file_bytes()
+        assert after is not None and after < full / 3
+
+    # -- whole ledgers ---------------------------------------------------------------------------
+
+    def test_stage_publish_and_discard(self, new_store: Callable[[], str]) -> None:
+        target = resolve(new_store())
+        kind = store_class(target)
+        assert not kind.exists(target)
+        staging = kind.stage(target)
+        with open_ledger(staging) as built:
+            _task(built, "staged", 2)
+        assert kind.exists(staging) and not kind.exists(target)
+        kind.discard(staging)
+        assert not kind.exists(staging) and not kind.exists(target)
+
+        staging = kind.stage(target)
+        with open_ledger(staging) as built:
+            task = _task(built, "published", 2)
+            archive.compact(built, task, 3)
+        kind.publish(staging, target)
+        assert kind.exists(target) and not kind.exists(staging)
+        with open_ledger(target, create="nothing") as ledger:
+            assert [e.title for e in ledger.entries()] == ["published"]
+            assert ledger.state(task, at=1).title == "published"  # from the archive, moved along
+            assert archive.verify(ledger, task) == []
+
+        # Publishing again replaces the ledger there, whole.
+        staging = kind.stage(target)
+        with open_ledger(staging) as built:
+            _task(built, "replacement", 1)
+        kind.publish(staging, target)
+        with open_ledger(target, create="nothing") as ledger:
+            assert [e.title for e in ledger.entries()] == ["replacement"]
+            assert ledger.store.archives(None) == []

@@ -1,7 +1,9 @@
 """Named queries over the DuckDB read model: the questions users ask across tasks.
 
 Pure data (SQL text and titles); ``projections.readmodel.query`` runs them. A query
-that takes the task as a parameter names it ``$task`` (the task's number).
+that takes the task as a parameter names it ``$task`` (the task's number). What counts as
+failed (``attempts.failed``, ``tests.failing``, ``commands.failed``) is decided once, in
+``projections.facts``, and stored as a column; the SQL reads the column, never the rule.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ QUERIES: tuple[NamedQuery, ...] = (
     ),
     NamedQuery(
         "failed-attempts",
-        "Attempts that failed, and why",
+        "Attempts that failed or were abandoned, and why",
         """
-        SELECT task_number AS task, position, text AS attempt, coalesce(reason, '') AS reason,
+        SELECT task_number AS task, position, text AS attempt, outcome, coalesce(reason, '') AS reason,
                ended_at, ended_position - position AS events_spent
-        FROM attempts WHERE outcome = 'failed' ORDER BY ended_at DESC, task, position LIMIT 25
+        FROM attempts WHERE failed ORDER BY ended_at DESC, task, position LIMIT 25
         """,
     ),
     NamedQuery(

@@ -3,7 +3,11 @@
 This module is the I/O edge for DuckDB (every other projection is pure). It follows the
 ledger's notification log from the last position it recorded; the rows for a batch of
 notifications and the new position commit in one DuckDB transaction, so a crash loses
-at most the batch in flight and a refresh after N new events reads only those N.
+at most the batch in flight and a refresh after N new events reads only those N. The
+position is kept through the library's tracking interface (``Position``, a
+``TrackingRecorder`` over a DuckDB table; docs/readmodel.md says why the library's runners
+are not used). What each event contributes to the rows comes from ``projections.facts``,
+the definitions the task state's fold uses too.
 
 DuckDB lets one process hold a database file read-write at a time, and then no other
 process may open it at all, so every public function opens the file, does its work and
@@ -28,6 +32,7 @@ from uuid import UUID
 
 import duckdb
 import orjson
+from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
 from ledger import archive
 from ledger import events as ev
@@ -35,12 +40,12 @@ from ledger.errors import TrailError
 from ledger.location import Location
 from ledger.mapper import stored_state
 from ledger.registry import RegistryCreated, RegistrySnapshot, TaskRegistered
-from projections.state import command_line
+from projections import facts
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 """Bump when a table changes: a read model with another version is rebuilt from the log."""
 
 BATCH = 5_000
@@ -75,21 +80,39 @@ CREATE TABLE files (
     diff_size BIGINT, attempt INTEGER);
 CREATE TABLE attempts (
     task_id VARCHAR, task_number INTEGER, position INTEGER, started_at TIMESTAMPTZ, text VARCHAR,
-    actor VARCHAR, outcome VARCHAR, reason VARCHAR, ended_position INTEGER, ended_at TIMESTAMPTZ);
+    actor VARCHAR, outcome VARCHAR, failed BOOLEAN, reason VARCHAR, ended_position INTEGER, ended_at TIMESTAMPTZ);
 CREATE TABLE commands (
     task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, line VARCHAR,
-    cwd VARCHAR, exit_code INTEGER, failed BOOLEAN, duration_ms BIGINT, output_tail VARCHAR,
+    cwd VARCHAR, exit_code INTEGER, failed BOOLEAN, read_only BOOLEAN, duration_ms BIGINT, output_tail VARCHAR,
     attempt INTEGER);
 CREATE TABLE tests (
     task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, name VARCHAR,
-    outcome VARCHAR, duration_ms BIGINT, message VARCHAR, attempt INTEGER);
+    outcome VARCHAR, failing BOOLEAN, duration_ms BIGINT, message VARCHAR, attempt INTEGER);
 CREATE TABLE decisions (
     task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, text VARCHAR,
     reason VARCHAR, rejected VARCHAR[], actor VARCHAR);
+CREATE TABLE intents (
+    task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, kind VARCHAR, text VARCHAR,
+    wrong VARCHAR, actor VARCHAR, wordings INTEGER, changed_at INTEGER);
+CREATE VIEW current_tests AS
+    SELECT * FROM tests QUALIFY row_number() OVER (PARTITION BY task_id, name ORDER BY position DESC) = 1;
+CREATE VIEW current_files AS
+    WITH gone AS (
+        SELECT task_id, renamed_from AS path, max(position) AS position FROM files
+        WHERE renamed_from IS NOT NULL AND renamed_from <> path GROUP BY ALL),
+    live AS (
+        SELECT f.* FROM files f LEFT JOIN gone g ON g.task_id = f.task_id AND g.path = f.path
+        WHERE g.position IS NULL OR f.position > g.position)
+    SELECT task_id, task_number, path, operation, position, timestamp, before_sha256, after_sha256, diff_size,
+           count(*) OVER (PARTITION BY task_id, path) AS changes, attempt
+    FROM live QUALIFY row_number() OVER (PARTITION BY task_id, path ORDER BY position DESC) = 1;
 """
 
-TABLES = ("events", "tasks", "files", "attempts", "commands", "tests", "decisions")
-_ROW_TABLES = ("events", "files", "attempts", "commands", "tests", "decisions")
+TABLES = ("events", "tasks", "files", "attempts", "commands", "tests", "decisions", "intents")
+_ROW_TABLES = ("events", "files", "commands", "tests", "decisions")
+"""Tables a row is only ever added to."""
+_KEYED_TABLES = ("attempts", "intents")
+"""Tables whose rows a later event changes (an attempt's end, a rewording): kept by (task, position)."""
 
 
 def _ordered_columns(table: str) -> tuple[str, ...]:
@@ -147,6 +170,36 @@ def _first_line(exc: BaseException) -> str:
 # -- catching up ----------------------------------------------------------------------
 
 
+class Position(TrackingRecorder):
+    """The read model's place in the ledger's log, through the library's tracking interface.
+
+    The ``position`` table is the tracking table, one row per application (the ledger's
+    name). ``insert_tracking`` runs inside a batch's transaction, so rows and position
+    commit together; like the library's recorders it refuses to record a position that
+    is not past the one recorded (``IntegrityError``). ``has_tracking_id`` and ``wait``
+    come from ``TrackingRecorder``.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        recorded = self.max_tracking_id(tracking.application_name)
+        if recorded is not None and recorded >= tracking.notification_id:
+            raise IntegrityError(
+                f"read model is at {recorded} of {tracking.application_name}, not before {tracking.notification_id}"
+            )
+        self.con.execute(
+            "INSERT OR REPLACE INTO position VALUES (?, ?)", [tracking.application_name, tracking.notification_id]
+        )
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        row = self.con.execute(
+            "SELECT notification_id FROM position WHERE application = ?", [application_name]
+        ).fetchone()
+        return int(row[0]) if row else None
+
+
 @dataclass(frozen=True)
 class Refreshed:
     events: int
@@ -184,17 +237,38 @@ class _TaskRow:
         return tuple(getattr(self, name) for name in COLUMNS["tasks"])
 
 
+Key = tuple[str, int]
+"""(task id, position) of a row in a keyed table."""
+
+
 @dataclass
 class _Batch:
-    """The rows one batch of notifications adds, built in memory before one transaction."""
+    """The rows one batch of notifications adds or changes, built in memory before one transaction."""
 
+    con: duckdb.DuckDBPyConnection
     tasks: dict[str, _TaskRow]
     rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=lambda: {t: [] for t in _ROW_TABLES})
-    started: dict[tuple[str, int], int] = field(default_factory=dict)
-    """(task, attempt position) -> index in rows['attempts'] for attempts started in this batch."""
-    ended: list[tuple[str, int, str, str | None, int, Any]] = field(default_factory=list)
-    """Ends of attempts started in an earlier batch: applied as an UPDATE."""
+    keyed: dict[str, dict[Key, dict[str, Any]]] = field(default_factory=lambda: {t: {} for t in _KEYED_TABLES})
+    """Rows of the keyed tables this batch adds or changes, as column -> value."""
+    stored: dict[str, set[Key]] = field(default_factory=lambda: {t: set() for t in _KEYED_TABLES})
+    """Keys read from an earlier batch's rows: replaced at commit."""
     count: int = 0
+
+    def _row(self, table: str, task_id: str, position: int | None) -> dict[str, Any] | None:
+        """The row at ``position`` of ``task_id`` in a keyed table, from this batch or an earlier one."""
+        if position is None:
+            return None
+        key = (task_id, position)
+        rows = self.keyed[table]
+        if key not in rows:
+            found = self.con.execute(
+                f"SELECT * FROM {table} WHERE task_id = ? AND position = ?", [task_id, position]
+            ).fetchone()
+            if found is None:
+                return None
+            rows[key] = dict(zip(COLUMNS[table], found, strict=True))
+            self.stored[table].add(key)
+        return rows[key]
 
     def add(self, notification_id: int, event: ev.TaskEvent) -> None:
         task_id = str(event.originator_id)
@@ -202,9 +276,7 @@ class _Batch:
         pos, at = event.originator_version, event.timestamp
         payload = {k: v for k, v in stored_state(event).items() if k not in _COMMON}
         name = type(event).__name__
-        # The open attempt before this event: what the task's own fold would attribute actions to.
-        because = getattr(event, "because", None)
-        attempt = because.attempt if because is not None else task.open_attempt
+        attempt = facts.acting_attempt(event, task.open_attempt)  # before this event changes it
         if isinstance(event, ev.TaskOpened):
             task.number, task.title, task.slug, task.cwd, task.opened_at = (
                 event.number,
@@ -214,6 +286,7 @@ class _Batch:
                 at,
             )
         number = task.number
+        common = (task_id, number, pos, at)
         self.rows["events"].append(
             (
                 notification_id,
@@ -234,75 +307,75 @@ class _Batch:
         self.count += 1
         match event:
             case ev.FileChanged():
+                change = facts.file_changed(event)
                 task.file_changes += 1
-                self.rows["files"].append(
-                    (
-                        task_id,
-                        number,
-                        pos,
-                        at,
-                        event.path,
-                        event.operation,
-                        event.renamed_from,
-                        event.before_sha256,
-                        event.after_sha256,
-                        event.diff.size if event.diff else None,
-                        attempt,
-                    )
-                )
+                self.rows["files"].append((
+                    *common, change.path, change.operation, change.renamed_from, change.before_sha256,
+                    change.after_sha256, change.diff_size, attempt,
+                ))
             case ev.AttemptStarted():
                 task.attempts += 1
                 task.open_attempt = pos
-                self.started[(task_id, pos)] = len(self.rows["attempts"])
-                self.rows["attempts"].append(
-                    (task_id, number, pos, at, event.text, event.actor, None, None, None, None)
-                )
+                self.keyed["attempts"][(task_id, pos)] = dict(zip(
+                    COLUMNS["attempts"],
+                    (task_id, number, pos, at, event.text, event.actor, None, False, None, None, None),
+                    strict=True,
+                ))
             case ev.AttemptEnded():
-                task.attempts_failed += event.outcome == "failed"
-                if task.open_attempt == event.attempt:
+                end = facts.attempt_ended(event)
+                task.attempts_failed += end.failed
+                if task.open_attempt == end.attempt:
                     task.open_attempt = None
-                index = self.started.get((task_id, event.attempt))
-                if index is None:
-                    self.ended.append((task_id, event.attempt, event.outcome, event.reason, pos, at))
-                else:
-                    row = self.rows["attempts"][index]
-                    self.rows["attempts"][index] = (*row[:6], event.outcome, event.reason, pos, at)
+                started = self._row("attempts", task_id, end.attempt)
+                if started is not None:
+                    started.update(outcome=end.outcome, failed=end.failed, reason=end.reason, ended_position=pos,
+                                   ended_at=at)
             case ev.CommandRan():
-                failed = event.exit_code not in (0, None)
+                run = facts.command_ran(event)
                 task.commands += 1
-                task.commands_failed += failed
-                out = event.stderr.tail if event.stderr and event.stderr.tail.strip() else ""
-                if not out and event.stdout:
-                    out = event.stdout.tail
-                self.rows["commands"].append(
-                    (
-                        task_id,
-                        number,
-                        pos,
-                        at,
-                        command_line(event),
-                        event.cwd,
-                        event.exit_code,
-                        failed,
-                        event.duration_ms,
-                        "\n".join(out.rstrip().splitlines()[-5:]),
-                        attempt,
-                    )
-                )
+                task.commands_failed += run.failed
+                self.rows["commands"].append((
+                    *common, run.line, run.cwd, run.exit_code, run.failed, run.read_only, run.duration_ms,
+                    run.output_tail, attempt,
+                ))
             case ev.TestResult():
+                test = facts.tested(event)
                 self.rows["tests"].append(
-                    (task_id, number, pos, at, event.name, event.outcome, event.duration_ms, event.message, attempt)
+                    (*common, test.name, test.outcome, test.failing, test.duration_ms, test.message, attempt)
                 )
             case ev.DecisionRecorded():
-                self.rows["decisions"].append(
-                    (task_id, number, pos, at, event.text, event.reason, list(event.rejected), event.actor)
-                )
+                self.rows["decisions"].append((*common, event.text, event.reason, list(event.rejected), event.actor))
             case ev.StatusChanged():
                 task.status, task.status_reason = event.status, event.reason
-            case ev.NextStepSet():
-                task.next_step = event.text
+            case ev.NextStepSet() | ev.PlanUpdated():
+                task.next_step = facts.next_step(event).text
+            case ev.RequirementStated() | ev.CorrectionMade():
+                stated = facts.intent(event)
+                self.keyed["intents"][(task_id, pos)] = dict(zip(
+                    COLUMNS["intents"], (*common, stated.kind, stated.text, stated.wrong, event.actor, 0, None),
+                    strict=True,
+                ))
+            case ev.RequirementChanged():
+                self._reword(task_id, facts.reworded(event), pos)
+            case ev.IntentReclassified():
+                self._reclassify(task_id, facts.reclassified(event))
             case _:
                 pass
+
+    def _reword(self, task_id: str, change: facts.Reworded, at: int) -> None:
+        requirement = self._row("intents", task_id, change.requirement)
+        if requirement is not None and requirement["kind"] == "requirement":
+            requirement.update(text=change.text, wordings=requirement["wordings"] + 1, changed_at=at)
+
+    def _reclassify(self, task_id: str, change: facts.Reclassified) -> None:
+        moved = self._row("intents", task_id, change.target)
+        if moved is None or moved["kind"] not in ("requirement", "correction"):
+            return  # a rewording stays one
+        if change.kind != "change":
+            moved.update(kind=change.kind, wrong=None, wordings=0, changed_at=None)
+            return
+        moved["kind"] = "rewording"
+        self._reword(task_id, facts.Reworded(requirement=change.supersedes or 0, text=moved["text"]), change.target)
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -328,25 +401,27 @@ def _load_tasks(con: duckdb.DuckDBPyConnection, task_ids: set[str]) -> dict[str,
 
 
 def _commit_batch(
-    con: duckdb.DuckDBPyConnection, app: str, batch: _Batch, last_id: int, archive_name: str | None = None
+    con: duckdb.DuckDBPyConnection, batch: _Batch, tracking: Tracking | None, archive_name: str | None = None
 ) -> None:
     con.execute("BEGIN")
     try:
         for table in _ROW_TABLES:
             _insert(con, table, batch.rows[table])
-        if batch.ended:
-            con.execute(
-                "UPDATE attempts SET outcome = e.outcome, reason = e.reason, ended_position = e.ended_position,"
-                " ended_at = e.ended_at FROM (SELECT unnest($1) AS task_id, unnest($2) AS position,"
-                " unnest($3) AS outcome, unnest($4) AS reason, unnest($5) AS ended_position,"
-                " unnest($6)::TIMESTAMPTZ AS ended_at) AS e"
-                " WHERE attempts.task_id = e.task_id AND attempts.position = e.position",
-                [list(column) for column in zip(*batch.ended, strict=True)],
-            )
+        for table in _KEYED_TABLES:
+            if batch.stored[table]:
+                ids, positions = zip(*batch.stored[table], strict=True)
+                con.execute(
+                    f"DELETE FROM {table} USING (SELECT unnest($1) AS task_id, unnest($2) AS position) AS k"
+                    f" WHERE {table}.task_id = k.task_id AND {table}.position = k.position",
+                    [list(ids), list(positions)],
+                )
+            columns = COLUMNS[table]
+            _insert(con, table, [tuple(row[c] for c in columns) for row in batch.keyed[table].values()])
         if batch.tasks:
             con.execute("DELETE FROM tasks WHERE task_id IN (SELECT unnest($1))", [sorted(batch.tasks)])
             _insert(con, "tasks", [t.values() for t in batch.tasks.values()])
-        con.execute("INSERT OR REPLACE INTO position VALUES (?, ?)", [app, last_id])
+        if tracking is not None:
+            Position(con).insert_tracking(tracking)
         if archive_name is not None:
             con.execute("INSERT INTO archives_read VALUES (?)", [archive_name])
         con.execute("COMMIT")
@@ -357,18 +432,16 @@ def _commit_batch(
 
 def _prepare(con: duckdb.DuckDBPyConnection, app: str, newest: int, rebuild: bool) -> tuple[int, bool]:
     """Create or reset the schema when needed; the position to read after and whether it was reset."""
-    tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    position = 0
-    if "meta" in tables and not rebuild:
+    found = con.execute("SELECT table_name, table_type FROM information_schema.tables").fetchall()
+    if any(name == "meta" for name, _ in found) and not rebuild:
         version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        stored = con.execute("SELECT notification_id FROM position WHERE application = ?", [app]).fetchone()
-        position = int(stored[0]) if stored else 0
+        position = Position(con).max_tracking_id(app) or 0
         # A position past the log's end means the ledger was replaced: start again.
         if version is not None and version[0] == SCHEMA_VERSION and position <= newest:
             return position, False
     con.execute("BEGIN")
-    for table in sorted(tables):
-        con.execute(f'DROP TABLE "{table}"')
+    for name, kind in sorted(found, key=lambda t: (t[1] != "VIEW", t[0])):  # views first: they read the tables
+        con.execute(f'DROP {"VIEW" if kind == "VIEW" else "TABLE"} "{name}"')
     con.execute(SCHEMA)
     con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     con.execute("COMMIT")
@@ -391,7 +464,7 @@ def refresh(ledger: Ledger, path: Path, *, rebuild: bool = False, batch_size: in
             if not notifications:
                 break
             task_ids = {str(n.originator_id) for n in notifications if n.topic not in _SKIPPED_TOPICS}
-            batch = _Batch(tasks=_load_tasks(con, task_ids))
+            batch = _Batch(con, tasks=_load_tasks(con, task_ids))
             for notification in notifications:
                 if notification.topic in _SKIPPED_TOPICS:
                     continue
@@ -400,7 +473,7 @@ def refresh(ledger: Ledger, path: Path, *, rebuild: bool = False, batch_size: in
                     batch.add(notification.id, event)
             # Ids may skip (PostgreSQL sequences): the next read starts after the last id seen.
             position = notifications[-1].id
-            _commit_batch(con, ledger.name, batch, position)
+            _commit_batch(con, batch, Tracking(ledger.name, position))
             added += batch.count
             read += len(notifications)
     return Refreshed(
@@ -412,7 +485,8 @@ def _read_archives(con: duckdb.DuckDBPyConnection, ledger: Ledger, position: int
     """Take in archived events the model has not seen (compacted before it caught up, or a rebuild).
 
     Archives hold a task's earliest events, so reading them before the live log keeps
-    each task's events in order. Each archive is recorded as read in its own transaction.
+    each task's events in order. Each archive is recorded as read in its own transaction;
+    the position stays where it is.
     """
     seen = {row[0] for row in con.execute("SELECT name FROM archives_read").fetchall()}
     added = 0
@@ -420,12 +494,12 @@ def _read_archives(con: duckdb.DuckDBPyConnection, ledger: Ledger, position: int
         if found.path.name in seen:
             continue
         rows = archive.archived_rows(found, position)
-        batch = _Batch(tasks=_load_tasks(con, {str(found.task_id)} if rows else set()))
+        batch = _Batch(con, tasks=_load_tasks(con, {str(found.task_id)} if rows else set()))
         for notification_id, stored in rows:
             event = ledger.mapper.to_domain_event(stored)
             if isinstance(event, ev.TaskEvent):
                 batch.add(notification_id, event)
-        _commit_batch(con, ledger.name, batch, position, archive_name=found.path.name)
+        _commit_batch(con, batch, None, archive_name=found.path.name)
         added += batch.count
     return added
 

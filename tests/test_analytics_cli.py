@@ -146,3 +146,19 @@ def test_query_as_a_subprocess(db: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "x\n42\n"
+
+
+def test_an_abandoned_attempt_counts_as_failed_in_stats_as_in_resume(db: Path) -> None:
+    with open_ledger(resolve(str(db))) as ledger:
+        task = ledger.task_id(2)
+        start = ledger.append(task, ev.AttemptStarted, text="ship on Friday").position
+        ledger.append(task, ev.AttemptEnded, attempt=start, outcome="abandoned", reason="release freeze")
+        failed = ledger.state(task).attempts_failed
+    stats = json.loads(trail(db, "stats", "failed-attempts", "timelines", "--json").stdout)
+    assert failed == 1
+    newest = stats["failed-attempts"][0]
+    assert (newest["attempt"], newest["outcome"]) == ("ship on Friday", "abandoned")
+    assert [(t["task"], t["attempts_failed"]) for t in stats["timelines"]] == [(1, 2), (2, failed)]
+    resumed = json.loads(trail(db, "resume", "2", "--json").stdout)["state"]
+    rows = json.loads(trail(db, "query", "SELECT attempts_failed FROM tasks WHERE number = 2", "--json").stdout)
+    assert rows == [{"attempts_failed": resumed["attempts_failed"]}]

@@ -237,3 +237,60 @@ def test_location_for_other_backends_is_under_trail_home(tmp_path: Path, monkeyp
     assert path.parent == tmp_path / "home" / "readmodel"
     assert "secret" not in str(path) and path.suffix == ".duckdb"
     assert path != rm.readmodel_path(resolve("postgresql://me:secret@db.internal/other"))
+
+
+def test_later_events_change_rows_of_earlier_batches(ledger: Ledger, tmp_path: Path) -> None:
+    """An attempt's end, a rewording, a reclassification and a rename reach rows an earlier refresh wrote."""
+    task = ledger.open_task("late changes").id
+    assert task is not None
+    first = ledger.append(task, ev.RequirementStated, text="be fast").position
+    ledger.append(task, ev.RequirementStated, text="stay small")
+    correction = ledger.append(task, ev.CorrectionMade, text="not that file", wrong="edit app.py").position
+    prompt = ledger.append(task, ev.RequirementStated, text="really: be very fast").position
+    start = ledger.append(task, ev.AttemptStarted, text="cache it").position
+    ledger.append(task, ev.FileChanged, path="old.py", operation="created")
+    ledger.append(task, ev.TestResult, name="t", outcome="failed")
+    path = _path(tmp_path)
+    rm.refresh(ledger, path)
+
+    ledger.append(task, ev.AttemptEnded, attempt=start, outcome="abandoned", reason="no gain")
+    ledger.append(task, ev.IntentReclassified, target=correction, kind="requirement")
+    ledger.append(task, ev.IntentReclassified, target=prompt, kind="change", supersedes=first)
+    ledger.append(task, ev.FileChanged, path="new.py", operation="renamed", renamed_from="old.py")
+    ledger.append(task, ev.TestResult, name="t", outcome="error", message="boom")
+    rm.refresh(ledger, path, batch_size=2)
+
+    assert rm.query(path, "SELECT outcome, failed, reason FROM attempts").rows == [("abandoned", True, "no gain")]
+    intents = rm.query(path, "SELECT position, kind, text, wrong, wordings, changed_at FROM intents ORDER BY 1").rows
+    assert intents == [
+        (first, "requirement", "really: be very fast", None, 1, prompt),
+        (first + 1, "requirement", "stay small", None, 0, None),
+        (correction, "requirement", "not that file", None, 0, None),
+        (prompt, "rewording", "really: be very fast", None, 0, None),
+    ]
+    assert rm.query(path, "SELECT path, operation, changes FROM current_files").rows == [("new.py", "renamed", 1)]
+    assert rm.query(path, "SELECT name, outcome, failing FROM current_tests").rows == [("t", "error", True)]
+    state = ledger.state(task)
+    current = [(p, t) for p, k, t, *_ in intents if k == "requirement"]
+    assert [(r.position, r.text) for r in state.requirements] == current
+    incremental = _tables(path)
+    rm.refresh(ledger, path, rebuild=True)
+    assert _tables(path) == incremental
+
+
+def test_the_position_is_kept_through_the_librarys_tracking_interface(ledger: Ledger, tmp_path: Path) -> None:
+    from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
+
+    _work(ledger, "one", rounds=1)
+    path = _path(tmp_path)
+    done = rm.refresh(ledger, path)
+    with rm.connect(path) as con:
+        position = rm.Position(con)
+        assert isinstance(position, TrackingRecorder)
+        assert position.max_tracking_id(ledger.name) == done.position
+        assert position.max_tracking_id("another ledger") is None
+        assert position.has_tracking_id(ledger.name, done.position)
+        assert not position.has_tracking_id(ledger.name, done.position + 1)
+        position.wait(ledger.name, done.position, timeout=0.1)  # already there: returns at once
+        with pytest.raises(IntegrityError):  # never back, never the same batch twice
+            position.insert_tracking(Tracking(ledger.name, done.position))

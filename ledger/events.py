@@ -34,7 +34,7 @@ PlanStatus = Literal["pending", "in_progress", "completed"]
 class Value(BaseModel):
     """A small immutable value nested inside events."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SourceKey(Value):
@@ -74,7 +74,7 @@ class Provenance(Value):
 class TaskEvent(BaseModel, CanMutateAggregate[UUID]):
     """Fields every event carries. ``originator_id`` is the task, ``originator_version`` its position."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     TOPIC: ClassVar[str]
     class_version: ClassVar[int] = 1
 

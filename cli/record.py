@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, pass_context
 from ledger import events as ev
-from ledger.errors import BadInput
+from ledger import recording
 
 task_option = click.option(
     "-t", "--task", "task_ref", metavar="TASK", help="Task number or slug prefix (default: the active task)."
@@ -40,8 +40,14 @@ def _append(
     return state.position
 
 
-def _simple(name: str, event_class: type[ev.TaskEvent], help_text: str, metavar: str = "TEXT") -> click.Command:
-    """A command whose one argument is the event's ``text``."""
+def _record(ctx: Context, task_ref: str | None, as_json: bool, kind: str, actor: str, **given: Any) -> int:
+    """Append a ``kind`` record (``ledger.recording``: the mapping the MCP server's record tool shares)."""
+    event_class, fields = recording.event(kind, **given)
+    return _append(ctx, task_ref, event_class, as_json, **fields, actor=actor)
+
+
+def _simple(name: str, kind: str, help_text: str, metavar: str = "TEXT") -> click.Command:
+    """A command whose one argument is the record's ``text``."""
 
     @click.command(name, help=help_text)
     @click.argument("text", metavar=metavar)
@@ -51,7 +57,7 @@ def _simple(name: str, event_class: type[ev.TaskEvent], help_text: str, metavar:
     @pass_context
     @fails_cleanly
     def command(ctx: Context, text: str, task_ref: str | None, actor: str, as_json: bool) -> None:
-        _append(ctx, task_ref, event_class, as_json, text=text, actor=actor)
+        _record(ctx, task_ref, as_json, kind, actor, text=text)
 
     return command
 
@@ -86,10 +92,7 @@ def start(ctx: Context, title: str, no_switch: bool, actor: str, as_json: bool) 
 @fails_cleanly
 def require(ctx: Context, text: str, replaces: int | None, task_ref: str | None, actor: str, as_json: bool) -> None:
     """State a requirement, or reword an earlier one with --replaces POSITION."""
-    if replaces is None:
-        _append(ctx, task_ref, ev.RequirementStated, as_json, text=text, actor=actor)
-    else:
-        _append(ctx, task_ref, ev.RequirementChanged, as_json, text=text, supersedes=replaces, actor=actor)
+    _record(ctx, task_ref, as_json, "requirement", actor, text=text, replaces=replaces)
 
 
 @click.command("correct")
@@ -102,7 +105,7 @@ def require(ctx: Context, text: str, replaces: int | None, task_ref: str | None,
 @fails_cleanly
 def correct(ctx: Context, text: str, wrong: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
     """Correct a misunderstanding of the agent's."""
-    _append(ctx, task_ref, ev.CorrectionMade, as_json, text=text, wrong=wrong, actor=actor)
+    _record(ctx, task_ref, as_json, "correction", actor, text=text, wrong=wrong)
 
 
 @click.command("decide")
@@ -119,13 +122,14 @@ def decide(
     as_json: bool,
 ) -> None:
     """Record a decision with its reason and the alternatives turned down."""
-    _append(ctx, task_ref, ev.DecisionRecorded, as_json, text=text, reason=reason, rejected=rejected, actor=actor)
+    _record(ctx, task_ref, as_json, "decision", actor, text=text, reason=reason, rejected=rejected)
 
 
-def _with_reason(
-    name: str, event_class: type[ev.TaskEvent], fields: dict[str, Any], help_text: str, reason_required: bool = False
-) -> click.Command:
-    """A command whose one argument is a REASON, appending ``event_class`` with ``fields``."""
+Append = Callable[[Context, "str | None", bool, str, "str | None"], None]
+
+
+def _with_reason(name: str, help_text: str, reason_required: bool, append: Append) -> click.Command:
+    """A command whose one argument is a REASON, handed to ``append(ctx, task_ref, as_json, actor, reason)``."""
 
     @click.command(name, help=help_text)
     @click.argument("reason", required=reason_required, metavar="REASON" if reason_required else "[REASON]")
@@ -135,20 +139,24 @@ def _with_reason(
     @pass_context
     @fails_cleanly
     def command(ctx: Context, reason: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
-        if reason is not None and not reason.strip():
-            raise BadInput("reason: must not be empty")
-        _append(ctx, task_ref, event_class, as_json, **fields, reason=reason, actor=actor)
+        append(ctx, task_ref, as_json, actor, reason)
 
     return command
 
 
 def _ending(name: str, outcome: str, help_text: str) -> click.Command:
-    return _with_reason(name, ev.AttemptEnded, {"attempt": None, "outcome": outcome}, help_text,
-                        reason_required=outcome == "failed")
+    def append(ctx: Context, task_ref: str | None, as_json: bool, actor: str, reason: str | None) -> None:
+        _record(ctx, task_ref, as_json, "attempt_end", actor, outcome=outcome, reason=reason)
+
+    return _with_reason(name, help_text, outcome == "failed", append)
 
 
 def _status(name: str, status: str, help_text: str, reason_required: bool = False) -> click.Command:
-    return _with_reason(name, ev.StatusChanged, {"status": status}, help_text, reason_required)
+    def append(ctx: Context, task_ref: str | None, as_json: bool, actor: str, reason: str | None) -> None:
+        _append(ctx, task_ref, ev.StatusChanged, as_json, status=status, reason=recording.check_reason(reason),
+                actor=actor)
+
+    return _with_reason(name, help_text, reason_required, append)
 
 
 @click.command("ran", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -262,11 +270,7 @@ def tested(
 @fails_cleanly
 def checkpoint(ctx: Context, label: str, note: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
     """Mark a checkpoint LABEL, with git HEAD and dirty state when in a git repo."""
-    from ledger.workspace import git_state
-
-    head, dirty = git_state(Path.cwd())
-    _append(ctx, task_ref, ev.CheckpointMarked, as_json, label=label, note=note, git_head=head, git_dirty=dirty,
-            actor=actor)
+    _record(ctx, task_ref, as_json, "checkpoint", actor, label=label, note=note)
 
 
 @click.command("link")
@@ -306,7 +310,7 @@ COMMANDS: list[click.Command] = [
     require,
     correct,
     decide,
-    _simple("attempt", ev.AttemptStarted, "Start an attempt: an approach being tried now."),
+    _simple("attempt", "attempt_start", "Start an attempt: an approach being tried now."),
     _ending("fail", "failed", "End the open attempt as failed, saying why."),
     _ending("succeed", "succeeded", "End the open attempt as succeeded."),
     _ending("abandon", "abandoned", "End the open attempt as abandoned."),
@@ -314,8 +318,8 @@ COMMANDS: list[click.Command] = [
     changed,
     tested,
     checkpoint,
-    _simple("next", ev.NextStepSet, "Set the next step the task means to take."),
-    _simple("note", ev.NoteAdded, "Add a free-form note."),
+    _simple("next", "next_step", "Set the next step the task means to take."),
+    _simple("note", "note", "Add a free-form note."),
     _status("pause", "paused", "Pause the task."),
     _status("block", "blocked", "Mark the task blocked by REASON.", reason_required=True),
     _status("done", "done", "Mark the task done."),

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from uuid import UUID
 
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
-from ledger.errors import BadInput, TrailError
+from ledger.errors import TrailError
 from projections import points
-
-LINE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 
 
 class ChainBroken(TrailError):
@@ -19,10 +16,9 @@ class ChainBroken(TrailError):
 
 
 def _position(ctx: Context, task_id: UUID, spec: str) -> int:
-    point = points.parse(spec)
-    ledger = ctx.ledger()
-    last = ledger.state(task_id).position
-    return points.locate(point, last, ledger.task_events(task_id) if point.needs_events else ())
+    from ledger import reading
+
+    return reading.position(ctx.ledger(), task_id, points.parse(spec))
 
 
 @click.command("why")
@@ -38,20 +34,12 @@ def why(ctx: Context, target: str, task_ref: str | None, as_json: bool) -> None:
     A line is followed back through later diffs, so PATH:LINE numbers the line as the
     file is now (as of its last recorded change).
     """
-    from projections import why as why_projection
+    from ledger import reading
 
-    match = LINE_SUFFIX.match(target)
-    path, line = (match["path"], int(match["line"])) if match else (target, None)
-    if line is not None and line < 1:
-        raise BadInput(f"{target}: line numbers start at 1")
+    path, line = reading.why_target(target)
     ledger = ctx.ledger()
     entries = [ctx.entry(task_ref)] if task_ref else ledger.entries()
-    found = []
-    for entry in entries:
-        found += why_projection.changes(ledger.task_events(entry.task_id), path)
-    if line is not None:
-        found = why_projection.follow_line(found, line)
-    found.sort(key=lambda c: c.at, reverse=True)
+    found = reading.why(ledger, path, line, entries)
     if as_json:
         emit_json({"path": path, "line": line, "changes": [c.model_dump(mode="json") for c in found]})
         return

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument
-from ledger.registry import Entry
 from projections import brief, points, timeline
 from projections.state import TaskState
 
@@ -56,13 +53,12 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
 @fails_cleanly
 def replay(ctx: Context, task: str | None, at: str, max_chars: int | None, as_json: bool) -> None:
     """Show TASK as it was at a point in its history, in the same views as `resume`."""
+    from ledger import reading
+
     point = points.parse(at)
     entry = ctx.entry(task)
-    ledger = ctx.ledger()
-    last = ledger.state(entry.task_id).position
-    history = ledger.task_events(entry.task_id) if point.needs_events else ()
-    position = points.locate(point, last, history)
-    _show(ledger.state(entry.task_id, at=position), as_json, max_chars, at=position)
+    position = reading.position(ctx.ledger(), entry.task_id, point)
+    _show(ctx.ledger().state(entry.task_id, at=position), as_json, max_chars, at=position)
 
 
 @click.command("log")
@@ -84,40 +80,21 @@ def log(
     until: str | None, path: str | None, grep: str | None, limit: int | None, as_json: bool,
 ) -> None:
     """Print TASK's timeline: one line per event, oldest first, filtered as asked."""
-    from ledger.errors import BadInput
-    from ledger.events import BY_NAME
+    from ledger import reading
     from projections.timeline import EventFilter
 
-    unknown = [t for t in types if t not in BY_NAME]
-    if unknown:
-        raise BadInput(f"--type {unknown[0]}: unknown event type; known: {', '.join(BY_NAME)}")
     keep = EventFilter(
-        types=types, actors=actors, path=path, grep=grep,
+        types=reading.event_types(types), actors=actors, path=path, grep=grep,
         since=points.parse_time(since, "--since") if since else None,
         until=points.parse_time(until, "--until") if until else None,
     )
     entry = ctx.entry(task)
-    selected = [e for e in ctx.ledger().task_events(entry.task_id) if keep.matches(e)]
-    if limit:
-        selected = selected[-limit:]
+    selected = reading.timeline(ctx.ledger(), entry.task_id, keep, limit)
     if as_json:
         emit_json([timeline.as_record(e) for e in selected])
         return
     for e in selected:
         click.echo(f"[{e.originator_version:>4}] {e.timestamp:%Y-%m-%d %H:%M:%S} {e.actor:<14} {timeline.summary(e)}")
-
-
-def _row(entry: Entry, state: TaskState, active: bool) -> dict[str, Any]:
-    return {
-        "number": entry.number,
-        "slug": entry.slug,
-        "title": entry.title,
-        "status": state.status,
-        "events": state.position,
-        "updated_at": state.updated_at.isoformat() if state.updated_at else None,
-        "next_step": state.next_step,
-        "active": active,
-    }
 
 
 @click.command("list")
@@ -130,17 +107,10 @@ def _row(entry: Entry, state: TaskState, active: bool) -> dict[str, Any]:
 @fails_cleanly
 def list_tasks(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
     """List all tasks with their status and next step (* marks the active task)."""
-    from ledger import refs
-
-    ledger = ctx.ledger()
+    from ledger import reading
     from ledger.project import current_project
 
-    active = refs.active_task_id(ctx.location, current_project())
-    rows = []
-    for entry in ledger.entries():
-        state = ledger.state(entry.task_id)
-        if not statuses or state.status in statuses:
-            rows.append(_row(entry, state, entry.task_id == active))
+    rows = reading.task_rows(ctx.ledger(), ctx.location, current_project(), statuses)
     if as_json:
         emit_json(rows)
         return

@@ -1,0 +1,94 @@
+"""The reads every front door shares: the task list, a point in a task's history, its timeline,
+and `why` a file or line is as it is. ``cli/read.py``, ``cli/audit.py`` and the MCP server
+(``cli/mcp.py``) call these and only format what they return.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from ledger import events as ev
+from ledger.errors import BadInput
+from projections import points
+
+if TYPE_CHECKING:
+    from ledger.location import Location
+    from ledger.registry import Entry
+    from ledger.store import Ledger
+    from projections.timeline import EventFilter
+    from projections.why import Change
+
+LINE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+
+
+def task_rows(
+    ledger: Ledger, location: Location, project: str | None, statuses: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """Every task (only those with one of ``statuses`` when given), marking the active task of ``project``."""
+    from ledger import refs
+
+    wanted = set(statuses)
+    active = refs.active_task_id(location, project)
+    rows = []
+    for entry in ledger.entries():
+        state = ledger.state(entry.task_id)
+        if wanted and state.status not in wanted:
+            continue
+        rows.append({
+            "number": entry.number,
+            "slug": entry.slug,
+            "title": entry.title,
+            "status": state.status,
+            "events": state.position,
+            "updated_at": state.updated_at.isoformat() if state.updated_at else None,
+            "next_step": state.next_step,
+            "active": entry.task_id == active,
+        })
+    return rows
+
+
+def position(ledger: Ledger, task_id: UUID, point: points.Point) -> int:
+    """The position ``point`` (N, -N, a time, checkpoint:LABEL: ``points.parse``) names in a task."""
+    last = ledger.state(task_id).position
+    return points.locate(point, last, ledger.task_events(task_id) if point.needs_events else ())
+
+
+def event_types(types: Iterable[str], option: str = "--type") -> tuple[str, ...]:
+    """Event type names to filter on; an unknown one is a BadInput naming ``option`` and the known types."""
+    types = tuple(types)
+    unknown = [t for t in types if t not in ev.BY_NAME]
+    if unknown:
+        raise BadInput(f"{option} {unknown[0]}: unknown event type; known: {', '.join(ev.BY_NAME)}")
+    return types
+
+
+def timeline(ledger: Ledger, task_id: UUID, keep: EventFilter, limit: int | None = None) -> list[ev.TaskEvent]:
+    """The task's events that ``keep`` matches, oldest first; only the last ``limit`` when given."""
+    selected = [e for e in ledger.task_events(task_id) if keep.matches(e)]
+    return selected[-limit:] if limit else selected
+
+
+def why_target(target: str) -> tuple[str, int | None]:
+    """PATH or PATH:LINE, as `why` takes it: the path and the line (None for the whole file)."""
+    match = LINE_SUFFIX.match(target)
+    path, line = (match["path"], int(match["line"])) if match else (target, None)
+    if line is not None and line < 1:
+        raise BadInput(f"{target}: line numbers start at 1")
+    return path, line
+
+
+def why(ledger: Ledger, path: str, line: int | None, entries: Iterable[Entry]) -> list[Change]:
+    """Every recorded change of ``path`` (of its line ``line``, followed through later diffs, when
+    given) in ``entries``' tasks, with the attempt, decision and intent behind each, newest first."""
+    from projections import why as why_projection
+
+    found: list[Change] = []
+    for entry in entries:
+        found += why_projection.changes(ledger.task_events(entry.task_id), path)
+    if line is not None:
+        found = why_projection.follow_line(found, line)
+    found.sort(key=lambda c: c.at, reverse=True)
+    return found

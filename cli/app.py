@@ -70,6 +70,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("cli.capture:hook_group", "Entry points the agents' hooks call (payload on stdin)."),
     "doctor": ("cli.capture:doctor", "Check capture health: dead letters and inbox rows still waiting for a task."),
     "reclassify": ("cli.capture:reclassify", "Override how a captured prompt at POSITION was classified."),
+    "mcp": ("cli.mcp:mcp_command", "Serve the ledger to an MCP client over stdio (needs tasktrail[mcp])."),
     "demo": ("cli.demo:demo", "Record a realistic sample task, then print its resume brief."),
     "query": ("cli.analytics:query_command", "Run SQL over the read model (tables: events, tasks, files, attempts, "
               "commands, tests, decisions)."),

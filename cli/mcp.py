@@ -1,0 +1,292 @@
+"""`trail mcp`: the ledger as an MCP server over stdio, on the official Python SDK (``tasktrail[mcp]``).
+
+Thin, as every command is: each tool parses its arguments and calls the library the CLI calls
+(``ledger.refs``, ``ledger.recording``, ``ledger.reading``, ``projections.*``); no rule lives here.
+The task is the active task of the client's project (the server's working directory, or the
+``project`` argument) unless ``task`` names one; the actor is ``agent:<the client's name>`` from
+the MCP ``initialize`` handshake. Anything a user could get wrong is a tool error (one line,
+``isError``), never a crash of the server.
+
+No ``from __future__ import annotations`` here: the SDK reads the tools' signatures for their
+JSON schemas, and the tools are defined inside ``build`` (the SDK is imported only when serving).
+"""
+
+import re
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+import click
+
+from cli.context import Context, fails_cleanly, pass_context
+from ledger.errors import TrailError
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from ledger.registry import Entry
+    from ledger.store import Ledger
+
+T = TypeVar("T")
+
+MISSING_SDK = "trail mcp needs the MCP SDK, which is not installed: pip install 'tasktrail[mcp]'"
+
+INSTRUCTIONS = (
+    "tasktrail keeps a long coding task as a ledger of facts, so any session can resume it. Start with "
+    "resume_task (the continuation brief of the task bound to your project). As you work, record what a "
+    "successor would need with record: requirements and corrections the user gives, decisions with their "
+    "reason and the alternatives turned down, each approach as attempt_start then attempt_end, and the "
+    "next_step before you stop. Look back with log, why (a file or a line) and replay."
+)
+
+
+def actor_for(client_name: str | None) -> str:
+    """``agent:<client name>``, the name made to fit the actor pattern ``agent:[^\\s]+``."""
+    name = re.sub(r"\s+", "-", (client_name or "").strip()).removeprefix("agent:")
+    return f"agent:{name or 'mcp-client'}"
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def build(state: Context) -> "MCPServer[Any]":
+    """The MCP server over the ledger ``state`` opens, for a client whose project is the server's
+    working directory (or a tool's ``project`` argument)."""
+    from mcp.server.mcpserver import Context as ToolContext
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+    from pydantic import Field, ValidationError
+
+    from ledger import reading, recording, refs
+    from ledger.project import current_project, project_of
+    from projections import brief, points, timeline
+
+    lock = threading.Lock()  # the SDK runs tools in worker threads; one ledger call at a time
+
+    class Server(MCPServer[Any]):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, ValidationError):
+                    raise
+                # Arguments that break the schema: one line naming the field, as the CLI says it.
+                error = cause.errors()[0]
+                where = ".".join(str(part) for part in error["loc"])
+                more = f" (and {cause.error_count() - 1} more)" if cause.error_count() > 1 else ""
+                raise ToolError(f"Error executing tool {name}: {where}: {one_line(error['msg'])}{more}") from None
+
+    server = Server(name="tasktrail", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def guarded(body: Callable[[], T]) -> T:
+        """Run ``body`` on the ledger; what the CLI reports as one line is one tool error line."""
+        from eventsourcing.persistence import PersistenceError
+
+        with lock:
+            try:
+                return body()
+            except TrailError as exc:
+                raise ToolError(one_line(str(exc))) from None
+            except (PersistenceError, sqlite3.Error) as exc:
+                raise ToolError(f"ledger storage failed: {one_line(str(exc)) or type(exc).__name__}") from None
+
+    def ledger() -> "Ledger":
+        opened = state.ledger()
+        state.before_read(opened)  # fold the capture inbox in before every read, as each CLI command does
+        return opened
+
+    def project_for(project: str | None) -> str | None:
+        return project_of(project) if project else current_project()
+
+    def entry_for(task: str | int | None, project: str | None) -> "Entry":
+        ref = None if task is None else str(task)
+        return refs.resolve(ref, ledger().entries(), state.location, project_for(project))
+
+    # -- the arguments every task tool takes --
+    TaskArg = Annotated[
+        str | int | None,
+        Field(description="The task: its number (7 or \"#7\") or a unique prefix of its slug. "
+                          "Default: the active task of the project."),
+    ]
+    ProjectArg = Annotated[
+        str | None,
+        Field(description="A folder in the client's project (its git top level is the project), whose active task "
+                          "is the default. Default: the folder the server runs in."),
+    ]
+    MaxChars = Annotated[
+        int,
+        Field(ge=200, le=brief.INJECTION_CAP,
+              description=f"Fit the brief in this many characters, least useful lines dropped first "
+                          f"(at most {brief.INJECTION_CAP:,}, as for a session's injected context)."),
+    ]
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=reads)
+    def list_tasks(
+        status: Annotated[
+            list[Literal["active", "paused", "blocked", "done", "abandoned"]] | None,
+            Field(description="Only tasks with one of these statuses. Default: every task."),
+        ] = None,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """List every task in the ledger: number, slug, title, status, event count, last update and next step.
+        `active` marks the active task of the project (the one the other tools use when no task is named)."""
+
+        def body() -> dict[str, Any]:
+            where = project_for(project)
+            return {"project": where, "tasks": reading.task_rows(ledger(), state.location, where, status or ())}
+
+        return guarded(body)
+
+    @server.tool(annotations=reads, structured_output=False)
+    def resume_task(task: TaskArg = None, project: ProjectArg = None,
+                    max_chars: MaxChars = brief.INJECTION_DEFAULT) -> str:
+        """The continuation brief of the task: its goal and status, the next step, the current requirements,
+        the corrections (what an agent had wrong), the plan, what is failing, attempts and how they ended,
+        decisions, where the work stopped, files and last results. Task state, not a chat replay: read it
+        before continuing the task."""
+        return guarded(lambda: brief.render(ledger().state(entry_for(task, project).task_id), max_chars=max_chars))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                             open_world_hint=False))
+    def record(
+        ctx: ToolContext,
+        kind: Annotated[
+            recording.Kind,
+            Field(description="What to record. requirement: what the task must do (text; replaces: the position of "
+                              "a requirement this rewords). correction: a misunderstanding the user corrected (text; "
+                              "wrong: what was wrong). decision: a choice made (text; reason; rejected: the "
+                              "alternatives turned down). attempt_start: an approach being tried now (text). "
+                              "attempt_end: how the open attempt ended (outcome; reason, required when it failed). "
+                              "next_step: what the work means to do next (text). note: anything else (text). "
+                              "checkpoint: a named point, with git HEAD and dirty state (label; note)."),
+        ],
+        text: Annotated[str | None, Field(description="The requirement, correction, decision, attempt, next step "
+                                                      "or note, in full.")] = None,
+        wrong: Annotated[str | None, Field(description="correction: what the agent had wrong.")] = None,
+        reason: Annotated[str | None, Field(description="decision: why it was decided. attempt_end: why it ended "
+                                                        "(required when it failed).")] = None,
+        rejected: Annotated[list[str] | None, Field(description="decision: the alternatives turned down.")] = None,
+        replaces: Annotated[int | None, Field(ge=1, description="requirement: the position of the requirement "
+                                                                "this rewords.")] = None,
+        outcome: Annotated[recording.Outcome | None, Field(description="attempt_end: how the attempt ended.")] = None,
+        label: Annotated[str | None, Field(description="checkpoint: its name (replay can go back to it).")] = None,
+        note: Annotated[str | None, Field(description="checkpoint: what holds at this point.")] = None,
+        task: TaskArg = None,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """Record one fact in the task's ledger as you work, for whoever resumes the task. Each kind takes its own
+        fields (see kind); a field another kind takes is an error. Returns the task number, the event's position
+        and its type. Rules of the task's state hold: attempt_end needs an open attempt, attempt_start needs none."""
+        params = ctx.session.client_params
+        actor = actor_for(params.client_info.name if params is not None else None)
+        where = project_for(project)
+
+        def body() -> dict[str, Any]:
+            event_class, fields = recording.event(
+                kind, cwd=where, text=text, wrong=wrong, reason=reason, rejected=rejected, replaces=replaces,
+                outcome=outcome, label=label, note=note,
+            )
+            entry = entry_for(task, project)
+            after = ledger().append(entry.task_id, event_class, **fields, actor=actor)
+            return {"task": entry.number, "position": after.position, "event": event_class.__name__, "actor": actor}
+
+        return guarded(body)
+
+    @server.tool(annotations=reads)
+    def why(
+        target: Annotated[str, Field(description="A file path (as recorded, or its end: src/app.py), or PATH:LINE "
+                                                 "for one line as the file is now.")],
+        task: Annotated[str | int | None, Field(description="Only this task (number or slug prefix). "
+                                                            "Default: every task.")] = None,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """Why is this file (or line) like this? Every recorded change of it, newest first, each with the attempt,
+        the decision and the requirement or correction behind it. A line is followed back through later diffs."""
+
+        def body() -> dict[str, Any]:
+            path, line = reading.why_target(target)
+            opened = ledger()
+            entries = [entry_for(task, project)] if task is not None else opened.entries()
+            found = reading.why(opened, path, line, entries)
+            return {"path": path, "line": line, "changes": [c.model_dump(mode="json") for c in found]}
+
+        return guarded(body)
+
+    @server.tool(annotations=reads)
+    def log(
+        task: TaskArg = None,
+        project: ProjectArg = None,
+        types: Annotated[list[str] | None, Field(description="Only events of these types (e.g. DecisionRecorded, "
+                                                             "AttemptEnded, CommandRan, FileChanged).")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Only the last N matching events.")] = 50,
+        full: Annotated[bool, Field(description="Every field of each event (diffs, output tails), not only its "
+                                                "one-line summary.")] = False,
+    ) -> dict[str, Any]:
+        """The task's timeline, oldest first: each event's position, type, time, actor and a one-line summary."""
+
+        def body() -> dict[str, Any]:
+            keep = timeline.EventFilter(types=reading.event_types(types or (), "types"))
+            entry = entry_for(task, project)
+            events = reading.timeline(ledger(), entry.task_id, keep, limit)
+            rows = [timeline.as_record(e) for e in events]
+            if not full:
+                rows = [{k: r[k] for k in ("position", "type", "timestamp", "actor", "summary")} for r in rows]
+            return {"task": entry.number, "events": rows}
+
+        return guarded(body)
+
+    @server.tool(annotations=reads)
+    def replay(
+        at: Annotated[str, Field(description="The point: N (after event N), -N (N events back), an ISO time "
+                                             "(2026-11-28T14:00, UTC if no zone) or checkpoint:LABEL.")],
+        task: TaskArg = None,
+        project: ProjectArg = None,
+        max_chars: MaxChars = brief.INJECTION_DEFAULT,
+        include_state: Annotated[bool, Field(description="Also the full task state as JSON.")] = False,
+    ) -> dict[str, Any]:
+        """The task as it was at a point in its history: the continuation brief then (and the state, if asked),
+        the position it stands for and the task's last position now."""
+
+        def body() -> dict[str, Any]:
+            point = points.parse(at)
+            entry = entry_for(task, project)
+            opened = ledger()
+            position = reading.position(opened, entry.task_id, point)
+            then = opened.state(entry.task_id, at=position)
+            out: dict[str, Any] = {"task": entry.number, "at": position, "last": opened.state(entry.task_id).position,
+                                   "brief": brief.render(then, max_chars=max_chars)}
+            if include_state:
+                out["state"] = then.model_dump(mode="json")
+            return out
+
+        return guarded(body)
+
+    return server
+
+
+@click.command("mcp")
+@pass_context
+@fails_cleanly
+def mcp_command(ctx: Context) -> None:
+    """Serve the ledger to an MCP client over stdio (needs tasktrail[mcp]).
+
+    \b
+    Tools: list_tasks, resume_task, record, why, log, replay.
+
+    \b
+    The client runs it in its project folder; tools default to that project's active task.
+    Register it, e.g.:  claude mcp add tasktrail -- trail mcp
+    """
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError:
+        raise TrailError(MISSING_SDK) from None
+    build(ctx).run("stdio")
+
+
+COMMANDS: list[click.Command] = [mcp_command]

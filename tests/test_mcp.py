@@ -1,0 +1,225 @@
+"""`trail mcp` end to end: the MCP SDK's own client (``stdio_client`` + ``ClientSession``) against a real
+`trail mcp` subprocess, on a ledger in this test's TRAIL_HOME, run from a project folder of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import REPO, run_trail
+
+mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install -e '.[mcp]')")
+
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from mcp.types import CallToolResult, Implementation, TextContent  # noqa: E402
+
+TOOLS = {"list_tasks", "resume_task", "record", "why", "log", "replay"}
+KINDS = ["requirement", "correction", "decision", "attempt_start", "attempt_end", "next_step", "note", "checkpoint"]
+
+
+def _server(home: Path, cwd: Path, pythonpath: str = str(REPO)) -> StdioServerParameters:
+    env = {"TRAIL_HOME": str(home), "PYTHONPATH": pythonpath}
+    if url := os.environ.get("TRAIL_DATABASE_URL"):  # the postgres case of the ``home`` fixture
+        env["TRAIL_DATABASE_URL"] = url
+    return StdioServerParameters(command=sys.executable, args=["-c", "from cli.main import main; main()", "mcp"],
+                                 env=env, cwd=cwd)
+
+
+def _session(home: Path, cwd: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+    async def main() -> None:
+        with open(os.devnull, "w") as quiet:  # the server's log lines on stderr
+            async with stdio_client(_server(home, cwd), errlog=quiet) as (read, write), ClientSession(
+                read, write, client_info=Implementation(name="Test Client", version="1.0")
+            ) as session:
+                await session.initialize()
+                with anyio.fail_after(60):
+                    await body(session)
+
+    anyio.run(main)
+
+
+def _text(result: CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+async def _ok(session: ClientSession, tool: str, **arguments: Any) -> Any:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool} {arguments}: {_text(result)}"
+    return result.structured_content if result.structured_content is not None else _text(result)
+
+
+async def _fails(session: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} {arguments} should fail: {_text(result)}"
+    message = _text(result)
+    assert "\n" not in message and message.startswith(f"Error executing tool {tool}: "), message
+    return message.removeprefix(f"Error executing tool {tool}: ")
+
+
+@pytest.fixture
+def project(tmp_path: Path, home: Path) -> Path:
+    """A project folder (a git top level) whose active task is #1; another project holds task #2."""
+    here = tmp_path / "project"
+    (here / ".git").mkdir(parents=True)
+    (here / "src").mkdir()
+    elsewhere = tmp_path / "other"
+    (elsewhere / ".git").mkdir(parents=True)
+    run_trail("start", "Fix login timeout on slow networks", home=home, cwd=here, check=True)
+    run_trail("start", "Set up a Rust workspace", home=home, cwd=elsewhere, check=True)
+    return here
+
+
+def test_tools_and_their_schemas(home: Path, project: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 60, tool.name
+            assert tool.input_schema["type"] == "object"
+            for name, prop in tool.input_schema["properties"].items():
+                assert prop.get("description"), f"{tool.name}.{name} has no description"
+        record = tools["record"].input_schema
+        assert record["required"] == ["kind"]
+        assert record["properties"]["kind"]["enum"] == KINDS
+        assert {"text", "wrong", "reason", "rejected", "replaces", "outcome", "label", "note", "task",
+                "project"} <= set(record["properties"])
+        assert "ctx" not in record["properties"]
+        assert json.dumps(record["properties"]["outcome"]).count("failed") == 1
+        budget = tools["resume_task"].input_schema["properties"]["max_chars"]
+        assert (budget["default"], budget["maximum"]) == (9500, 10000)
+        assert tools["replay"].input_schema["required"] == ["at"]
+        assert tools["why"].input_schema["required"] == ["target"]
+        assert {"types", "limit"} <= set(tools["log"].input_schema["properties"])
+        assert tools["resume_task"].annotations is not None and tools["resume_task"].annotations.read_only_hint
+
+    _session(home, project, body)
+
+
+def test_record_resume_why_log_replay(home: Path, project: Path) -> None:
+    (project / "src" / "refresh.py").write_text("RETRIES = 10\n")
+
+    async def body(session: ClientSession) -> None:
+        listed = await _ok(session, "list_tasks")
+        assert [(t["number"], t["active"]) for t in listed["tasks"]] == [(1, True), (2, False)]
+
+        req = await _ok(session, "record", kind="requirement", text="Login must succeed on 3G (2 s RTT)")
+        assert (req["task"], req["event"], req["actor"]) == (1, "RequirementStated", "agent:Test-Client")
+        await _ok(session, "record", kind="correction", text="The retry loop is in auth/refresh.py",
+                  wrong="the global HTTP client")
+        dec = await _ok(session, "record", kind="decision", text="Cap refresh retries at 3 with backoff",
+                        reason="the server rejects more than 5 rapid retries",
+                        rejected=["Raise the client timeout to 30 s", "Circuit breaker"])
+        assert dec["event"] == "DecisionRecorded"
+        await _ok(session, "record", kind="attempt_start", text="Raise the HTTP client timeout")
+        await _ok(session, "record", kind="attempt_end", outcome="failed", reason="the token refresh retries forever")
+        await _ok(session, "record", kind="attempt_start", text="Bound the refresh retries")
+        await _ok(session, "record", kind="checkpoint", label="before-edit", note="tests red")
+        nxt = await _ok(session, "record", kind="next_step", text="Re-run tests/test_login.py on the 3G profile")
+
+        # A file changed through the CLI while the server runs: the server reads the ledger as it is now.
+        (project / "src" / "refresh.py").write_text("RETRIES = 3\nBACKOFF = 0.5\n")
+        run_trail("changed", "src/refresh.py", home=home, cwd=project, check=True)
+
+        text = await _ok(session, "resume_task")
+        for fact in ("Fix login timeout", "Login must succeed on 3G", "The retry loop is in auth/refresh.py",
+                     "Cap refresh retries at 3", "the token refresh retries forever",
+                     "Re-run tests/test_login.py on the 3G profile"):
+            assert fact in text, fact
+        assert len(text) <= 9500
+        small = await _ok(session, "resume_task", max_chars=300)
+        assert len(small) <= 300 and "Re-run tests/test_login.py" in small
+        assert "Cap refresh retries" not in small
+        assert "Set up a Rust workspace" in await _ok(session, "resume_task", task=2)
+        assert "Set up a Rust workspace" in await _ok(session, "resume_task", task="set-up")
+
+        why = await _ok(session, "why", target="src/refresh.py")
+        (change,) = why["changes"]
+        assert (change["task"], change["path"], change["operation"]) == (1, "src/refresh.py", "created")
+        assert change["decision"]["text"] == "Cap refresh retries at 3 with backoff"
+        assert change["decision"]["detail"] == "the server rejects more than 5 rapid retries"
+        assert change["attempt"]["text"] == "Bound the refresh retries"
+        line = await _ok(session, "why", target="refresh.py:2", task=1)
+        assert line["line"] == 2 and [c["position"] for c in line["changes"]] == [change["position"]]
+
+        timeline = await _ok(session, "log")
+        assert [e["type"] for e in timeline["events"]][:3] == ["TaskOpened", "RequirementStated", "CorrectionMade"]
+        assert timeline["events"][-1]["type"] == "FileChanged"
+        assert {e["actor"] for e in timeline["events"][1:-1]} == {"agent:Test-Client"}
+        decisions = await _ok(session, "log", types=["DecisionRecorded"], full=True)
+        assert [e["rejected"] for e in decisions["events"]] == [["Raise the client timeout to 30 s",
+                                                                  "Circuit breaker"]]
+        assert len((await _ok(session, "log", limit=2))["events"]) == 2
+
+        at = await _ok(session, "replay", at=str(req["position"]))
+        assert at["at"] == req["position"] and at["last"] == nxt["position"] + 1
+        assert "Login must succeed on 3G" in at["brief"] and "Cap refresh retries" not in at["brief"]
+        cp = await _ok(session, "replay", at="checkpoint:before-edit", include_state=True)
+        assert cp["state"]["next_step"] is None and "Cap refresh retries" in cp["brief"]
+        assert len((await _ok(session, "replay", at="-1", max_chars=250))["brief"]) <= 250
+
+    _session(home, project, body)
+    # What the agent recorded over MCP is what `trail resume` shows.
+    shown = run_trail("resume", home=home, cwd=project, check=True).stdout
+    assert "Cap refresh retries at 3 with backoff" in shown and "Re-run tests/test_login.py" in shown
+
+
+def test_bad_arguments_are_tool_errors_and_the_server_goes_on(home: Path, project: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        assert "no task #99" in await _fails(session, "resume_task", task=99)
+        assert "no task matches 'nope'" in await _fails(session, "record", kind="note", text="x", task="nope")
+        assert "no open attempt to end" in await _fails(session, "record", kind="attempt_end", outcome="succeeded")
+        await _ok(session, "record", kind="attempt_start", text="Try one thing")
+        assert "still open" in await _fails(session, "record", kind="attempt_start", text="Try another")
+        assert "reason: required" in await _fails(session, "record", kind="attempt_end", outcome="failed")
+        assert "no requirement at position 1" in await _fails(session, "record", kind="requirement", text="x",
+                                                              replaces=1)
+        assert await _fails(session, "record", kind="bogus", text="x") == (
+            "kind: Input should be " + ", ".join(f"'{k}'" for k in KINDS[:-1]) + f" or '{KINDS[-1]}'"
+        )
+        assert "text: required for a decision record" in await _fails(session, "record", kind="decision")
+        assert "wrong: not a field of a note record" in await _fails(session, "record", kind="note", text="x",
+                                                                    wrong="y")
+        assert "text: text must not be empty" in await _fails(session, "record", kind="note", text="   ")
+        assert "max_chars:" in await _fails(session, "resume_task", max_chars=20_000)
+        assert "is past the end" in await _fails(session, "replay", at="500")
+        assert "expected a position" in await _fails(session, "replay", at="yesterday-ish")
+        assert "types Nope: unknown event type" in await _fails(session, "log", types=["Nope"])
+        assert "line numbers start at 1" in await _fails(session, "why", target="src/a.py:0")
+        assert "Unknown tool" in _text(await session.call_tool("no_such_tool", {}))
+        # Still serving, and nothing was appended by the calls that failed.
+        log = await _ok(session, "log")
+        assert [e["type"] for e in log["events"]] == ["TaskOpened", "AttemptStarted"]
+
+    _session(home, project, body)
+
+
+def test_a_project_without_a_task_gets_none(home: Path, project: Path, tmp_path: Path) -> None:
+    lonely = tmp_path / "lonely"
+    (lonely / ".git").mkdir(parents=True)
+
+    async def body(session: ClientSession) -> None:
+        assert "no active task in " in await _fails(session, "resume_task")
+        assert "Fix login timeout" in await _ok(session, "resume_task", project=str(project / "src"))
+
+    _session(home, lonely, body)
+
+
+def test_without_the_sdk_one_line_names_the_extra(home: Path, tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "mcp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('No module named mcp')\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRAIL_DB"}
+    env.update(TRAIL_HOME=str(home), PYTHONPATH=f"{shadow.parent}{os.pathsep}{REPO}")
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "mcp"], env=env,
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == "trail: trail mcp needs the MCP SDK, which is not installed: pip install 'tasktrail[mcp]'\n"

@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import measures, systems
+from bench import measures, startup, systems
 from bench.tables import Table
 
 
@@ -58,6 +58,7 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     print(f"# tasktrail benchmarks ({mode} run, seed {seed})\n\n{datetime.now(UTC):%Y-%m-%d %H:%M UTC}; "
           f"{machine()}\n", flush=True)
     emit(measures.hook_path(plan))
+    emit(startup.table(plan.hook_repeat))
     trail = systems.grow_trail(plan, directory, log)
     print(f"Built the tasktrail task to {trail.built:,} events in {trail.build_seconds:,.1f} s "
           f"(appends {trail.append_seconds:,.1f} s; the rest is the measures taken at each size).\n", flush=True)

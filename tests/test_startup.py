@@ -51,7 +51,9 @@ def test_every_command_is_registered_with_its_own_one_line_help() -> None:
     for name, (target, short) in COMMANDS.items():
         command = load(name, target)
         for limit in (20, 45, 60, 94, 300):  # `trail --help` lists a stand-in with the registered help
-            assert click.Command(name, help=short).get_short_help_str(limit) == command.get_short_help_str(limit), name
+            assert click.Command(name, help=short).get_short_help_str(limit) == command.get_short_help_str(limit), (
+                f"`trail {name}`'s help changed: copy its first paragraph into cli.app.COMMANDS"
+            )
 
 
 def test_help_lists_every_command_in_order_and_loads_them_only_when_run() -> None:
@@ -103,3 +105,13 @@ def test_the_inbox_checked_before_reads_is_the_one_drained(url: str, monkeypatch
     monkeypatch.delenv("TRAIL_DB", raising=False)
     location = resolve(url)
     assert inbox_file(location) == inbox_path(location)
+
+
+def test_the_startup_benchmark_runs() -> None:
+    """`python -m bench.startup` cannot rot silently: one round gives every row (its figures are not judged here)."""
+    from bench import startup
+
+    table = startup.table(runs=1)
+    assert [row[0] for row in table.rows] == [startup.BARE, startup.HELP, startup.RESUME, startup.SESSION_START,
+                                              startup.LIBRARIES]
+    assert all(row[6] in ("yes", "**no**") for row in table.rows[1:4])

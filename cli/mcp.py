@@ -80,7 +80,13 @@ def build(state: Context) -> "MCPServer[Any]":
                 more = f" (and {cause.error_count() - 1} more)" if cause.error_count() > 1 else ""
                 raise ToolError(f"Error executing tool {name}: {where}: {one_line(error['msg'])}{more}") from None
 
-    server = Server(name="tasktrail", instructions=INSTRUCTIONS, log_level="WARNING")
+    try:
+        from importlib.metadata import version
+
+        ours = version("tasktrail")
+    except ImportError:  # PackageNotFoundError: run from a checkout that is not installed
+        ours = ""
+    server = Server(name="tasktrail", version=ours, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def guarded(body: Callable[[], T]) -> T:
         """Run ``body`` on the ledger; what the CLI reports as one line is one tool error line."""

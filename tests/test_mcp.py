@@ -78,6 +78,9 @@ def project(tmp_path: Path, home: Path) -> Path:
 
 def test_tools_and_their_schemas(home: Path, project: Path) -> None:
     async def body(session: ClientSession) -> None:
+        hello = await session.initialize()  # the handshake's answer, kept by the session
+        assert hello.server_info.name == "tasktrail" and hello.server_info.version
+        assert hello.instructions and "resume_task" in hello.instructions
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert set(tools) == TOOLS
         for tool in tools.values():

@@ -1,7 +1,7 @@
-"""The `trail` console script: routes the capture hook before anything heavy loads.
+"""The `trail` console script (also installed as `tasktrail`): routes the capture hook before anything heavy loads.
 
-`trail hook claude-code` runs on every tool call of the agent, so it must not pay for click,
-pydantic or eventsourcing; everything else goes to the click app in ``cli.app``.
+`trail hook claude-code` and `trail hook codex` run on every tool call of the agent, so they must not
+pay for click, pydantic or eventsourcing; everything else goes to the click app in ``cli.app``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 
 def main() -> None:
-    if sys.argv[1:3] == ["hook", "claude-code"]:
+    if sys.argv[1:2] == ["hook"] and sys.argv[2:3] in (["claude-code"], ["codex"]):  # hook.AGENTS
         from ledger.capture.hook import run
 
         sys.exit(run(sys.argv[2:]))

@@ -149,6 +149,79 @@ def patch_files(patch: str) -> list[tuple[str, str, str | None, str]]:
     return [(op, path, old, "\n".join(lines)) for op, path, old, lines in out]  # type: ignore[misc]
 
 
+def patch_items(
+    patch: str, where: str | None, key: ev.SourceKey, ts: Any, *, absolute_keys: bool = False
+) -> list[Item]:
+    """One ``FileChanged`` per file of an ``apply_patch`` text, keyed ``<call id>#<path as written>``,
+    or with ``absolute_keys`` ``<call id>#<absolute path before any move>``, the key a rollout's
+    ``patch_apply_end`` gives the same file (the hook sees the patch, the rollout its outcome)."""
+    items: list[Item] = []
+    for operation, path, renamed_from, section in patch_files(patch):
+        target = _absolute(path, where)
+        keyed = _absolute(renamed_from or path, where) if absolute_keys else path
+        items.append(
+            (
+                ev.FileChanged,
+                {
+                    "path": target,
+                    "operation": operation,
+                    "renamed_from": _absolute(renamed_from, where) if renamed_from else None,
+                    "diff": bounded(section),
+                    "actor": ACTOR,
+                    "timestamp": ts,
+                    "source": key.model_copy(update={"record": f"{key.record}#{keyed}"}),
+                },
+            )
+        )
+    return items
+
+
+def command_run_items(
+    shell: str | None,
+    argv: tuple[str, ...] | None,
+    run_cwd: str | None,
+    code: int | None,
+    ms: int | None,
+    stdout: str,
+    stderr: str,
+    key: ev.SourceKey,
+    ts: Any,
+    *,
+    where: str | None,
+    patched: bool,
+) -> list[Item]:
+    """A finished shell command (shared by the rollout importer and the live hook): its
+    ``CommandRan``, the patch it applied (an ``apply_patch`` heredoc, unless ``patched`` says a
+    ``patch_apply_end`` records it), its test run, and, when it exited 0, its deletes and renames."""
+    items: list[Item] = [
+        (
+            ev.CommandRan,
+            {
+                "shell": shell,
+                "argv": argv,
+                "cwd": run_cwd,
+                "exit_code": code,
+                "duration_ms": ms,
+                "stdout": bounded(stdout),
+                "stderr": bounded(stderr),
+                "actor": ACTOR,
+                "timestamp": ts,
+                "source": key,
+            },
+        )
+    ]
+    line = shell if shell is not None else shlex.join(argv or ())
+    if "*** Begin Patch" in line and code == 0 and not patched:
+        items.extend(patch_items(line, where, key, ts))
+    output = "\n".join(t for t in (stdout, stderr) if t)
+    test = test_item(line, code, output, ACTOR, key, ts)
+    if test is not None:
+        items.append(test)
+    if code == 0:
+        items.extend(file_effects(line, where, ACTOR, key, ts))
+    return items
+
+
 @dataclass
 class _Reply:
     text: str
@@ -227,54 +300,14 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
         call_id: str,
     ) -> None:
         nonlocal last_action
-        session.items.append(
-            (
-                ev.CommandRan,
-                {
-                    "shell": shell,
-                    "argv": argv,
-                    "cwd": run_cwd,
-                    "exit_code": code,
-                    "duration_ms": ms,
-                    "stdout": bounded(stdout),
-                    "stderr": bounded(stderr),
-                    "actor": ACTOR,
-                    "timestamp": ts,
-                    "source": key,
-                },
-            )
-        )
         line = shell if shell is not None else shlex.join(argv or ())
         last_action = f"ran {line[:200]}"
-        where = run_cwd or cwd
-        if "*** Begin Patch" in line and code == 0 and call_id not in patched:
-            session.items.extend(patch_items(line, where, key, ts))
-        output = "\n".join(t for t in (stdout, stderr) if t)
-        test = test_item(line, code, output, ACTOR, key, ts)
-        if test is not None:
-            session.items.append(test)
-        if code == 0:
-            session.items.extend(file_effects(line, where, ACTOR, key, ts))
-
-    def patch_items(patch: str, where: str | None, key: ev.SourceKey, ts: Any) -> list[Item]:
-        items: list[Item] = []
-        for operation, path, renamed_from, section in patch_files(patch):
-            target = _absolute(path, where)
-            items.append(
-                (
-                    ev.FileChanged,
-                    {
-                        "path": target,
-                        "operation": operation,
-                        "renamed_from": _absolute(renamed_from, where) if renamed_from else None,
-                        "diff": bounded(section),
-                        "actor": ACTOR,
-                        "timestamp": ts,
-                        "source": key.model_copy(update={"record": f"{key.record}#{path}"}),
-                    },
-                )
+        session.items.extend(
+            command_run_items(
+                shell, argv, run_cwd, code, ms, stdout, stderr, key, ts,
+                where=run_cwd or cwd, patched=call_id in patched,
             )
-        return items
+        )
 
     def handle(number: int, kind: str, payload: dict[str, Any], ts: Any) -> None:
         nonlocal prompts, origin, cwd, interrupted, wrong, last_action, reply, tokens
@@ -569,3 +602,115 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
     # task that holds them is the one this rollout continues (the importer looks them up).
     session.references = {c for c in call_ids if c and not c.startswith(f"{stem}:")}
     return session
+
+
+# -- live capture: Codex's own hooks (``trail hook codex``) -------------------------------------------
+
+_OUTPUT_HEAD = re.compile(
+    r"^(?:Chunk ID|Wall time|Process exited with code|Exit code|Original token count|Total output lines)\b"
+)
+_WALL = re.compile(r"^Wall time:\s*([\d.]+)\s*seconds?\s*$", re.M)
+_PATCH_FAILED = re.compile(r"^\s*(?:apply_patch verification failed|failed to apply|error\b|invalid patch)", re.I)
+
+
+def user_prompt(text: str) -> str:
+    """A prompt as the rollout importer keys and classifies it (Codex Desktop's file list dropped)."""
+    return _clean_prompt(text)
+
+
+def _exec_response(response: Any) -> tuple[str, str, int | None, int | None]:
+    """``(stdout, stderr, exit code, duration ms)`` of a shell call's ``tool_response``.
+
+    Codex gives the text the model saw: a header (``Chunk ID``, ``Wall time: S seconds``, ``Process
+    exited with code N`` or the older ``Exit code: N``, ``Original token count``) and the output after
+    ``Output:``. A structured object (``exit_code``, ``stdout``, ``stderr``, ``duration``) is read too."""
+    if isinstance(response, dict) and not {"text", "content"} & response.keys():
+        code = response.get("exit_code", response.get("exitCode"))
+        dur = response.get("duration")
+        ms = response.get("duration_ms")
+        if isinstance(dur, dict):
+            ms = int(dur.get("secs", 0) * 1000 + dur.get("nanos", 0) // 1_000_000)
+        out = response.get("stdout") or response.get("aggregated_output") or response.get("output") or ""
+        return (str(out), str(response.get("stderr") or ""), code if isinstance(code, int) else None,
+                ms if isinstance(ms, int) else None)
+    text, code = _output_text(response)
+    head, sep, body = text.partition("Output:\n")
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    if sep and lines and all(_OUTPUT_HEAD.match(ln) for ln in lines):
+        wall = _WALL.search(head)
+        return body, "", code, int(float(wall.group(1)) * 1000) if wall else None
+    return text, "", code, None
+
+
+def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
+    """Items for one Codex hook payload taken from the inbox (row = its inbox id).
+
+    The same events, with the same source keys, as ``map_rollout`` gives the rollout's records:
+    the call id (``tool_use_id``) for a tool call, ``reply:<hash>:0`` for the turn's last message,
+    so a session captured live and later imported lands once. UserPromptSubmit gives nothing here
+    (prompts need the task's history to classify: ``capture.inbox``); SessionStart neither (the
+    inbox links the conversation)."""
+    session = str(payload.get("session_id") or "unknown")
+    event = payload.get("hook_event_name")
+    src = ev.SourceKey(agent=AGENT, session=session, record=f"hook:{row}")
+    cwd = payload["cwd"] if isinstance(payload.get("cwd"), str) and payload["cwd"] else None
+    if event == "PostToolUse":
+        name = str(payload.get("tool_name") or "?")
+        key = src.model_copy(update={"record": str(payload.get("tool_use_id") or src.record)})
+        given = payload.get("tool_input")
+        data: dict[str, Any] = given if isinstance(given, dict) else {}
+        response = payload.get("tool_response")
+        if name == "Bash" or name in SHELL_TOOLS:
+            shell, argv = _shell_line(data.get("command") or data.get("cmd"))
+            stdout, stderr, code, ms = _exec_response(response)
+            if code is None and (_RUNNING.search(stdout[:2000]) or _REJECTED.match(stdout)):
+                return []  # still running (a later poll ends it), or the user declined it
+            run_cwd = data["workdir"] if isinstance(data.get("workdir"), str) else cwd
+            return command_run_items(shell, argv, run_cwd, code, ms, stdout, stderr, key, timestamp,
+                                     where=run_cwd, patched=False)
+        text, code = _output_text(response)
+        if _REJECTED.match(text):
+            return []
+        if name == "apply_patch":
+            patch = str(data.get("command") or data.get("input") or data.get("patch") or "")
+            if code in (0, None) and not _PATCH_FAILED.match(text):
+                return patch_items(patch, cwd, key, timestamp, absolute_keys=True)
+            return [(ev.ToolResult, {
+                "tool": "apply_patch", "call_id": key.record, "ok": False,
+                "output": bounded(text) or bounded("failed"), "actor": "tool:apply_patch",
+                "timestamp": timestamp, "source": key.model_copy(update={"record": key.record + "#result"}),
+            })]
+        if name == "update_plan":
+            steps = [(str(s.get("step", "")), str(s.get("status", "")))
+                     for s in data.get("plan") or () if isinstance(s, dict)]
+            return plan_items(steps, ACTOR, key, timestamp)
+        failed = isinstance(response, dict) and bool(response.get("isError") or response.get("is_error"))
+        return [
+            (ev.ToolCalled, {
+                "tool": name, "call_id": key.record, "input": bounded(json.dumps(data, default=str)),
+                "actor": ACTOR, "timestamp": timestamp,
+                "source": key.model_copy(update={"record": key.record + "#call"}),
+            }),
+            (ev.ToolResult, {
+                "tool": name, "call_id": key.record, "ok": code in (0, None) and not failed,
+                "output": bounded(text) or bounded(" "), "actor": "tool:" + re.sub(r"\s", "_", name),
+                "timestamp": timestamp, "source": key.model_copy(update={"record": key.record + "#result"}),
+            }),
+        ]
+    if event in ("Stop", "PreCompact", "PostCompact"):
+        label = {"Stop": "agent stopped", "PreCompact": "before compaction",
+                 "PostCompact": "after compaction"}[str(event)]
+        trigger = payload.get("trigger")
+        items: list[Item] = [(ev.CheckpointMarked, {
+            "label": f"{label} ({trigger})" if trigger else label,
+            "actor": ACTOR, "source": src, "timestamp": timestamp,
+        })]
+        said = payload.get("last_assistant_message")
+        if event == "Stop" and isinstance(said, str) and said.strip():
+            record = "reply:" + prompt_record(said.strip(), {}).removeprefix("prompt:")
+            items.append((ev.AgentReplied, {
+                "text": bound(said.strip(), REPLY_LIMIT), "actor": ACTOR, "timestamp": timestamp,
+                "source": ev.SourceKey(agent=AGENT, session=session, record=record),
+            }))
+        return items
+    return []

@@ -1,4 +1,4 @@
-"""`trail hook claude-code`: the lean entry point Claude Code runs on every hook event.
+"""`trail hook claude-code` / `trail hook codex`: the lean entry point the agents run on every hook event.
 
 It must cost little and never break the agent, so it imports only the standard library (plus
 ``ledger.location`` and ``ledger.redact``, which are stdlib-only at import): it redacts the
@@ -24,7 +24,8 @@ INBOX_DDL = (
     "CREATE TABLE IF NOT EXISTS capture_inbox ("
     "id INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, received REAL NOT NULL, payload TEXT NOT NULL)"
 )
-AGENTS = ("claude-code",)
+AGENTS = ("claude-code", "codex")
+"""The agents whose hook payloads the inbox takes (its ``agent`` column; ``capture.inbox`` routes by it)."""
 
 
 def ledger_file() -> str:
@@ -94,13 +95,13 @@ def enqueue(path: str, agent: str, payload: dict[str, Any]) -> int:
         conn.close()
 
 
-def spool(raw: str, reason: str) -> str:
+def spool(raw: str, reason: str, agent: str = "claude-code") -> str:
     """Keep a payload that could not be taken in, for ``trail doctor --retry``."""
     folder = deadletter_dir()
     os.makedirs(folder, exist_ok=True)
     target = os.path.join(folder, f"{time.time_ns()}-{os.getpid()}.json")
     with open(target, "w") as handle:
-        json.dump({"reason": reason, "raw": raw}, handle)
+        json.dump({"reason": reason, "agent": agent, "raw": raw}, handle)
     return target
 
 
@@ -120,14 +121,14 @@ def run(argv: list[str]) -> int:
             # Answering with state needs the ledger: only this event pays for the heavy imports.
             from ledger.capture.inbox import session_start_answer
 
-            answer = session_start_answer(payload)
+            answer = session_start_answer(payload, agent)
             if answer:
                 sys.stdout.write(answer)
     except Exception as exc:  # a hook must never break the agent: report, keep the payload, exit 0
         where = ""
         try:
             # Once queued the payload is safe in the inbox; only a payload the inbox never took is spooled.
-            where = f"; payload kept in {spool(raw, str(exc))}" if raw and not queued else ""
+            where = f"; payload kept in {spool(raw, str(exc), agent)}" if raw and not queued else ""
         except Exception as spool_exc:
             where = f"; could not keep the payload: {spool_exc}"
         print(f"trail hook {agent}: {type(exc).__name__}: {exc}{where}".replace("\n", " "), file=sys.stderr)

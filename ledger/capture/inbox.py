@@ -6,13 +6,16 @@ events carry a source key (the tool call id, else ``hook:<inbox id>``), so two d
 the same rows append them once (``writer.append_unseen``); rows are deleted only after their
 events are saved. A session is bound to a task at its first event (``_bind``): the task its
 conversation is linked to, else its project's active task while that takes work, else a new
-task named after its first prompt; until then its rows wait in the inbox.
+task named after its first prompt; until then its rows wait in the inbox. Rows are grouped by
+(agent, session) and each is read by its agent's mapping (``AGENTS``); the routing rules are the same
+for every agent.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +24,7 @@ from uuid import UUID
 
 from ledger import events as ev
 from ledger import refs
-from ledger.capture import claude_code
+from ledger.capture import claude_code, codex
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.hook import INBOX_DDL, inbox_for_url, spool
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
@@ -46,25 +49,44 @@ class Drained:
     tasks: set[UUID] = field(default_factory=set)
 
 
+@dataclass(frozen=True)
+class _Agent:
+    """How one agent's hook payloads become items: its name (the source keys' agent), its actor,
+    its mapping of one payload, and how it cleans a prompt (as its transcript importer does)."""
+
+    name: str
+    actor: str
+    items: Callable[[dict[str, Any], int, Any], list[Item]]
+    prompt: Callable[[str], str]
+
+
+AGENTS: dict[str, _Agent] = {
+    claude_code.AGENT: _Agent(claude_code.AGENT, claude_code.ACTOR, claude_code.hook_items, clean_prompt),
+    codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt),
+}
+
+
 @dataclass
 class _Row:
     id: int
     received: float
     payload: dict[str, Any]
+    agent: str = claude_code.AGENT
 
 
 def _rows(conn: sqlite3.Connection, drained: Drained) -> list[_Row]:
     rows = []
-    for row_id, received, text in conn.execute("SELECT id, received, payload FROM capture_inbox ORDER BY id"):
+    query = "SELECT id, received, payload, agent FROM capture_inbox ORDER BY id"
+    for row_id, received, text, agent in conn.execute(query):
         try:
             payload = json.loads(text)
             if not isinstance(payload, dict):
                 raise ValueError("not a JSON object")
         except ValueError as exc:
-            drained.dead.append(str(spool(text, f"inbox row {row_id}: {exc}")))
+            drained.dead.append(str(spool(text, f"inbox row {row_id}: {exc}", agent)))
             conn.execute("DELETE FROM capture_inbox WHERE id = ?", (row_id,))
             continue
-        rows.append(_Row(row_id, received, payload))
+        rows.append(_Row(row_id, received, payload, agent))
     conn.commit()
     return rows
 
@@ -85,14 +107,14 @@ class _Binding:
     """The task is paused or blocked: the session's work makes it active again."""
 
 
-def _bind(ledger: Ledger, location: Location, session: str, rows: list[_Row]) -> _Binding:
+def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows: list[_Row]) -> _Binding:
     """Where a session's rows go, decided at its first event (see docs/capture.md, "Routing").
 
     The task the session is linked to; else the project's active task while it takes work
     (active, paused, blocked); else a new task from the session's first prompt. A session in a
     project with no task waits for that prompt and never lands in another project's task."""
     closed = None
-    found = task_for_session(ledger, location, claude_code.AGENT, session)
+    found = task_for_session(ledger, location, agent.name, session)
     if found is None:
         project = project_of(next((str(r.payload["cwd"]) for r in rows if r.payload.get("cwd")), None))
         found = refs.active_task_id(location, project) if project else None
@@ -106,51 +128,55 @@ def _bind(ledger: Ledger, location: Location, session: str, rows: list[_Row]) ->
     prompt = next(
         (str(r.payload.get("prompt") or "") for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit"), ""
     )
-    if not clean_prompt(prompt):
+    if not agent.prompt(prompt):
         return _Binding(closed=closed)
-    return _Binding(opened=title_from(clean_prompt(prompt)), closed=closed)
+    return _Binding(opened=title_from(agent.prompt(prompt)), closed=closed)
 
 
-def _items(ledger: Ledger, location: Location, task: UUID | None, session: str, rows: list[_Row]) -> list[Item]:
+def _items(
+    ledger: Ledger, location: Location, agent: _Agent, task: UUID | None, session: str, rows: list[_Row]
+) -> list[Item]:
     first_row = rows[0]
     items: list[Item] = [
         (
             ev.ConversationLinked,
             {
-                "agent": claude_code.AGENT,
+                "agent": agent.name,
                 "session_id": session,
                 "actor": "system",
                 "transcript": first_row.payload.get("transcript_path"),
                 "timestamp": datetime.fromtimestamp(first_row.received, UTC),
-                "source": ev.SourceKey(agent=claude_code.AGENT, session=session, record="link"),
+                "source": ev.SourceKey(agent=agent.name, session=session, record="link"),
             },
         )
     ]
     if task is not None:
         state = ledger.state(task)
         first = not state.requirements and not state.corrections
-        seen = _prompts_seen(ledger, location, task, state.position, session)
+        seen = _prompts_seen(ledger, location, agent, task, state.position, session)
     else:
         first, seen = True, {}
     for row in rows:
         ts = datetime.fromtimestamp(row.received, UTC)
         if row.payload.get("hook_event_name") == "UserPromptSubmit":
-            text = clean_prompt(str(row.payload.get("prompt") or ""))
+            text = agent.prompt(str(row.payload.get("prompt") or ""))
             if text:
                 record = prompt_record(text, seen)  # the key an import of the transcript gives it too
-                src = ev.SourceKey(agent=claude_code.AGENT, session=session, record=record)
+                src = ev.SourceKey(agent=agent.name, session=session, record=record)
                 items.append(prompt_item(classify(text, first=first), text, src, ts))
                 first = False
             continue
-        items.extend(claude_code.hook_items(row.payload, row.id, ts))
+        items.extend(agent.items(row.payload, row.id, ts))
     return items
 
 
-def _prompts_seen(ledger: Ledger, location: Location, task: UUID, upto: int, session: str) -> dict[str, int]:
+def _prompts_seen(
+    ledger: Ledger, location: Location, agent: _Agent, task: UUID, upto: int, session: str
+) -> dict[str, int]:
     """How many prompts of each text hash this session already has in the task."""
     seen: dict[str, int] = {}
-    for agent, sess, record in stored_keys(ledger, location, task, upto):
-        if agent == claude_code.AGENT and sess == session and record.startswith(PROMPT_KEY):
+    for name, sess, record in stored_keys(ledger, location, task, upto):
+        if name == agent.name and sess == session and record.startswith(PROMPT_KEY):
             digest, _, count = record.removeprefix(PROMPT_KEY).partition(":")
             if count.isdigit():
                 seen[digest] = max(seen.get(digest, 0), int(count) + 1)
@@ -158,10 +184,10 @@ def _prompts_seen(ledger: Ledger, location: Location, task: UUID, upto: int, ses
 
 
 def _land(
-    ledger: Ledger, location: Location, binding: _Binding, session: str, rows: list[_Row]
+    ledger: Ledger, location: Location, agent: _Agent, binding: _Binding, session: str, rows: list[_Row]
 ) -> tuple[UUID, Appended]:
     """Append a session's rows to its task, opening that task first when it is new (one transaction)."""
-    items = _items(ledger, location, binding.task, session, rows)
+    items = _items(ledger, location, agent, binding.task, session, rows)
     stamp = datetime.fromtimestamp(rows[0].received, UTC)
     if binding.closed is not None:
         other = ledger.state(binding.closed)
@@ -174,7 +200,7 @@ def _land(
         return binding.task, append_unseen(ledger, location, binding.task, items)
     cwd = next((str(r.payload["cwd"]) for r in rows if r.payload.get("cwd")), None)
     assert binding.opened is not None
-    task, done = open_with(ledger, binding.opened, items, cwd=cwd, actor=claude_code.ACTOR, timestamp=stamp)
+    task, done = open_with(ledger, binding.opened, items, cwd=cwd, actor=agent.actor, timestamp=stamp)
     refs.set_active(location, task, ledger.state(task).project)
     return task, done
 
@@ -196,15 +222,19 @@ def drain(ledger: Ledger, location: Location) -> Drained:
     try:
         conn.execute(INBOX_DDL)
         rows = _rows(conn, drained)
-        sessions: dict[str, list[_Row]] = {}
+        sessions: dict[tuple[str, str], list[_Row]] = {}
         for row in rows:
-            sessions.setdefault(str(row.payload.get("session_id") or "unknown"), []).append(row)
-        for session, session_rows in sessions.items():
-            binding = _bind(ledger, location, session, session_rows)
+            sessions.setdefault((row.agent, str(row.payload.get("session_id") or "unknown")), []).append(row)
+        for (name, session), session_rows in sessions.items():
+            agent = AGENTS.get(name)
+            if agent is None:  # a row from a newer trail's agent: kept for the version that knows it
+                drained.waiting += len(session_rows)
+                continue
+            binding = _bind(ledger, location, agent, session, session_rows)
             if binding.task is None and binding.opened is None:
                 drained.waiting += len(session_rows)
                 continue
-            task, done = _land(ledger, location, binding, session, session_rows)
+            task, done = _land(ledger, location, agent, binding, session, session_rows)
             drained.rejected += [f"{fields.get('source')}: {why}" for (_, fields), why in done.rejected]
             with conn:
                 conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in session_rows])
@@ -216,7 +246,7 @@ def drain(ledger: Ledger, location: Location) -> Drained:
     return drained
 
 
-def session_start_answer(payload: dict[str, Any]) -> str:
+def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT) -> str:
     """Drain at once and answer SessionStart with the task's brief as additional context ("" if none)."""
     import os
 
@@ -228,7 +258,7 @@ def session_start_answer(payload: dict[str, Any]) -> str:
     ledger = open_ledger(location)
     try:
         drain(ledger, location)
-        task = task_for_session(ledger, location, claude_code.AGENT, str(payload.get("session_id") or ""))
+        task = task_for_session(ledger, location, agent, str(payload.get("session_id") or ""))
         if task is None:
             return ""
         state = ledger.state(task)

@@ -11,6 +11,7 @@ import sys
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 import click
 
@@ -132,19 +133,60 @@ def stats_command(ctx: Context, names: tuple[str, ...], task_ref: str | None, as
 @click.option(
     "--parquet",
     "directory",
-    required=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory to write task-N-SLUG.parquet into.",
 )
+@click.option(
+    "--agent-trace",
+    "trace_file",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="File to write Agent Trace records into (JSON Lines, one per recorded change; - for stdout).",
+)
 @pass_context
 @fails_cleanly
-def export_command(ctx: Context, task_ref: str | None, directory: Path) -> None:
-    """Write one task's events (the read model's events table) to a Parquet file."""
+def export_command(ctx: Context, task_ref: str | None, directory: Path | None, trace_file: Path | None) -> None:
+    """Write one task's events (the read model's events table) to a Parquet file, or the line ranges its
+    recorded changes added as Agent Trace records."""
+    if (directory is None) == (trace_file is None):
+        raise click.UsageError("choose one of --parquet DIR and --agent-trace FILE")
     entry = ctx.entry(task_ref)
+    if trace_file is not None:
+        _export_agent_trace(ctx, entry.task_id, entry.number, trace_file)
+        return
+    assert directory is not None
     from projections import readmodel
 
     target, count = readmodel.export_parquet(_refreshed(ctx), entry.task_id, directory)
     click.echo(f"wrote {count} events of task #{entry.number} to {target}")
+
+
+def _export_agent_trace(ctx: Context, task_id: UUID, number: int, target: Path) -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    import orjson
+
+    from ledger.errors import TrailError
+    from projections import agent_trace
+
+    try:
+        tool_version = version("tasktrail")
+    except PackageNotFoundError:
+        tool_version = "0"
+    built = agent_trace.build(ctx.ledger().task_events(task_id), tool_version)
+    lines = b"".join(orjson.dumps(record) + b"\n" for record in built.records)
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(built.skipped.items()))
+    summary = f"{len(built.records)} Agent Trace records of task #{number}" + (f" (skipped: {skipped})" if skipped
+                                                                               else "")
+    if str(target) == "-":
+        sys.stdout.buffer.write(lines)
+        sys.stdout.flush()
+        click.echo(summary, err=True)
+        return
+    try:
+        target.write_bytes(lines)
+    except OSError as exc:
+        raise TrailError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {summary} to {target}")
 
 
 COMMANDS: list[click.Command] = [query_command, stats_command, export_command]

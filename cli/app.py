@@ -78,7 +78,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "failing-commands, stalled, timelines, timeline (one task, by day). Without QUERY: all of them "
               "(timeline only with --task)."),
     "export": ("cli.analytics:export_command", "Write one task's events (the read model's events table) to a Parquet "
-               "file."),
+               "file, or the line ranges its recorded changes added as Agent Trace records."),
     "compact": ("cli.compact:compact_command", "Move a task's oldest events to a Parquet archive beside the ledger."),
     "migrate": ("cli.admin:migrate", "Copy every stored event (and the task registry) to another ledger, hash chains "
                 "intact."),

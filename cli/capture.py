@@ -1,19 +1,17 @@
-"""Capture commands: import transcripts, install the Claude Code hooks, the hook itself, doctor, reclassify."""
+"""Capture commands: import transcripts, install the agents' hooks (cli/install.py), the hook itself, doctor,
+reclassify."""
 
 from __future__ import annotations
 
-import difflib
 import json
-import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument
-from ledger.errors import TrailError
+from cli.install import install_group, uninstall_group  # `trail install` / `trail uninstall`
 
 # -- trail import -----------------------------------------------------------------------------------
 
@@ -111,147 +109,6 @@ def import_codex(
     _run_import(ctx, "codex", paths, task, as_json, project, since)
 
 
-# -- trail install / uninstall claude-code -----------------------------------------------------------
-
-HOOK_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PreCompact",
-    "Stop",
-    "SessionEnd",
-)
-TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
-HOOK_SUFFIX = " hook claude-code"
-
-
-def _hook_command() -> str:
-    trail = shutil.which("trail") or "trail"
-    return f"{trail}{HOOK_SUFFIX}"
-
-
-def _is_ours(hook: Any) -> bool:
-    command = hook.get("command", "") if isinstance(hook, dict) else ""
-    return isinstance(command, str) and command.endswith(HOOK_SUFFIX) and "trail" in command
-
-
-def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` with tasktrail's hooks taken out and everything else kept as it was."""
-    hooks = settings.get("hooks")
-    if not isinstance(hooks, dict):
-        return settings
-    kept: dict[str, Any] = {}
-    for event, groups in hooks.items():
-        if not isinstance(groups, list):
-            kept[event] = groups
-            continue
-        new_groups = []
-        for group in groups:
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                inner = [h for h in group["hooks"] if not _is_ours(h)]
-                if inner:
-                    new_groups.append({**group, "hooks": inner})
-            else:
-                new_groups.append(group)
-        if new_groups:
-            kept[event] = new_groups
-    result = {**settings, "hooks": kept}
-    if not kept:
-        del result["hooks"]
-    return result
-
-
-def with_ours(settings: dict[str, Any], command: str) -> dict[str, Any]:
-    """``settings`` with exactly one copy of tasktrail's hooks (the user's own are kept)."""
-    result = without_ours(settings)
-    hooks = dict(result.get("hooks") or {})
-    for event in HOOK_EVENTS:
-        entry: dict[str, Any] = {
-            "type": "command",
-            "command": command,
-            "timeout": 30 if event == "SessionStart" else 10,
-        }
-        group: dict[str, Any] = {"hooks": [entry]}
-        if event in TOOL_EVENTS:
-            group = {"matcher": "*", **group}
-        hooks[event] = [*(hooks.get(event) or []), group]
-    return {**result, "hooks": hooks}
-
-
-def _settings_path(project: bool) -> Path:
-    return (Path.cwd() / ".claude" if project else Path.home() / ".claude") / "settings.json"
-
-
-def _read_settings(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError) as exc:
-        raise TrailError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise TrailError(f"{path} does not hold a JSON object")
-    return data
-
-
-def _write_settings(path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool) -> None:
-    old = json.dumps(before, indent=2).splitlines() if before else []
-    new = json.dumps(after, indent=2).splitlines()
-    if old == new:
-        click.echo(f"{path}: already up to date")
-        return
-    if dry_run:
-        click.echo("\n".join(difflib.unified_diff(old, new, str(path), str(path), lineterm="")))
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(after, indent=2) + "\n")
-    tmp.replace(path)  # atomic: Claude Code never reads a half-written file
-    click.echo(f"{path}: updated")
-
-
-_scope = click.option(
-    "--project/--user",
-    "project",
-    default=True,
-    help="The project's .claude/settings.json (default) or the user's ~/.claude/settings.json.",
-)
-_dry = click.option("--dry-run", is_flag=True, help="Show the change as a diff; write nothing.")
-
-
-@click.group("install")
-def install_group() -> None:
-    """Install live capture into an agent."""
-
-
-@install_group.command("claude-code")
-@_scope
-@_dry
-@fails_cleanly
-def install_claude_code(project: bool, dry_run: bool) -> None:
-    """Add tasktrail's hooks to Claude Code's settings.json, keeping every hook already there."""
-    path = _settings_path(project)
-    before = _read_settings(path)
-    _write_settings(path, before, with_ours(before, _hook_command()), dry_run)
-
-
-@click.group("uninstall")
-def uninstall_group() -> None:
-    """Remove live capture from an agent."""
-
-
-@uninstall_group.command("claude-code")
-@_scope
-@_dry
-@fails_cleanly
-def uninstall_claude_code(project: bool, dry_run: bool) -> None:
-    """Remove tasktrail's hooks (only ours) from Claude Code's settings.json."""
-    path = _settings_path(project)
-    before = _read_settings(path)
-    _write_settings(path, before, without_ours(before), dry_run)
-
-
 # -- trail hook (the click route; `trail` itself dispatches it before click loads) ---------------------
 
 
@@ -266,6 +123,14 @@ def hook_claude_code() -> None:
     from ledger.capture.hook import run
 
     sys.exit(run(["claude-code"]))
+
+
+@hook_group.command("codex")
+def hook_codex() -> None:
+    """Take one Codex hook payload from stdin into the capture inbox; never fails the agent."""
+    from ledger.capture.hook import run
+
+    sys.exit(run(["codex"]))
 
 
 # -- trail doctor ----------------------------------------------------------------------------------
@@ -287,8 +152,9 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     if retry:
         for file in files:
             try:
-                raw = json.loads(file.read_text())["raw"]
-                hook.enqueue(str(inbox_path(ctx.location)), "claude-code", hook.parse(raw))
+                letter = json.loads(file.read_text())
+                agent = str(letter.get("agent") or "claude-code")  # letters from before Codex hooks name none
+                hook.enqueue(str(inbox_path(ctx.location)), agent, hook.parse(letter["raw"]))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 failed.append(f"{file}: {exc}")
                 continue

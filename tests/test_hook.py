@@ -1,4 +1,5 @@
-"""Live capture: the Claude Code hook in real processes, its inbox, dead letters, install and reclassify."""
+"""Live capture: the Claude Code hook in real processes, its inbox, dead letters and reclassify
+(install: tests/test_install.py)."""
 
 from __future__ import annotations
 
@@ -170,41 +171,6 @@ def test_concurrent_hooks_all_land_in_order_once(home: Path, ledger: Ledger) -> 
     for k in range(chains):
         mine = [c for c in commands if c and c.startswith(f"step {k} ")]
         assert mine == [f"step {k} {i}" for i in range(length)]
-
-
-def test_install_merges_idempotently_and_uninstall_removes_only_ours(home: Path, tmp_path: Path) -> None:
-    project = tmp_path / "proj"
-    settings = project / ".claude" / "settings.json"
-    settings.parent.mkdir(parents=True)
-    mine = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}
-    settings.write_text(json.dumps({"model": "opus", "hooks": {"PostToolUse": [mine]}}))
-
-    def trail(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", "from cli.main import main; main()", *args],
-            cwd=project,
-            capture_output=True,
-            text=True,
-            env=_env(home),
-            timeout=60,
-        )
-
-    before = settings.read_text()
-    dry = trail("install", "claude-code", "--project", "--dry-run")
-    assert dry.returncode == 0 and "+" in dry.stdout and "hook claude-code" in dry.stdout
-    assert settings.read_text() == before
-    assert trail("install", "claude-code").returncode == 0
-    once = json.loads(settings.read_text())
-    assert trail("install", "claude-code").returncode == 0
-    assert json.loads(settings.read_text()) == once  # idempotent
-    assert once["model"] == "opus" and once["hooks"]["PostToolUse"][0] == mine
-    ours = [h["command"] for groups in once["hooks"].values() for g in groups for h in g["hooks"]]
-    assert sum(c.endswith("hook claude-code") for c in ours) == 7
-    assert trail("uninstall", "claude-code").returncode == 0
-    assert json.loads(settings.read_text()) == {"model": "opus", "hooks": {"PostToolUse": [mine]}}
-    settings.write_text("[1, 2")
-    broken = trail("install", "claude-code")
-    assert broken.returncode == 1 and str(settings) in broken.stderr and settings.read_text() == "[1, 2"
 
 
 def test_reclassify_moves_the_prompt_and_keeps_the_log(home: Path, ledger: Ledger) -> None:

@@ -1,0 +1,444 @@
+"""`trail install` / `trail uninstall`: live capture (and the MCP server) wired into Claude Code and Codex.
+
+Which command the agents run depends on who reads the file. A file shared with the team (the
+repository's ``.claude/settings.json``, ``.mcp.json``, ``.codex/``) gets only a name found on PATH
+(``trail``, or ``tasktrail`` where another program owns ``trail``), never this machine's path; when
+neither name is ours the command refuses and names the per-user scope. A per-user file
+(``.claude/settings.local.json``, ``~/.claude/settings.json``, ``~/.codex/``) gets the absolute path
+of this installation's script, so the hooks run whatever PATH the agent has. Project files go to
+the repository root (``ledger.project.project_of``) from whichever subfolder the command runs in.
+
+Every edit keeps what the user has: JSON files are merged (ours are recognised by their command,
+``… hook claude-code`` / ``… hook codex`` / ``… mcp``), Codex's ``config.toml`` is edited line by line
+(``cli.tomlpatch``). Installing twice changes nothing; uninstalling removes only ours, and a file or
+folder that holds nothing else afterwards goes too. Files are replaced atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli import tomlpatch
+from cli.context import fails_cleanly
+from ledger.errors import TrailError
+
+NAMES = ("trail", "tasktrail")
+"""The console scripts of this package (pyproject ``[project.scripts]``): the same program."""
+SERVER = "tasktrail"
+"""The name the MCP server is registered under."""
+
+
+# -- which command the agents run --------------------------------------------------------------------
+
+
+def _is_ours(path: str) -> bool:
+    """Whether the script at ``path`` is this package's (a console script that calls ``cli.main``)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b"cli.main" in head
+
+
+def on_path() -> str | None:
+    """The name under which PATH finds this program (``trail``, else ``tasktrail``), or None."""
+    for name in NAMES:
+        found = shutil.which(name)
+        if found and _is_ours(found):
+            return name
+    return None
+
+
+def this_script() -> str:
+    """The absolute path of this installation's script (next to the interpreter, else on PATH)."""
+    for name in NAMES:
+        beside = Path(sys.executable).parent / name
+        if beside.is_file() and _is_ours(str(beside)):
+            return str(beside)
+    for name in NAMES:
+        found = shutil.which(name)
+        if found and _is_ours(found):
+            return str(Path(found).resolve())
+    raise TrailError("cannot find the trail script of this installation; reinstall tasktrail (pip install -e .)")
+
+
+def shared_command(where: str, personal: str) -> str:
+    """The PATH name for a file shared with the team, or a one-line refusal naming ``personal``."""
+    name = on_path()
+    if name is None:
+        raise TrailError(
+            f"trail is not on PATH, and {where} is shared with the team, so it must not hold this machine's "
+            f"path; use {personal}, or put trail on PATH"
+        )
+    return name
+
+
+# -- files ---------------------------------------------------------------------------------------------
+
+
+def project_root() -> Path:
+    """The repository root of the working directory (its git top level, else the folder itself)."""
+    from ledger.project import project_of
+
+    return Path(project_of(os.getcwd()) or os.getcwd())
+
+
+@dataclass
+class Change:
+    path: Path
+    before: str | None
+    after: str | None
+    """None: the file is removed (it held only ours)."""
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text() if path.exists() else None
+    except OSError as exc:
+        raise TrailError(f"cannot read {path}: {exc}") from exc
+
+
+def _json(path: Path, text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        data = json.loads(text or "{}")
+    except ValueError as exc:
+        raise TrailError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise TrailError(f"{path} does not hold a JSON object")
+    return data
+
+
+def json_change(path: Path, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> Change:
+    before = _read(path)
+    data = _json(path, before)
+    after = edit(data)
+    if after == data:
+        return Change(path, before, before)
+    return Change(path, before, json.dumps(after, indent=2) + "\n" if after else None)
+
+
+def apply(changes: list[Change], dry_run: bool) -> None:
+    for change in changes:
+        if change.before == change.after:
+            click.echo(f"{change.path}: already up to date")
+            continue
+        if dry_run:
+            old = (change.before or "").splitlines()
+            new = (change.after or "").splitlines()
+            click.echo("\n".join(difflib.unified_diff(old, new, str(change.path), str(change.path), lineterm="")))
+            continue
+        if change.after is None:
+            change.path.unlink()
+            with contextlib.suppress(OSError):
+                change.path.parent.rmdir()  # only when nothing else is in it
+            click.echo(f"{change.path}: removed (it held only tasktrail's settings)")
+            continue
+        change.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = change.path.with_name(change.path.name + ".trail-tmp")
+        tmp.write_text(change.after)
+        tmp.replace(change.path)  # atomic: the agent never reads a half-written file
+        click.echo(f"{change.path}: updated")
+
+
+# -- hooks in a settings / hooks.json object (the same shape for both agents) --------------------------
+
+
+def _hook_is_ours(hook: Any, suffix: str) -> bool:
+    command = hook.get("command", "") if isinstance(hook, dict) else ""
+    return isinstance(command, str) and command.endswith(suffix) and "trail" in command
+
+
+def without_hooks(settings: dict[str, Any], suffix: str) -> dict[str, Any]:
+    """``settings`` with the hooks whose command ends in ``suffix`` taken out, all else kept."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return settings
+    kept: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            kept[event] = groups
+            continue
+        new_groups = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                inner = [h for h in group["hooks"] if not _hook_is_ours(h, suffix)]
+                if inner:
+                    new_groups.append({**group, "hooks": inner})
+            else:
+                new_groups.append(group)
+        if new_groups:
+            kept[event] = new_groups
+    result = {**settings, "hooks": kept}
+    if not kept:
+        del result["hooks"]
+    return result
+
+
+def with_hooks(
+    settings: dict[str, Any], command: str, suffix: str, events: tuple[str, ...], matcher: dict[str, str]
+) -> dict[str, Any]:
+    """``settings`` with exactly one copy of our hook on each of ``events`` (the user's own are kept)."""
+    result = without_hooks(settings, suffix)
+    hooks = dict(result.get("hooks") or {})
+    for event in events:
+        entry = {"type": "command", "command": command, "timeout": 30 if event == "SessionStart" else 10}
+        group: dict[str, Any] = {"hooks": [entry]}
+        if event in matcher:
+            group = {"matcher": matcher[event], **group}
+        hooks[event] = [*(hooks.get(event) or []), group]
+    return {**result, "hooks": hooks}
+
+
+def _server_is_ours(entry: Any) -> bool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    return os.path.basename(entry["command"]) in NAMES and entry.get("args") == ["mcp"]
+
+
+# -- Claude Code -----------------------------------------------------------------------------------------
+
+CLAUDE_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "Stop",
+    "SessionEnd",
+)
+CLAUDE_MATCHERS = {"PostToolUse": "*", "PostToolUseFailure": "*"}
+CLAUDE_SUFFIX = " hook claude-code"
+CLAUDE_SCOPES = ("project", "local", "user")
+
+
+def claude_settings(scope: str) -> Path:
+    if scope == "user":
+        return Path.home() / ".claude" / "settings.json"
+    name = "settings.local.json" if scope == "local" else "settings.json"
+    return project_root() / ".claude" / name
+
+
+def claude_command(scope: str) -> str:
+    if scope == "project":
+        name = shared_command(".claude/settings.json", "--local (.claude/settings.local.json, not committed)")
+        return f"{name}{CLAUDE_SUFFIX}"
+    return f"{shlex.quote(this_script())}{CLAUDE_SUFFIX}"
+
+
+def mcp_json_change(install: bool) -> Change:
+    """``.mcp.json`` at the repository root with (or without) the tasktrail server."""
+    path = project_root() / ".mcp.json"
+    if install:
+        name = shared_command(".mcp.json", "`claude mcp add --scope local tasktrail -- trail mcp`")
+        entry = {"type": "stdio", "command": name, "args": ["mcp"]}
+
+    def edit(data: dict[str, Any]) -> dict[str, Any]:
+        servers = dict(data.get("mcpServers") or {})
+        if install:
+            servers[SERVER] = entry
+        elif _server_is_ours(servers.get(SERVER)):
+            del servers[SERVER]
+        else:
+            return data
+        result = {**data, "mcpServers": servers}
+        if not servers:
+            del result["mcpServers"]
+        return result
+
+    return json_change(path, edit)
+
+
+def _claude_elsewhere(scope: str) -> list[Path]:
+    """Other scopes' settings files that hold our hooks too (Claude Code would run both)."""
+    found = []
+    for other in CLAUDE_SCOPES:
+        path = claude_settings(other)
+        if other != scope and path.exists():
+            try:
+                data = _json(path, _read(path))
+            except TrailError:
+                continue
+            if without_hooks(data, CLAUDE_SUFFIX) != data:
+                found.append(path)
+    return found
+
+
+def _scope_option(help_project: str) -> Callable[[Any], Any]:
+    def decorate(func: Any) -> Any:
+        func = click.option("--user", "scope", flag_value="user", help="The user's own settings (every project).")(func)
+        func = click.option("--local", "scope", flag_value="local",
+                            help="The repository's per-user, uncommitted settings.local.json.")(func)
+        func = click.option("--project", "scope", flag_value="project", help=help_project)(func)
+        return func
+
+    return decorate
+
+
+_dry = click.option("--dry-run", is_flag=True, help="Show the change as a diff; write nothing.")
+
+
+@click.group("install")
+def install_group() -> None:
+    """Install live capture into an agent."""
+
+
+@install_group.command("claude-code")
+@_scope_option("The repository's shared .claude/settings.json (default; needs trail on PATH).")
+@click.option("--mcp", is_flag=True, help="Also register the MCP server (trail mcp) in the repository's .mcp.json.")
+@_dry
+@fails_cleanly
+def install_claude_code(scope: str | None, mcp: bool, dry_run: bool) -> None:
+    """Add tasktrail's hooks to Claude Code's settings, keeping every hook already there.
+
+    Project files are written at the repository root, whichever subfolder this runs in. The shared
+    settings.json gets the command by its name on PATH; --local and --user get this installation's path.
+    """
+    scope = scope or "project"
+    path = claude_settings(scope)
+    command = claude_command(scope)
+    changes = [json_change(path, lambda s: with_hooks(s, command, CLAUDE_SUFFIX, CLAUDE_EVENTS, CLAUDE_MATCHERS))]
+    if mcp:
+        changes.append(mcp_json_change(install=True))
+    apply(changes, dry_run)
+    for other in _claude_elsewhere(scope):
+        click.echo(f"trail: note: {other} has tasktrail's hooks too, so Claude Code runs both; "
+                   "`trail uninstall claude-code` with that file's scope removes them", err=True)
+
+
+@click.group("uninstall")
+def uninstall_group() -> None:
+    """Remove live capture from an agent."""
+
+
+@uninstall_group.command("claude-code")
+@_scope_option("The repository's shared .claude/settings.json.")
+@click.option("--mcp", is_flag=True, help="Also remove the tasktrail server from the repository's .mcp.json.")
+@_dry
+@fails_cleanly
+def uninstall_claude_code(scope: str | None, mcp: bool, dry_run: bool) -> None:
+    """Remove tasktrail's hooks (only ours) from Claude Code's settings.
+
+    Without a scope: from every settings file that has them (shared, local, user) and .mcp.json.
+    """
+    scopes = (scope,) if scope else CLAUDE_SCOPES
+    changes = [json_change(claude_settings(s), lambda d: without_hooks(d, CLAUDE_SUFFIX)) for s in scopes]
+    if mcp or scope is None:
+        changes.append(mcp_json_change(install=False))
+    apply([c for c in changes if c.before is not None], dry_run)
+
+
+# -- Codex ------------------------------------------------------------------------------------------------
+
+CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")
+CODEX_SUFFIX = " hook codex"
+FEATURE = ("features",), "codex_hooks"
+MCP_TABLE = ("mcp_servers", SERVER)
+
+
+def codex_folder(scope: str) -> Path:
+    if scope == "project":
+        return project_root() / ".codex"
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+
+
+def _toml(path: Path, text: str | None) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text or "")
+    except tomllib.TOMLDecodeError as exc:
+        raise TrailError(f"cannot read {path}: {exc}") from exc
+
+
+def config_change(path: Path, server: dict[str, Any] | None) -> Change:
+    """``config.toml`` with the hooks feature on and our MCP server (``server``), or both undone (None)."""
+    before = _read(path)
+    parsed = _toml(path, before)
+    text = before or ""
+    table, key = FEATURE
+    if server is not None:
+        text = tomlpatch.set_key(text, table, key, "true")
+        text = tomlpatch.set_table(text, MCP_TABLE, server)
+    else:
+        text = tomlpatch.unset_key(text, table, key)
+        if _server_is_ours(parsed.get("mcp_servers", {}).get(SERVER)):
+            text = tomlpatch.remove_table(text, MCP_TABLE)
+    try:
+        after, parses = (tomllib.loads(text) if text != before else parsed), True
+    except tomllib.TOMLDecodeError:
+        after, parses = {}, False  # our edit would not parse: refused below, the file untouched
+    wanted = after.get("features", {}).get(key) is True and after.get("mcp_servers", {}).get(SERVER) == server
+    gone = not _server_is_ours(after.get("mcp_servers", {}).get(SERVER))
+    if not parses or not (wanted if server is not None else gone):
+        raise TrailError(
+            f"cannot edit {path} safely (its layout is unusual); add by hand: [features] codex_hooks = true and "
+            f'[mcp_servers.{SERVER}] command = "trail", args = ["mcp"]'
+        )
+    if text == (before or ""):
+        return Change(path, before, before)
+    return Change(path, before, text if text.strip() else None)
+
+
+@install_group.command("codex")
+@click.option("--user", "scope", flag_value="user", default=True,
+              help="The user's ~/.codex ($CODEX_HOME): every project (default).")
+@click.option("--project", "scope", flag_value="project",
+              help="The repository's .codex/, shared with the team (needs trail on PATH; Codex loads it "
+                   "once the project is trusted).")
+@_dry
+@fails_cleanly
+def install_codex(scope: str, dry_run: bool) -> None:
+    """Add tasktrail's hooks to Codex's hooks.json, turn hooks on and register the MCP server in config.toml.
+
+    Hooks: SessionStart (answered with the task's brief), UserPromptSubmit, PostToolUse and Stop,
+    each running `trail hook codex`. Everything already in both files is kept.
+    """
+    folder = codex_folder(scope)
+    if scope == "project":
+        name = shared_command(".codex/", "--user (~/.codex)")
+        command, server = f"{name}{CODEX_SUFFIX}", name
+    else:
+        server = this_script()
+        command = f"{shlex.quote(server)}{CODEX_SUFFIX}"
+    changes = [
+        json_change(folder / "hooks.json", lambda s: with_hooks(s, command, CODEX_SUFFIX, CODEX_EVENTS, {})),
+        config_change(folder / "config.toml", {"command": server, "args": ["mcp"]}),
+    ]
+    apply(changes, dry_run)
+    _note_mcp_extra()
+
+
+@uninstall_group.command("codex")
+@click.option("--user", "scope", flag_value="user", default=True, help="The user's ~/.codex ($CODEX_HOME) (default).")
+@click.option("--project", "scope", flag_value="project", help="The repository's .codex/.")
+@_dry
+@fails_cleanly
+def uninstall_codex(scope: str, dry_run: bool) -> None:
+    """Remove exactly what `trail install codex` added: our hooks, our codex_hooks line, our MCP server."""
+    folder = codex_folder(scope)
+    changes = [
+        json_change(folder / "hooks.json", lambda s: without_hooks(s, CODEX_SUFFIX)),
+        config_change(folder / "config.toml", None),
+    ]
+    apply([c for c in changes if c.before is not None], dry_run)
+
+
+def _note_mcp_extra() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        click.echo("trail: note: the MCP server needs the SDK: pip install 'tasktrail[mcp]'", err=True)

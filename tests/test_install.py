@@ -1,0 +1,257 @@
+"""`trail install` / `trail uninstall` for Claude Code and Codex, and the `tasktrail` alias, in real processes.
+
+Each test gets a temporary HOME and a temporary git repository, and chooses what PATH holds: this
+installation's script (a link to it), another program named `trail`, or neither.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+SCRIPT = Path(sys.executable).parent / "trail"
+if not SCRIPT.is_file():
+    pytest.skip("the trail console script is not installed next to this interpreter", allow_module_level=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "pkg" / "sub").mkdir(parents=True)
+    return root
+
+
+def _bin(tmp_path: Path, trail: str | None = "ours", tasktrail: bool = False) -> Path:
+    """A PATH folder: `trail` as this installation (a link), as another program, or absent."""
+    folder = tmp_path / f"bin-{trail}-{tasktrail}"
+    folder.mkdir(exist_ok=True)
+    if trail == "ours":
+        (folder / "trail").symlink_to(SCRIPT)
+    elif trail == "other":
+        (folder / "trail").write_text("#!/bin/sh\necho 'another trail'\n")
+        (folder / "trail").chmod(0o755)
+    if tasktrail:
+        (folder / "tasktrail").symlink_to(SCRIPT)
+    return folder
+
+
+def trail(*args: str, cwd: Path, home: Path, path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DB", "CODEX_HOME")}
+    env.update(HOME=str(home), PYTHONPATH=str(REPO), TRAIL_HOME=str(home / "trail"),
+               PATH=os.pathsep.join([*([str(path)] if path else []), "/usr/bin", "/bin"]))
+    return subprocess.run([sys.executable, "-c", "from cli.main import main; main()", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def files(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def commands(settings: dict[str, object]) -> list[str]:
+    hooks = settings["hooks"]
+    assert isinstance(hooks, dict)
+    return [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]]
+
+
+MINE = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}
+
+
+def test_the_shared_settings_get_the_name_on_path_at_the_root_or_a_refusal(repo: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"PostToolUse": [MINE]}}, indent=2) + "\n")
+    before = files(repo)
+
+    refused = trail("install", "claude-code", cwd=repo / "pkg" / "sub", home=home)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "--local" in refused.stderr
+    assert files(repo) == before
+
+    path = _bin(tmp_path)
+    dry = trail("install", "claude-code", "--project", "--dry-run", cwd=repo / "pkg" / "sub", home=home, path=path)
+    assert dry.returncode == 0 and "+" in dry.stdout and "trail hook claude-code" in dry.stdout
+    assert files(repo) == before
+    assert trail("install", "claude-code", cwd=repo / "pkg" / "sub", home=home, path=path).returncode == 0
+    once = settings.read_text()
+    assert set(files(repo)) == set(before)  # nothing in the subfolder: the root's settings.json
+    data = json.loads(once)
+    assert data["model"] == "opus" and data["hooks"]["PostToolUse"][0] == MINE
+    ours = [c for c in commands(data) if c != "./audit.sh"]
+    assert len(ours) == 7 and set(ours) == {"trail hook claude-code"}  # no machine path in a shared file
+    assert trail("install", "claude-code", cwd=repo, home=home, path=path).returncode == 0
+    assert settings.read_text() == once  # idempotent
+    assert trail("uninstall", "claude-code", "--project", cwd=repo / "pkg", home=home, path=path).returncode == 0
+    assert json.loads(settings.read_text()) == json.loads(before[".claude/settings.json"])
+
+    settings.write_text("[1, 2")
+    broken = trail("install", "claude-code", cwd=repo, home=home, path=path)
+    assert broken.returncode == 1 and str(settings) in broken.stderr and settings.read_text() == "[1, 2"
+
+
+def test_a_trail_on_path_that_is_another_program_is_passed_over_for_tasktrail(repo: Path, tmp_path: Path) -> None:
+    path = _bin(tmp_path, trail="other", tasktrail=True)
+    assert trail("install", "claude-code", cwd=repo, home=tmp_path / "home", path=path).returncode == 0
+    ours = commands(json.loads((repo / ".claude" / "settings.json").read_text()))
+    assert set(ours) == {"tasktrail hook claude-code"}
+    refused = trail("install", "claude-code", cwd=repo, home=tmp_path / "home", path=_bin(tmp_path, trail="other"))
+    assert refused.returncode == 1 and "--local" in refused.stderr
+
+
+def test_local_from_a_subfolder_writes_only_the_root_settings_local_json(repo: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    before = files(repo)
+    proc = trail("install", "claude-code", "--local", cwd=repo / "pkg" / "sub", home=home)  # trail not on PATH
+    assert proc.returncode == 0, proc.stderr
+    after = files(repo)
+    assert set(after) - set(before) == {".claude/settings.local.json"}
+    ours = commands(json.loads(after[".claude/settings.local.json"]))
+    assert len(ours) == 7 and {c.rsplit(" hook ", 1)[0] for c in ours} == {str(SCRIPT)}  # this installation
+    assert trail("install", "claude-code", "--local", cwd=repo, home=home).returncode == 0
+    assert files(repo) == after
+    assert not (home / ".claude").exists()
+    assert trail("uninstall", "claude-code", "--local", cwd=repo / "pkg", home=home).returncode == 0
+    assert files(repo) == before and not (repo / ".claude").exists()
+
+
+def test_user_scope_writes_the_home_settings_and_keeps_the_rest(repo: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    original = {"theme": "dark", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    settings.write_text(json.dumps(original))
+    assert trail("install", "claude-code", "--user", cwd=repo, home=home).returncode == 0
+    data = json.loads(settings.read_text())
+    assert data["theme"] == "dark" and data["hooks"]["Stop"][0] == original["hooks"]["Stop"][0]
+    assert len([c for c in commands(data) if c.endswith(" hook claude-code")]) == 7
+    assert not (repo / ".claude").exists()
+    assert trail("uninstall", "claude-code", cwd=repo, home=home).returncode == 0  # every scope that has them
+    assert json.loads(settings.read_text()) == original
+
+
+def test_mcp_registers_the_server_in_the_root_mcp_json(repo: Path, tmp_path: Path) -> None:
+    home, path = tmp_path / "home", _bin(tmp_path)
+    mcp_json = repo / ".mcp.json"
+    other = {"command": "npx", "args": ["-y", "some-server"]}
+    mcp_json.write_text(json.dumps({"mcpServers": {"other": other}}))
+    refused = trail("install", "claude-code", "--local", "--mcp", cwd=repo / "pkg", home=home)
+    assert refused.returncode == 1 and ".mcp.json" in refused.stderr
+    assert trail("install", "claude-code", "--local", "--mcp", cwd=repo / "pkg", home=home, path=path).returncode == 0
+    servers = json.loads(mcp_json.read_text())["mcpServers"]
+    assert servers == {"other": other, "tasktrail": {"type": "stdio", "command": "trail", "args": ["mcp"]}}
+    assert not (repo / "pkg" / ".mcp.json").exists()
+    assert trail("uninstall", "claude-code", cwd=repo, home=home, path=path).returncode == 0
+    assert json.loads(mcp_json.read_text()) == {"mcpServers": {"other": other}}
+    assert not (repo / ".claude").exists()
+
+
+CONFIG = """\
+# my Codex settings
+model = "gpt-5.5-codex"  # the default model
+
+[features]
+web_search = true   # keep this
+codex_hooks = false
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "docs-mcp"]
+
+[profiles.fast]
+model = "gpt-5-mini"
+"""
+HOOKS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done", "timeout": 5}]}]}}
+
+
+def test_codex_user_install_is_idempotent_keeps_the_users_settings_and_uninstalls_exactly(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "anywhere"
+    project.mkdir()
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    (codex / "config.toml").write_text(CONFIG)
+    (codex / "hooks.json").write_text(json.dumps(HOOKS, indent=2) + "\n")
+
+    dry = trail("install", "codex", "--dry-run", cwd=project, home=home)
+    assert dry.returncode == 0 and "+codex_hooks = true" in dry.stdout and "hook codex" in dry.stdout
+    assert (codex / "config.toml").read_text() == CONFIG
+
+    assert trail("install", "codex", cwd=project, home=home).returncode == 0
+    config_text = (codex / "config.toml").read_text()
+    config = tomllib.loads(config_text)
+    assert config["features"] == {"web_search": True, "codex_hooks": True}
+    assert config["mcp_servers"]["tasktrail"] == {"command": str(SCRIPT), "args": ["mcp"]}
+    assert config["mcp_servers"]["docs"] == {"command": "npx", "args": ["-y", "docs-mcp"]}
+    assert config["model"] == "gpt-5.5-codex" and config["profiles"]["fast"]["model"] == "gpt-5-mini"
+    kept = [ln for ln in CONFIG.splitlines() if ln.strip() and ln != "codex_hooks = false"]
+    assert [ln for ln in config_text.splitlines() if ln in kept] == kept  # every other line, comments too, in order
+    hooks = json.loads((codex / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"}
+    assert hooks["Stop"][0] == HOOKS["hooks"]["Stop"][0]
+    ours = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"] if h["command"] != "say done"]
+    assert ours == [f"{SCRIPT} hook codex"] * 4
+
+    twice = {name: (codex / name).read_text() for name in ("config.toml", "hooks.json")}
+    assert trail("install", "codex", "--user", cwd=project, home=home).returncode == 0
+    assert {name: (codex / name).read_text() for name in twice} == twice
+
+    assert trail("uninstall", "codex", cwd=project, home=home).returncode == 0
+    assert (codex / "config.toml").read_text() == CONFIG
+    assert json.loads((codex / "hooks.json").read_text()) == HOOKS
+
+
+def test_codex_on_a_fresh_home_creates_both_files_and_uninstall_removes_them(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    config = tomllib.loads((home / ".codex" / "config.toml").read_text())
+    assert config["features"]["codex_hooks"] is True and config["mcp_servers"]["tasktrail"]["args"] == ["mcp"]
+    assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert not (home / ".codex").exists()
+
+
+def test_codex_project_scope_writes_the_repository_codex_folder_with_the_name_on_path(
+    repo: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    refused = trail("install", "codex", "--project", cwd=repo / "pkg", home=home)
+    assert refused.returncode == 1 and "--user" in refused.stderr and not (repo / ".codex").exists()
+    path = _bin(tmp_path)
+    assert trail("install", "codex", "--project", cwd=repo / "pkg" / "sub", home=home, path=path).returncode == 0
+    assert not (repo / "pkg" / "sub" / ".codex").exists() and not (home / ".codex").exists()
+    hooks = json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"]
+    assert {h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]} == {"trail hook codex"}
+    config = tomllib.loads((repo / ".codex" / "config.toml").read_text())
+    assert config["mcp_servers"]["tasktrail"] == {"command": "trail", "args": ["mcp"]}
+    assert trail("uninstall", "codex", "--project", cwd=repo, home=home, path=path).returncode == 0
+    assert not (repo / ".codex").exists()
+
+
+def test_an_unusual_config_is_refused_untouched(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    odd = 'features = { web_search = true }\n'
+    (home / ".codex" / "config.toml").write_text(odd)
+    proc = trail("install", "codex", cwd=tmp_path, home=home)
+    assert proc.returncode == 1 and "by hand" in proc.stderr
+    assert (home / ".codex" / "config.toml").read_text() == odd and not (home / ".codex" / "hooks.json").exists()
+
+
+def test_tasktrail_is_the_same_program_as_trail(tmp_path: Path) -> None:
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["tasktrail"] == scripts["trail"] == "cli.main:main"
+    alias = SCRIPT.with_name("tasktrail")
+    if not alias.is_file():
+        pytest.skip("this environment was installed before the tasktrail script existed (pip install -e .)")
+    env = {**os.environ, "TRAIL_HOME": str(tmp_path)}
+    plain = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True, env=env, timeout=60)
+    other = subprocess.run([str(alias), "--help"], capture_output=True, text=True, env=env, timeout=60)
+    assert plain.returncode == other.returncode == 0
+    assert other.stdout.replace("Usage: tasktrail", "Usage: trail") == plain.stdout

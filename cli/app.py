@@ -17,7 +17,7 @@ HELP = """Keep a long AI coding task as a resumable ledger of events.
 \b
 Record as you go:   trail start TITLE, require, attempt, ran, fail, correct, decide, changed, next
 Pick up again:      trail resume [TASK]   (the continuation brief; --json for agents)
-Look back:          trail log, replay --at N, diff, why PATH[:LINE], verify, branch, list
+Look back:          trail log, replay --at N, diff, why PATH[:LINE], verify, branch, list, show --html
 Capture from agents: trail install claude-code (live), trail import claude-code|codex (transcripts)
 First time here:    trail demo
 
@@ -57,6 +57,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("cli.read:replay", "Show TASK as it was at a point in its history, in the same views as `resume`."),
     "log": ("cli.read:log", "Print TASK's timeline: one line per event, oldest first, filtered as asked."),
     "list": ("cli.read:list_tasks", "List all tasks with their status and next step (* marks the active task)."),
+    "show": ("cli.report:show", "Write TASK's report as one self-contained HTML page: status and next step, a "
+             "timeline grouped by session and attempt, requirements with their earlier wordings, files with diffs "
+             "and why, commands, tests, checkpoints and activity over time."),
     "why": ("cli.audit:why", "Why is PATH (or the line PATH:LINE) like this? Every recorded change, newest first, "
             "with the attempt, decision and requirement or correction behind it."),
     "diff": ("cli.audit:diff", "What changed in TASK's state between points A and B (each as for `replay --at`)."),

@@ -1,0 +1,56 @@
+"""`trail show TASK --html FILE [--at POINT]`: the task report, one self-contained HTML page.
+
+Parsing and writing only; ``projections.report`` renders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cli.context import Context, fails_cleanly, pass_context, task_argument
+from ledger.errors import TrailError
+
+
+def write_file(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` whole (a temporary file renamed over it); a failure is one line, exit 1."""
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        partial.write_bytes(data)
+        partial.replace(target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise TrailError(f"cannot write {target}: {exc.strerror or exc}") from exc
+
+
+@click.command("show")
+@task_argument
+@click.option("--html", "target", required=True, type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write the report to FILE: one HTML page, no network needed to view it.")
+@click.option("--at", "at", metavar="POINT",
+              help="Show the task as it was after a point: N, -N, a time or checkpoint:LABEL (as `replay --at`).")
+@pass_context
+@fails_cleanly
+def show(ctx: Context, task: str | None, target: Path, at: str | None) -> None:
+    """Write TASK's report as one self-contained HTML page: status and next step, a timeline grouped by session
+    and attempt, requirements with their earlier wordings, files with diffs and why, commands, tests,
+    checkpoints and activity over time."""
+    from projections import points, report
+
+    entry = ctx.entry(task)
+    ledger = ctx.ledger()
+    last = ledger.state(entry.task_id)
+    position = last.position
+    if at:
+        point = points.parse(at)
+        position = points.locate(point, last.position, ledger.task_events(entry.task_id) if point.needs_events else ())
+    state = last if position == last.position else ledger.state(entry.task_id, at=position)
+    page = report.render(state, list(ledger.task_events(entry.task_id, upto=position)), total=last.position)
+    data = page.encode()
+    write_file(target, data)
+    where = f" as of event {position} of {last.position}" if position != last.position else ""
+    click.echo(f"wrote the report of task #{entry.number}{where} ({len(data) // 1024} KB) to {target}")
+
+
+COMMANDS: list[click.Command] = [show]

@@ -252,6 +252,7 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str], None] | None = None) -> Archive:
     """Archive the task's live events before ``before`` (see the module docstring for the steps)."""
+    from ledger.store import Draft
     from ledger.task import TaskSnapshot
 
     say = progress or (lambda _: None)
@@ -295,23 +296,14 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
     stored_snapshot = ledger.mapper.to_stored_event(snapshot)
     done = Archive(task_id, first, last, target, digest, head, len(events))
 
-    def commit() -> None:
-        task = ledger.task(task_id)
-        task.record(
-            ev.EventsArchived,
-            archive=name,
-            sha256=digest,
-            first=first,
-            last=last,
-            events=len(events),
-            head=head,
-            actor="system",
-        )
-        marker = ledger.mapper.to_stored_event(task.collect_events()[0])
-        # A lost race with another writer raises IntegrityError: the retry loop re-reads and tries again.
+    def commit(recorded: list[ev.TaskEvent]) -> None:
+        marker = ledger.mapper.to_stored_event(recorded[0])
+        # A lost race with another writer raises IntegrityError: the write path re-reads and tries again.
         ledger.store.commit_archive(done, stored_snapshot, marker, before_commit=lambda: _crash_point("before-commit"))
 
-    ledger._retrying(commit)
+    archived = {"archive": name, "sha256": digest, "first": first, "last": last, "events": len(events),
+                "head": head, "actor": "system"}
+    ledger.write(task_id, [(ev.EventsArchived, archived)], Draft.record_all, persist=commit)
     _crash_point("committed")
     say("giving the space of the archived rows back")
     ledger.store.reclaim_space()

@@ -55,14 +55,13 @@ class ModelSnapshot(BaseModel, CanSnapshotAggregate[UUID]):
         )
 
     def mutate(self, _: None) -> Any:
+        # The aggregate comes back as the library builds one from its created event: a bare
+        # instance, its id, version and clock set by the library's own ``__base_init__`` (so no
+        # private attribute of the library is written here), then our typed attributes.
         aggregate = object.__new__(resolve_topic(self.topic))
-        kept = {name: getattr(self.state, name) for name in type(self.state).model_fields if name not in _CLOCK}
-        aggregate.__dict__.update(
-            _id=self.originator_id,
-            _version=self.originator_version,
-            _created_on=self.state.created_on,
-            _modified_on=self.state.modified_on,
-            _pending_events=[],
-            **kept,
-        )
+        aggregate.__base_init__(self.originator_id, self.originator_version, self.state.created_on)
+        aggregate.modified_on = self.state.modified_on
+        for name in type(self.state).model_fields:
+            if name not in _CLOCK:
+                setattr(aggregate, name, getattr(self.state, name))
         return aggregate

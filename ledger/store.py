@@ -10,27 +10,31 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import AggregateNotFoundError, Application, ProjectorFunction, project_aggregate
 from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError
 from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
 from ledger import archive
 from ledger import events as ev
+from ledger.decision_state import DecisionState
 from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.project import project_of
 from ledger.redact import redact_fields
 from ledger.registry import REGISTRY_ID, Entry, Registry, Tombstone
+from ledger.snapshot import ModelSnapshot
 from ledger.stores import LedgerStore, for_ledger
 from ledger.task import Task, task_id_for
 from projections.state import TaskState
@@ -41,6 +45,72 @@ Overridden by ``TRAIL_SNAPSHOT_EVERY`` in the environment or in the ``Ledger(env
 
 RETRY_ATTEMPTS = 200
 T = TypeVar("T")
+R = TypeVar("R")
+
+Item = tuple[type[ev.TaskEvent], dict[str, Any]]
+"""An event to record: its class and its fields."""
+
+
+@dataclass(frozen=True)
+class NewTask:
+    """The target of a write that opens a task: its first event, ``TaskOpened``."""
+
+    title: str
+    cwd: str | None = None
+    actor: str = "user"
+    project: str | None = None
+    """Where the task lives; the project of ``cwd`` (``ledger.project``) when None."""
+    timestamp: datetime | None = None
+    """When it began (an imported session's first record); now when None."""
+
+
+class Draft:
+    """One attempt of a write (``Ledger.write``): the task as read for it, and the only ways to add
+    events to it. Everything recorded through a draft is redacted: the write's items were redacted
+    once, before the first attempt, and any other value is redacted as it is recorded."""
+
+    def __init__(self, task: Task, items: list[Item], clean: set[int]) -> None:
+        self._task = task
+        self.items = items
+        """The write's items, redacted."""
+        self._clean = clean
+
+    @property
+    def id(self) -> UUID:
+        task_id: UUID = self._task.id
+        return task_id
+
+    @property
+    def version(self) -> int:
+        """The position of the task's last event (read or recorded)."""
+        return self._task.version
+
+    @property
+    def decision(self) -> DecisionState:
+        return self._task.decision
+
+    @property
+    def state(self) -> TaskState:
+        return self._task.state
+
+    def record(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
+        """Record an event under the Task aggregate's rules (``Task.record``)."""
+        self._task.record(event_class, **self._redacted(fields))
+
+    def record_all(self) -> None:
+        """Record every item of the write, in order (all or none: a refused one raises)."""
+        for event_class, fields in self.items:
+            self.record(event_class, **fields)
+
+    def copy(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
+        """Record an event another task recorded, as it was (its rules held once; ``Ledger.branch``)."""
+        self._task.copy_event(event_class, **self._redacted(fields))
+
+    def _redacted(self, fields: dict[str, Any]) -> dict[str, Any]:
+        # A value the write already redacted is that very object (the items are kept alive by the
+        # write, so an id cannot be reused); anything else, from the caller, is redacted here.
+        fresh = {name: value for name, value in fields.items() if id(value) not in self._clean}
+        return {**fields, **redact_fields(fresh)} if fresh else fields
 
 
 class Ledger(Application[UUID]):
@@ -62,6 +132,8 @@ class Ledger(Application[UUID]):
         # Checked before the store opens, so a bad value leaves nothing open.
         raw = (env or {}).get("TRAIL_SNAPSHOT_EVERY", os.environ.get("TRAIL_SNAPSHOT_EVERY"))
         every = snapshot_interval(raw)
+        self._offered = threading.local()
+        """Snapshots the tasks being saved by this thread took of themselves (``_save``)."""
         super().__init__(env)
         if raw is not None and raw.strip():
             # Per instance, so K can differ between ledgers in one process (tests, bench/);
@@ -74,6 +146,55 @@ class Ledger(Application[UUID]):
         return for_ledger(self)
 
     # -- writing ----------------------------------------------------------------
+
+    def write(
+        self,
+        target: UUID | NewTask,
+        items: Iterable[Item],
+        decide: Callable[[Draft], R],
+        *,
+        persist: Callable[[list[ev.TaskEvent]], None] | None = None,
+    ) -> tuple[TaskState, R]:
+        """The one way events get into the store: redact, record, chain, save, retried on a lost race.
+
+        ``target`` is a task's id, or a ``NewTask`` to open (under the next free number, with its
+        registry entry). ``items`` are redacted here, once; ``decide`` gets a ``Draft`` of the task
+        as read for each attempt and records on it (``Draft.record``: the Task aggregate's rules,
+        then the event is linked into the hash chain), returning what the caller wants back. Then
+        the task, with its registry entry when it is new, is saved in one transaction; when another
+        writer took a position first, the whole attempt runs again on a fresh read (``decide`` must
+        be safe to re-run). Returns the task's state after the write and what ``decide`` returned.
+
+        ``persist`` stores an existing task's new events in a transaction of the caller's own instead
+        of the library's save (compaction commits its marker event with the rows it archives); it
+        must raise the library's ``IntegrityError`` when another writer took a position first."""
+        clean_items = [(event_class, redact_fields(fields)) for event_class, fields in items]
+        clean = {id(value) for _, fields in clean_items for value in fields.values()}
+        opening = _opening(target) if isinstance(target, NewTask) else None
+
+        def attempt() -> tuple[TaskState, R]:
+            registry: Registry | None = None
+            if opening is not None:
+                registry = self._registry()
+                number, slug = registry.next_number(), registry.unique_slug(opening.title)
+                task = self._loaded(Task.open(
+                    number=number, title=opening.title, slug=slug, cwd=opening.cwd, actor=opening.actor,
+                    project=opening.project, timestamp=opening.timestamp,
+                ))
+            else:
+                assert isinstance(target, UUID)
+                task = self.task(target)
+            outcome = decide(Draft(task, clean_items, clean))
+            if registry is not None:
+                registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
+                self._save(registry, task)  # one transaction: the task, its first events and its entry
+            elif persist is not None:
+                persist([cast(ev.TaskEvent, event) for event in task.collect_events()])
+            elif task.pending_events:
+                self._save(task)
+            return task.state, outcome
+
+        return self._retrying(attempt)
 
     def _retrying(self, command: Callable[[], T]) -> T:
         """Run ``command`` (which re-reads what it needs) until it wins any write race."""
@@ -92,6 +213,37 @@ class Ledger(Application[UUID]):
                 time.sleep(0.05 * (0.5 + random.random()))
         raise StoreUnavailable(f"gave up after {RETRY_ATTEMPTS} write conflicts")
 
+    def _save(self, *aggregates: Task | Registry) -> None:
+        """``save``, handing the library the snapshots tasks took of themselves (``take_snapshot``)."""
+        offered = {
+            (snapshot.originator_id, snapshot.originator_version): snapshot
+            for aggregate in aggregates if isinstance(aggregate, Task)
+            for snapshot in aggregate.offered_snapshots()
+        }
+        self._offered.snapshots = offered
+        try:
+            self.save(*aggregates)
+        finally:
+            self._offered.snapshots = {}
+
+    def take_snapshot(
+        self,
+        aggregate_id: UUID,
+        version: int | None = None,
+        projector_func: ProjectorFunction[Any, Any] = project_aggregate,
+    ) -> None:
+        # The library calls this after each save for every position its snapshotting interval
+        # names (``snapshotting_intervals``). A task being saved offers the snapshot it took of
+        # itself in memory as it passed that position (``Task.trigger_event``), so it is stored as
+        # is; rebuilding that version from the store, as the library otherwise does, was a fifth of
+        # append time. Other snapshots (the registry's, a task's opening event, a direct call) the
+        # library's way.
+        offered: ModelSnapshot | None = self._offered.__dict__.get("snapshots", {}).pop((aggregate_id, version), None)
+        if offered is not None and self.snapshots is not None:
+            self.snapshots.put([offered])
+            return
+        super().take_snapshot(aggregate_id, version, projector_func)
+
     def _registry(self) -> Registry:
         try:
             registry: Registry = self.repository.get(REGISTRY_ID)
@@ -107,75 +259,37 @@ class Ledger(Application[UUID]):
         *,
         project: str | None = None,
         timestamp: datetime | None = None,
-        first: Callable[[Task], None] | None = None,
     ) -> TaskState:
-        """Register a new task under the next free number and append its opening event.
-
-        ``project`` defaults to the project of ``cwd`` (``ledger.project``); ``timestamp`` to now.
-        ``first`` records the task's first events on the new aggregate before it is saved, so the
-        task, its registry entry and those events land in one transaction (an import killed
-        midway never leaves an empty task behind for a re-run to duplicate)."""
-        if project is None:
-            project = project_of(cwd)
-        title, cwd, project = redact_fields({"title": title, "cwd": cwd, "project": project}).values()
-
-        def attempt() -> TaskState:
-            registry = self._registry()
-            number = registry.next_number()
-            slug = registry.unique_slug(title)
-            task = self._loaded(Task.open(number=number, title=title, slug=slug, cwd=cwd, actor=actor,
-                                          project=project, timestamp=timestamp))
-            if first is not None:
-                first(task)
-            registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
-            self.save(registry, task)  # one transaction: all or nothing
-            return task.state
-
-        return self._retrying(attempt)
+        """Register a new task under the next free number and append its opening event (``write``)."""
+        state, _ = self.write(NewTask(title, cwd, actor, project, timestamp), (), _nothing)
+        return state
 
     def branch(self, task_id: UUID, at: int, title: str, actor: str = "user") -> TaskState:
         """Start a new task whose history is this task's first ``at`` events (same positions,
         so provenance pointers stay valid), linked back to it. The original is left untouched."""
-        title = redact_fields({"title": title})["title"]  # the copied history was redacted when recorded
         origin = self.state(task_id, at=at)
-        history = list(self.task_events(task_id, after=1, upto=at))
+        history: list[Item] = [
+            (type(event), {name: getattr(event, name) for name in type(event).model_fields if name not in _COPIED_NOT})
+            for event in self.task_events(task_id, after=1, upto=at)
+        ]
 
-        def attempt() -> TaskState:
-            registry = self._registry()
-            number = registry.next_number()
-            slug = registry.unique_slug(title)
-            task = self._loaded(Task.open(number=number, title=title, slug=slug, cwd=origin.cwd, actor=actor,
-                                          project=origin.project))
-            for event in history:
-                fields = event.model_dump(exclude={"originator_id", "originator_version", "chain"})
-                task.trigger_event(type(event), **fields)  # already valid once: copied as recorded
-            task.record(ev.TaskLinked, relation="branched_from", other=task_id, other_number=origin.number,
-                        actor=actor)
-            registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
-            self.save(registry, task)
-            return task.state
+        def decide(draft: Draft) -> None:
+            for event_class, fields in draft.items:
+                draft.copy(event_class, **fields)
+            draft.record(ev.TaskLinked, relation="branched_from", other=task_id, other_number=origin.number,
+                         actor=actor)
 
-        return self._retrying(attempt)
+        state, _ = self.write(NewTask(title, origin.cwd, actor, origin.project), history, decide)
+        return state
 
     def append(self, task_id: UUID, event_class: type[ev.TaskEvent], **fields: Any) -> TaskState:
         """Append one event to a task; the Task aggregate checks its rules first."""
         return self.append_many(task_id, [(event_class, fields)])
 
-    def append_many(
-        self, task_id: UUID, items: list[tuple[type[ev.TaskEvent], dict[str, Any]]]
-    ) -> TaskState:
+    def append_many(self, task_id: UUID, items: list[Item]) -> TaskState:
         """Append several events to one task in one transaction (all or none)."""
-        # Secrets never reach the log; redacted once, not on every retry of a lost write race.
-        clean = [(event_class, redact_fields(fields)) for event_class, fields in items]
-
-        def attempt() -> TaskState:
-            task = self.task(task_id)
-            for event_class, fields in clean:
-                task.record(event_class, **fields)
-            self.save(task)
-            return task.state
-
-        return self._retrying(attempt)
+        state, _ = self.write(task_id, items, Draft.record_all)
+        return state
 
     # -- reading ----------------------------------------------------------------
 
@@ -216,24 +330,6 @@ class Ledger(Application[UUID]):
         task.snapshot_every = self.snapshotting_intervals.get(Task, 0)
         return task
 
-    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
-        # Tasks offer their snapshots from memory as they pass each K-th position (Task.trigger_event);
-        # the library would rebuild each of those versions from the store (a fifth of append time).
-        # Other aggregates (the small registry) the library's way.
-        assert self.snapshots is not None
-        offered: set[tuple[UUID, int]] = set()
-        for aggregate in processing_event.aggregates.values():
-            if due := aggregate.__dict__.pop("due_snapshots", None):
-                self.snapshots.put(due)
-                offered.update((s.originator_id, s.originator_version) for s in due)
-        for event in processing_event.events:
-            owner = processing_event.aggregates.get(event.originator_id)
-            interval = self.snapshotting_intervals.get(type(owner)) if owner is not None else None
-            key = (event.originator_id, event.originator_version)
-            if interval and event.originator_version % interval == 0 and key not in offered:
-                # Not offered from memory (the registry; a task's opening event): rebuild it from the store.
-                self.take_snapshot(event.originator_id, version=event.originator_version)
-
     def state(self, task_id: UUID, at: int | None = None) -> TaskState:
         """The task's state after event ``at`` (the latest when None), from the nearest snapshot."""
         return self.task(task_id, at).state
@@ -250,6 +346,21 @@ class Ledger(Application[UUID]):
 
     def task_id(self, number: int) -> UUID:
         return task_id_for(number)
+
+
+_COPIED_NOT = frozenset({"originator_id", "originator_version", "chain"})
+"""What a branch does not copy of an event: the new task gives each copy its own."""
+
+
+def _nothing(_: Draft) -> None:
+    return None
+
+
+def _opening(new: NewTask) -> NewTask:
+    """``new`` with its project filled in and every text redacted, as the first event will hold it."""
+    project = project_of(new.cwd) if new.project is None else new.project
+    fields = redact_fields({"title": new.title, "cwd": new.cwd, "project": project})
+    return NewTask(fields["title"], fields["cwd"], new.actor, fields["project"], new.timestamp)
 
 
 def _first_problem(exc: ValidationError) -> str:

@@ -10,7 +10,7 @@ appended event is linked into the task's hash chain before it is applied.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
@@ -109,16 +109,27 @@ class Task(Aggregate):
         self.head = event.chain
 
     def trigger_event(self, event_class: type[Any], **kwargs: Any) -> None:
-        # Overridden to link each event into the chain before it is applied.
-        kwargs.setdefault("timestamp", None)
-        if kwargs["timestamp"] is None:
-            kwargs["timestamp"] = event_class.create_timestamp()
-        draft = event_class(originator_id=self.id, originator_version=self.version + 1, **kwargs)
-        event = linked(self.head, draft)
-        event.mutate(self)
-        self._pending_events.append(event)
+        # Extended, not replaced: the library builds the event (position, timestamp), applies it and
+        # queues it. The chain hash covers that built event, so it is linked after: the queued event
+        # becomes its linked copy and the head moves on. Nothing the fold keeps reads ``chain`` but
+        # ``head``, which is set here (and by the fold itself on replay).
+        previous = self.head
+        super().trigger_event(event_class, **kwargs)
+        pending = self.pending_events
+        event = linked(previous, cast(ev.TaskEvent, pending[-1]))
+        pending[-1] = event
+        self.head = event.chain
         if self.snapshot_every and self.version % self.snapshot_every == 0:
             self.__dict__.setdefault("due_snapshots", []).append(TaskSnapshot.take(self))
+
+    def copy_event(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
+        """Append an event another task recorded, as it was (``Ledger.branch``): its rules held once."""
+        self.trigger_event(event_class, **fields)
+
+    def offered_snapshots(self) -> list[TaskSnapshot]:
+        """The snapshots this task took of itself at each K-th position since it was read (taken once)."""
+        due: list[TaskSnapshot] = self.__dict__.pop("due_snapshots", [])
+        return due
 
     def _check_reclassify(self, fields: dict[str, Any]) -> None:
         target, kind = fields.get("target"), fields.get("kind")

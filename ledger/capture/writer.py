@@ -24,12 +24,10 @@ from ledger.capture.claude_code import END
 from ledger.capture.items import LATEST_REQUIREMENT, Item
 from ledger.errors import Refused, RuleBroken
 from ledger.location import Location
-from ledger.redact import redact_fields
 from ledger.stores.base import key_hash
 
 if TYPE_CHECKING:
-    from ledger.store import Ledger
-    from ledger.task import Task
+    from ledger.store import Draft, Ledger
 
 Key = tuple[str, str, str]
 
@@ -91,52 +89,48 @@ class Appended:
 def append_unseen(ledger: Ledger, location: Location, task_id: UUID, items: list[Item]) -> Appended:
     """Append the items whose source key the task does not hold yet, in one transaction.
 
-    Items without a source are always appended.
+    Items without a source are always appended. Written through ``Ledger.write``, which redacts the
+    items once and re-runs the filter on a fresh read when another writer got there first.
     """
-    # Redacted once, not on every retry of a lost write race (the same redaction as Ledger.append_many).
-    items = [(event_class, redact_fields(fields)) for event_class, fields in items]
-
     forgotten = forgotten_keys(ledger)
 
-    def attempt() -> Appended:
-        task = ledger.task(task_id)
-        result = record_unseen(task, items, stored_keys(ledger, location, task_id, task.version), forgotten)
-        if result.items:
-            ledger.save(task)
-        return result
+    def decide(draft: Draft) -> Appended:
+        return record_unseen(draft, stored_keys(ledger, location, task_id, draft.version), forgotten)
 
-    return ledger._retrying(attempt)
+    _, outcome = ledger.write(task_id, items, decide)
+    return outcome
 
 
 def open_with(
     ledger: Ledger, title: str, items: list[Item], *, cwd: str | None, actor: str,
     project: str | None = None, timestamp: Any = None,
 ) -> tuple[UUID, Appended]:
-    """Open a task whose first events are ``items``, all in one transaction (see ``Ledger.open_task``).
+    """Open a task whose first events are ``items``, all in one transaction (``Ledger.write`` of a
+    ``NewTask``): an import killed midway never leaves an empty task behind for a re-run to duplicate.
 
     When every item with a source belongs to a forgotten task, no task is opened (its title would
     bring the forgotten session back): ``ForgottenSession`` says so."""
-    items = [(event_class, redact_fields(fields)) for event_class, fields in items]
+    from ledger.store import NewTask
+
     forgotten = forgotten_keys(ledger)
+    # Source keys are identifiers, which redaction leaves alone: checked before the write redacts.
     keys = [k for _, fields in items if (k := key_of(fields.get("source"))) is not None]
     if keys and len(gone := forgotten(keys)) == len(set(keys)):
         number = min(gone.values())
         raise ForgottenSession(number, [(item, f"forgotten task #{number}") for item in items])
-    outcome: list[Appended] = []
-
-    def first(task: Task) -> None:
-        outcome[:] = [record_unseen(task, items, set(), forgotten)]
-
-    state = ledger.open_task(title, cwd=cwd, actor=actor, project=project, timestamp=timestamp, first=first)
+    opening = NewTask(title, cwd=cwd, actor=actor, project=project, timestamp=timestamp)
+    state, outcome = ledger.write(opening, items, lambda draft: record_unseen(draft, set(), forgotten))
     assert state.id is not None
-    return state.id, outcome[0]
+    return state.id, outcome
 
 
-def record_unseen(task: Task, items: list[Item], seen: set[Key], forgotten: Forgotten | None = None) -> Appended:
-    """Record on ``task`` the items whose source key is not in ``seen`` (updated); refused ones are reported.
+def record_unseen(draft: Draft, seen: set[Key], forgotten: Forgotten | None = None) -> Appended:
+    """Record on the task the draft's items whose source key is not in ``seen`` (updated); refused ones
+    are reported, and the rest still land.
 
     With ``forgotten``, items whose key a forgotten task held are refused too, naming that task."""
     result = Appended()
+    items = draft.items
     gone = forgotten([k for _, f in items if (k := key_of(f.get("source"))) is not None]) if forgotten else {}
     for event_class, fields in items:
         key = key_of(fields.get("source"))
@@ -147,11 +141,11 @@ def record_unseen(task: Task, items: list[Item], seen: set[Key], forgotten: Forg
             continue
         if key is not None:
             seen.add(key)  # a source repeated inside one batch lands once
-        cls, values = _resolve(task.decision.latest_requirement, event_class, fields)
+        cls, values = _resolve(draft.decision.latest_requirement, event_class, fields)
         try:
             # A refused event leaves the task unchanged (events are validated before they
             # are applied), so the batch goes on.
-            task.record(cls, **values)
+            draft.record(cls, **values)
         except (ValidationError, RuleBroken) as exc:
             result.rejected.append(((event_class, fields), str(exc).splitlines()[0]))
             continue

@@ -165,7 +165,7 @@ def _export_agent_trace(ctx: Context, task_id: UUID, number: int, target: Path) 
 
     import orjson
 
-    from ledger.errors import TrailError
+    from cli.report import write_file
     from projections import agent_trace
 
     try:
@@ -182,10 +182,7 @@ def _export_agent_trace(ctx: Context, task_id: UUID, number: int, target: Path) 
         sys.stdout.flush()
         click.echo(summary, err=True)
         return
-    try:
-        target.write_bytes(lines)
-    except OSError as exc:
-        raise TrailError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    write_file(target, lines)
     click.echo(f"wrote {summary} to {target}")
 
 

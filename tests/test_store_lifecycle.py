@@ -160,8 +160,11 @@ def test_a_forgotten_transcript_does_not_come_back_on_reimport(home: Path, locat
     run_trail("forget", "1", "--yes", home=home, check=True)
     rows = len(stored_rows(location))
 
+    # Skipped with its reason, and the import goes on to the next file (exit 0: nothing failed).
     again = run_trail("import", "claude-code", str(transcript), "--json", home=home)
-    assert again.returncode == 3 and "forgotten task #1" in again.stderr, again.stderr
+    assert again.returncode == 0, again.stderr
+    reasons = [s["reason"] for s in json.loads(again.stdout)["skipped"]]
+    assert len(reasons) == 1 and "forgotten task #1" in reasons[0]
     assert len(stored_rows(location)) == rows  # nothing written: no task, no title, no event
     assert json.loads(run_trail("list", "--json", home=home, check=True).stdout) == []
 

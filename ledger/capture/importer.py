@@ -24,7 +24,14 @@ from ledger import events as ev
 from ledger import refs
 from ledger.capture import claude_code, codex
 from ledger.capture.claude_code import Session
-from ledger.capture.writer import Appended, append_unseen, open_with, task_for_records, task_for_session
+from ledger.capture.writer import (
+    Appended,
+    ForgottenSession,
+    append_unseen,
+    open_with,
+    task_for_records,
+    task_for_session,
+)
 from ledger.errors import TrailError
 from ledger.location import Location
 from ledger.project import project_of
@@ -127,8 +134,15 @@ def import_files(
         if target is None:
             # The task opens at the session's first record, with its first batch, in one transaction.
             title = session.title or f"{agent} session {session.session_id[:8] or path.stem}"
-            target, done = open_with(ledger, title, items[:BATCH], cwd=session.cwd, actor=f"agent:{agent}",
-                                     timestamp=_when(session.first_timestamp))
+            try:
+                target, done = open_with(ledger, title, items[:BATCH], cwd=session.cwd, actor=f"agent:{agent}",
+                                         timestamp=_when(session.first_timestamp))
+            except ForgottenSession as gone:
+                # The whole session belonged to a forgotten task: it stays forgotten, the import goes on.
+                report.skipped.append((str(path), 0, f"{len(items)} records of forgotten task #{gone.number}"))
+                if progress:
+                    progress(path.stat().st_size)
+                continue
             _count(report, path, done)
             numbers[target] = ledger.state(target).number or 0
             items = items[BATCH:]

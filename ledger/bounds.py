@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ledger.capture.caps import uncap
+from ledger.capture.caps import Cut
 from ledger.events import Bounded
 
 DEFAULT_LIMIT = 4096
@@ -18,8 +18,8 @@ def bound(
 
     ``full_size``/``full_sha256`` describe the whole stream when ``text`` is already only its tail.
     """
-    if isinstance(text, str) and full_size is None:
-        text, full_size, full_sha256 = uncap(text)  # a string capped on the hook path
+    if isinstance(text, Cut) and full_size is None:  # a string the hook cut: its size and hash ride along
+        full_size, full_sha256 = text.size, text.sha256
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "replace")
     size = len(raw) if full_size is None else full_size
     if size <= limit and len(raw) == size:

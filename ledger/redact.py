@@ -1,22 +1,40 @@
-"""Redaction: secrets are replaced by a marker before anything is appended to the ledger.
+"""Redaction: secrets are replaced by a marker before anything is written to disk.
 
 A marker keeps the kind of secret and a short hash of it, ``[REDACTED:github-token:3f2a9c1b]``,
-so two mentions of one secret stay recognisable without revealing it. The ledger's write path
-(``Ledger.append_many``, ``Ledger.open_task``) calls ``redact_fields``, so every path (CLI,
-hook, import) is covered. Users add patterns in ``TRAIL_HOME/redact.toml`` (or ``redact.json``)::
+so two mentions of one secret stay recognisable without revealing it. Every boundary where
+bytes are written calls this module: the ledger's write path (``redact_fields``) for events,
+the capture hook for its inbox rows and dead letters, ``trail changed`` for its diff blobs.
+Users add patterns in ``TRAIL_HOME/redact.toml`` (or ``redact.json``)::
 
     [[pattern]]
     name = "internal-token"        # the marker's kind
     regex = "itk_[A-Za-z0-9]{20,}" # Python regex; group 1, when present, is the part replaced
+
+Detection works on whole text, never line by line: every pattern runs over the full string,
+the spans found are merged, and each merged span becomes one marker. A list of strings (an
+argv, the lines of a patch) is scanned as its elements joined by newlines, so a secret split
+across elements (``echo aws_secret_access_key = …`` as separate argv words, a private key
+whose lines are separate list items) is found and its pieces are replaced in every element.
+
+The detectors: vendor formats (below), header/flag/URL forms, assignments whose key names a
+secret, and two measures taken from ``detect-secrets`` without loading it (its import alone
+costs 110-240 ms, more than the whole hook): Shannon entropy of assigned or quoted values, and
+base64 runs that decode to text holding a secret. The module is standard library only at
+import: the capture hook loads it on every tool call.
 """
 
 from __future__ import annotations
 
-import functools
+import base64
+import binascii
+import bisect
 import hashlib
 import json
+import math
 import os
 import re
+from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -34,56 +52,228 @@ class Pattern(NamedTuple):
     hints: tuple[str, ...] = ()
     """Lower-case substrings one of which any match contains: text without them skips the regex
     (most text holds no secret, and every appended string is scanned). Empty: always run."""
+    check: Callable[[re.Match[str]], bool] | None = None
+    """A test of each match (entropy, a decoded payload): False keeps it. None: every match counts."""
 
 
-_KEY_WORDS = r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)"
+# -- tests of candidate matches ------------------------------------------------------------------
+
+_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+BASE64_ENTROPY_LIMIT = 4.5
+"""``detect-secrets``' default limit for its Base64HighEntropyString plugin (bits per character)."""
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy of ``text`` in bits per character, as ``detect-secrets`` computes it."""
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+def high_entropy(value: str) -> bool:
+    """A value random enough to be a key: base64-like, mixed letters and digits, entropy over the limit.
+
+    Short strings cannot reach 4.5 bits per character (20 distinct characters give 4.32), so
+    the limit is eased to ``log2(len) - 0.35`` below 30 characters. Hex-only values (sha256,
+    commit ids, UUIDs) are never taken on entropy alone: a coding ledger is full of them.
+    """
+    value = value.rstrip("=")
+    if len(value) < 20 or _HEX.fullmatch(value.replace("-", "")):
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    limit = min(BASE64_ENTROPY_LIMIT, math.log2(len(value)) - 0.35)
+    return entropy(value) >= limit
+
+
+_ID_KEY = re.compile(
+    r"(?i)(?:^|[^a-z])(?:id|ids|uuid|guid|sha\d*|hash|digest|checksum|integrity|etag|commit|rev|version|path|file|url)$"
+)
+"""Keys whose values are identifiers, not secrets (``detect-secrets`` skips id strings too)."""
+
+
+def _assigned_key(text: str, start: int) -> str | None:
+    """The key a value at ``start`` is assigned to (``key = "…``, ``"key": "…``, ``KEY=…``), "" for a
+    quoted value with no key, None for a value that is neither assigned nor quoted."""
+    i = start
+    quoted = i > 0 and text[i - 1] in "\"'`"
+    i -= quoted
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    if not (i > 0 and text[i - 1] in ":="):
+        return "" if quoted else None
+    i -= 1
+    i -= i > 0 and text[i - 1] == ":"  # :=
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    i -= i > 0 and text[i - 1] in "\"'"
+    end = i
+    while i > 0 and end - i < 100 and (text[i - 1].isalnum() or text[i - 1] in "_.-"):
+        i -= 1
+    return text[i:end]
+
+
+def _entropy_match(match: re.Match[str]) -> bool:
+    value = match.group(0)
+    if len(value) < 20 or value.startswith(("sha256-", "sha384-", "sha512-")):  # SRI hashes are not secrets
+        return False
+    key = _assigned_key(match.string, match.start())
+    if key is None or _ID_KEY.search(key):
+        return False  # neither assigned nor quoted; or the value of an id
+    return high_entropy(value)
+
+
+def _decoded(token: str) -> str | None:
+    """``token`` decoded from base64 (standard or URL-safe) when that gives text, else None."""
+    try:
+        data = (base64.urlsafe_b64decode if ("-" in token or "_" in token) else base64.b64decode)(
+            token + "=" * (-len(token) % 4)
+        )
+        text = data.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
+    return text if text and printable >= 0.95 * len(text) else None
+
+
+def _base64_secret(match: re.Match[str]) -> bool:
+    token = match.group(0)
+    if _HEX.fullmatch(token):
+        return False  # a hash or an id, not encoded text
+    text = _decoded(token)
+    return text is not None and bool(_spans(text, _PLAIN))
+
+
+# -- the built-in detectors, in priority order ---------------------------------------------------
+
+_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+"""A run of base64/base64url characters: scanning left to right, each match is a whole run."""
+
+_KEY_WORDS = (
+    r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API[_-]?KEY|ACCESS[_-]?KEY|SECRET[_-]?KEY|"
+    r"PRIVATE[_-]?KEY(?:[_-]?ID)?|CREDENTIALS?|AUTH[_-]?KEY)"
+)
+_PLACEHOLDER = r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)"
+_SEP = r"(?:\\[rn]|[\s\"'>|,-])+"  # between the lines of a key body: whitespace, escaped newlines, diff marks
+_MYSQL = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
 
 BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
         # An unterminated block (a cut tail) is redacted to the end of the text.
         re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)", re.S
+            r"-----BEGIN[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----.*?(?:-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----|\Z)",
+            re.S,
         ),
-        hints=("private key",),
+        hints=("-----begin",),
+    ),
+    Pattern(
+        "private-key",
+        # A key body whose BEGIN line was cut off (an output tail): the base64 lines before its END.
+        re.compile(
+            r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{16,}" + _SEP + r")+(?:[A-Za-z0-9+/=]{1,15}" + _SEP + r")?"
+            r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----"
+        ),
+        hints=("-----end",),
     ),
     Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
     Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
-    Pattern("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), hints=("_live_", "_test_")),
+    Pattern(
+        "stripe-key", re.compile(r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
+        hints=("_live_", "_test_", "whsec_"),
+    ),
     Pattern(
         "github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
         hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     Pattern("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), hints=("akia", "asia")),
-    Pattern("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), hints=("xox",)),
+    Pattern(
+        "slack-webhook",
+        re.compile(r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}"),
+        hints=("hooks.slack.com",),
+    ),
+    Pattern("slack-token", re.compile(r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
+    Pattern("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), hints=("npm_",)),
+    Pattern(
+        "npm-token",  # .npmrc: //registry.example/:_authToken=…, _auth=…, _password=…
+        re.compile(r"(?i):?_(?:authToken|auth|password)\s*=\s*[\"']?" + _PLACEHOLDER + r"([^\s\"']{3,})"),
+        group=1,
+        hints=("_auth", "_password"),
+    ),
     Pattern("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
     Pattern("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), hints=("eyj",)),
     Pattern(
         "bearer",
         re.compile(
-            r"(?i)(?:\bbearer\s+|\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|bearer)?\s*)"
+            r"(?i)(?:\bbearer\s+|\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|bearer|digest)?\s*)"
             r"([A-Za-z0-9._~+/-]{12,}=*)"
         ),
         group=1,
         hints=("bearer", "authorization"),
     ),
     Pattern("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",)),
-    # .env-style or JSON/YAML assignments whose key names a secret: KEY=value, "key": "value".
+    Pattern(
+        "url-password",  # ?password=…, &token=…, ?sig=… in a URL or a DSN
+        re.compile(
+            r"(?i)[?&](?:[a-z0-9_.-]*" + _KEY_WORDS + r"|pwd|pass|sig|signature|auth|key)=" + _PLACEHOLDER
+            + r"([^&\s\"'#]+)"
+        ),
+        group=1,
+        hints=("?", "&"),
+    ),
+    Pattern(
+        "flag-password",  # --password X, --password=X, --api-key X, --client-secret=X
+        re.compile(
+            r"(?i)(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token|api-?key|apikey|"
+            r"access-?key|secret-?key|private-?key|credentials?)(?:=|\s+)[\"']?" + _PLACEHOLDER
+            + r"([^\s\"'-][^\s\"']{2,})"
+        ),
+        group=1,
+        hints=("-",),
+    ),
+    Pattern(
+        "flag-password",  # mysql -pSECRET (no space: with one, -p prompts and the word is a database)
+        re.compile(r"(?i)" + _MYSQL + r"[^|;&]{0,300}?(?<=\s)-p" + _PLACEHOLDER + r"([^\s\"'|;&]+)"),
+        group=1,
+        hints=("mysql", "mariadb"),
+    ),
+    Pattern("flag-password", re.compile(r"\bsshpass\s+(?:-[a-zA-Z]\s+)*-p\s*([^\s\"']+)"), group=1, hints=("sshpass",)),
+    Pattern(
+        "flag-password",  # curl -u user:pw, --user user:pw (not docker's -u 1000:1000)
+        re.compile(r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]+:(?!\d+\b)" + _PLACEHOLDER + r"([^\s\"'@]+)"),
+        group=1,
+        hints=("-u", "--user"),
+    ),
+    # .env-style or JSON/YAML assignments and headers whose key names a secret: KEY=value, "key": "value",
+    # X-Api-Key: value.
     Pattern(
         "assignment",
         re.compile(
-            r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*[\"']?"
-            r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)([^\s\"'`,;(){}]{3,}+)(?!\()"
+            r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*[\"']?" + _PLACEHOLDER
+            + r"([^\s\"'`,;(){}]{3,}+)(?!\()"
         ),
         group=1,
         hints=("passw", "passphrase", "secret", "token", "key", "credential"),
     ),
+    # Any other assigned or quoted value random enough to be a key (detect-secrets' entropy measure).
+    # Both scan the same runs of base64 characters (``_spans`` scans them once).
+    Pattern("high-entropy", _RUN, check=_entropy_match),
+    # A base64 run that decodes to text holding a secret (echo … | base64 -d, a k8s Secret's data).
+    Pattern("base64-secret", _RUN, check=_base64_secret),
 )
+
+_PLAIN = tuple(p for p in BUILTIN if p.name != "base64-secret")
+"""What a decoded base64 run is checked against (one level deep)."""
 
 
 def marker(kind: str, secret: str) -> str:
     digest = hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()[:8]
     return f"{MARKER_PREFIX}{kind}:{digest}]"
+
+
+_MARKER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]+:[0-9a-f]{8}\]")
 
 
 def _load_user_patterns(home: str) -> tuple[Pattern, ...]:
@@ -117,24 +307,160 @@ def patterns_for(home: str) -> tuple[Pattern, ...]:
     return (*_load_user_patterns(home), *BUILTIN)
 
 
+def safe_patterns(home: str | None = None) -> tuple[Pattern, ...]:
+    """``patterns_for`` the home, or the built-in ones when its config is broken: for paths that
+    must write something whatever happens (the hook's dead letters) and so cannot fail on it."""
+    try:
+        return patterns_for(home if home is not None else home_dir())
+    except TrailError:
+        return BUILTIN
+
+
+# -- finding and replacing ---------------------------------------------------------------------
+
+Span = tuple[int, int, str]
+"""(start, end, kind) of a secret in a text."""
+
+
+def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
+    """The secrets in ``text``: every pattern's matches, overlapping ones merged (kind of the first
+    pattern among them), markers already in the text left alone."""
+    lower = ""
+    found: list[tuple[int, int, int]] = []
+    scanned: dict[re.Pattern[str], list[re.Match[str]]] = {}  # patterns sharing a regex scan once
+    for rank, pattern in enumerate(patterns):
+        if pattern.hints:
+            lower = lower or text.lower()
+            if not any(hint in lower for hint in pattern.hints):
+                continue
+        if pattern.regex not in scanned:
+            scanned[pattern.regex] = list(pattern.regex.finditer(text))
+        for match in scanned[pattern.regex]:
+            start, end = match.span(pattern.group)
+            if start < 0 or end <= start or text.startswith(MARKER_PREFIX, start):
+                continue
+            if pattern.check is not None and not pattern.check(match):
+                continue
+            found.append((start, end, rank))
+    if not found:
+        return []
+    if MARKER_PREFIX in text:  # a secret inside an existing marker is the marker's own hash or kind
+        kept = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
+        found = [f for f in found if not any(a <= f[0] and f[1] <= b for a, b in kept)]
+    found.sort()
+    merged: list[list[int]] = []
+    for start, end, rank in found:
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            last[1] = max(last[1], end)
+            last[2] = min(last[2], rank)
+        else:
+            merged.append([start, end, rank])
+    return [(start, end, patterns[rank].name) for start, end, rank in merged]
+
+
+def _apply(text: str, spans: list[Span]) -> str:
+    out, at = [], 0
+    for start, end, kind in spans:
+        out += [text[at:start], marker(kind, text[start:end])]
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
 def redact_text(text: str, patterns: tuple[Pattern, ...] | None = None) -> str:
-    """``text`` with every secret replaced by its marker."""
-    lower = text.lower()
-    for pattern in patterns if patterns is not None else patterns_for(home_dir()):
-        if pattern.hints and not any(hint in lower for hint in pattern.hints):
-            continue
-        text = pattern.regex.sub(functools.partial(_replace, pattern), text)
-    return text
+    """``text`` with every secret replaced by its marker (the same object when it holds none)."""
+    spans = _spans(text, patterns if patterns is not None else patterns_for(home_dir()))
+    return _apply(text, spans) if spans else text
 
 
-def _replace(pattern: Pattern, match: re.Match[str]) -> str:
-    """The match with its secret group swapped for the marker (left alone if already a marker)."""
-    secret = match.group(pattern.group)
-    if secret.startswith(MARKER_PREFIX):
-        return match.group(0)
-    start, end = (i - match.start() for i in match.span(pattern.group))
-    text = match.group(0)
-    return text[:start] + marker(pattern.name, secret) + text[end:]
+def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = None) -> list[str]:
+    """Strings that belong together (an argv, a patch's lines), scanned as one text joined by newlines.
+
+    A secret split across items is found on the joined text; each item it overlaps has its part
+    replaced by the marker of the whole secret. Returns the items themselves when none holds one.
+    """
+    joined = "\n".join(items)
+    spans = _spans(joined, patterns if patterns is not None else patterns_for(home_dir()))
+    if not spans:
+        return list(items)
+    out: list[str] = []
+    at = 0
+    for item in items:
+        lo, hi = at, at + len(item)
+        mine = [(max(s, lo) - lo, min(e, hi) - lo, kind, joined[s:e]) for s, e, kind in spans if s < hi and e > lo]
+        if mine:
+            parts, pos = [], 0
+            for s, e, kind, secret in mine:
+                parts += [item[pos:s], marker(kind, secret)]
+                pos = e
+            parts.append(item[pos:])
+            item = "".join(parts)
+        out.append(item)
+        at = hi + 1
+    return out
+
+
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+
+
+def redact_json_text(raw: str, patterns: tuple[Pattern, ...] | None = None) -> str:
+    """JSON text that does not parse (torn, nested too deep), redacted on what its strings say.
+
+    Escapes hide secrets from the detectors (``\\nsk-ant-…`` has no word boundary, ``\\"password\\":``
+    is no assignment), so the text is scanned with its escapes decoded and the secrets found are
+    replaced in the raw text, at the same places.
+    """
+    view: list[str] = []
+    marks: list[tuple[int, int, int]] = []  # (view index, raw start, raw end) of each escape
+    at = size = 0
+    for match in _ESCAPE.finditer(raw):
+        view.append(raw[at : match.start()])
+        size += match.start() - at
+        code = match.group(1)
+        char = chr(int(code[1:], 16)) if len(code) == 5 else _UNESCAPE.get(code, code)
+        view.append(char)
+        marks.append((size, match.start(), match.end()))
+        size += 1
+        at = match.end()
+    view.append(raw[at:])
+    text = "".join(view)
+    spans = _spans(text, patterns if patterns is not None else patterns_for(home_dir()))
+    if not spans:
+        return raw
+    starts = [m[0] for m in marks]
+
+    def to_raw(index: int, end: bool) -> int:
+        k = bisect.bisect_right(starts, index - 1 if end else index) - 1
+        if k < 0:
+            return index
+        vstart, rstart, rend = marks[k]
+        if not end and index == vstart:
+            return rstart
+        return rend + (index - vstart - 1)
+
+    out, pos = [], 0
+    for start, end, kind in spans:
+        a, b = to_raw(start, False), to_raw(end, True)
+        out += [raw[pos:a], marker(kind, text[start:end])]
+        pos = b
+    out.append(raw[pos:])
+    return "".join(out)
+
+
+def redact_json(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
+    """Parsed JSON with every string redacted; lists of strings as one text (``redact_strings``)."""
+    patterns = patterns if patterns is not None else patterns_for(home_dir())
+    if isinstance(value, str):
+        return redact_text(value, patterns)
+    if isinstance(value, list):
+        if value and all(isinstance(v, str) for v in value):
+            return redact_strings(value, patterns)
+        return [redact_json(v, patterns) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_json(v, patterns) for k, v in value.items()}
+    return value
 
 
 def redact_value(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
@@ -157,6 +483,9 @@ def redact_value(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any
             if new is not old and new != old:
                 update[name] = new
         return value.model_copy(update=update) if update else value  # most values hold no secret
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
+        joint = redact_strings(value, patterns)  # an argv split across words, a key split across lines
+        return value if joint == list(value) else type(value)(joint)
     if isinstance(value, tuple):
         return tuple(redact_value(v, patterns) for v in value)
     if isinstance(value, list):

@@ -177,16 +177,36 @@ def test_capped_hook_strings_keep_full_size_and_hash() -> None:
     import hashlib
 
     from ledger.bounds import bound
-    from ledger.capture.caps import cap, uncap
+    from ledger.capture.caps import CUTS_KEY, Cut, cap_payload, restore
 
     text = "head-" + "z" * 3000 + "-tail"
-    capped = cap(text, limit=100)
-    assert len(capped) < 200 and capped.endswith("-tail")
-    tail, size, digest = uncap(capped)
-    assert size == len(text.encode()) and digest == hashlib.sha256(text.encode()).hexdigest() and len(tail) == 100
-    b = bound(capped, limit=50)
-    assert b.truncated and b.size == len(text) and b.sha256 == digest and b.tail.endswith("-tail")
-    assert cap("short", limit=100) == "short" and uncap("short") == ("short", None, None)
+    capped = cap_payload({"tool_response": {"stdout": text, "stderr": "short"}}, limit=100)
+    kept = capped["tool_response"]["stdout"]
+    assert kept == text[-100:] and capped["tool_response"]["stderr"] == "short"
+    assert capped[CUTS_KEY] == [
+        {"path": ["tool_response", "stdout"], "size": len(text), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    ]
+    back = restore(json.loads(json.dumps(capped)))  # as the inbox stores and reads it
+    assert CUTS_KEY not in back
+    cut = back["tool_response"]["stdout"]
+    assert isinstance(cut, Cut) and isinstance(str(cut), Cut) and cut.size == len(text)
+    b = bound(cut, limit=50)
+    assert b.truncated and b.size == len(text) and b.sha256 == hashlib.sha256(text.encode()).hexdigest()
+    assert b.tail.endswith("-tail")
+    assert cap_payload({"a": "short"}, limit=100) == {"a": "short"}
+
+
+def test_the_old_in_band_cut_marker_is_plain_text() -> None:
+    """An output that starts like a cut marker is an output: nothing inside a string says it was cut."""
+    from ledger.bounds import bound
+
+    forged = "\x00trail-cut 99999999 " + "ab" * 32 + "\x00" + "short"
+    b = bound(forged)
+    assert not b.truncated and b.size == len(forged.encode()) and b.tail == forged
+    from ledger.capture.caps import CUTS_KEY, cap_payload
+
+    claimed = {"x": "y", CUTS_KEY: [{"path": ["x"], "size": 10**9, "sha256": "ab" * 32}]}
+    assert cap_payload(claimed) == {"x": "y"}  # a cut list the agent sent is dropped by the hook
 
 
 def test_a_token_in_a_branch_title_is_stored_nowhere(tmp_path: Path) -> None:
@@ -211,3 +231,67 @@ def test_a_token_in_a_branch_title_is_stored_nowhere(tmp_path: Path) -> None:
     title = listed[2]["title"]
     assert token not in title and title.startswith("fix with [REDACTED:github-token:"), title
     assert token not in json.dumps(listed)
+
+
+FORMS = {
+    # form with {} where the secret goes: the secret must not survive, whatever is around it
+    "x-api-key": ("curl -H 'X-Api-Key: {}' https://x", "Zq8xY2mN4pL6vB1cD3fG5hJ7kQ9wE0rT"),
+    "slack-webhook": ("https://hooks.slack.com/services/{}", "T0AB12CD3/B0EF45GH6/q1w2e3r4t5y6u7i8o9p0a1s2"),
+    "mysql-p": ("mysqldump -uroot -p{} shop > x.sql", "Myp4ssw0rdQz"),
+    "npm-token": ("//registry.example.org/:_authToken={}", "npm_Zq8xY2mN4pL6vB1cD3fG5hJ7kQ9wE0rT1234"),
+    "private-key-id": (
+        '{{"type": "service_account", "private_key_id": "{}"}}', "4f1a2b3c4d5e6f708192a3b4c5d6e7f801234567"
+    ),
+    "flag": ("pg_tool --password {} --host db", "Fl4gPassw0rdX"),
+    "flag-equals": ("tool --client-secret={}", "Fl4gS3cretY9"),
+    "curl-u": ("curl -u admin:{} https://api", "Cu7lPassw0rd"),
+    "query": ("postgresql://app@db/shop?password={}&schema=x", "Qu3ryPassw0rd"),
+    "entropy": ('signing_salt = "{}"', "q9Zx7Lm3Nv8Bw2Rt6Yk1Pd5Hs4Jf0Gc"),
+    "base64": (
+        "echo {} | base64 -d", "QU5USFJPUElDX0FQSV9LRVk9c2stYW50LWFwaTAzLVF3M3JUeTZ1SW85cEFzMmRGZzVoSms4bFp4MWNWYjRu"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMS))
+def test_header_flag_url_entropy_and_base64_forms(name: str) -> None:
+    form, secret = FORMS[name]
+    out = redact_text(form.format(secret), BUILTIN)
+    assert secret not in out and "[REDACTED:" in out, out
+
+
+def test_hashes_ids_and_paths_are_left_alone() -> None:
+    kept = [
+        "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d08f00a08d3ab",
+        '"tool_use_id": "toolu_01HqR7yXz2AbCdEfGhIjKlMn"',
+        "path=/usr/lib/python3.11/site-packages/ledger/capture/claude_code.py",
+        '"integrity": "sha512-Zq8xY2mN4pL6vB1cD3fG5hJ7kQ9wE0rTZq8xY2mN4pL6vB1cD3fG5hJ7kQ9wE0rT=="',
+        "docker run -u 1000:1000 img; mysql -u root -p shop",
+        "def test_every_builtin_kind_is_redacted(): AbstractSingletonProxyFactoryBean",
+    ]
+    for text in kept:
+        assert redact_text(text, BUILTIN) == text
+
+
+def test_a_key_body_without_its_begin_line_and_a_key_split_across_items() -> None:
+    from ledger.redact import redact_strings
+
+    body = ["k8XmP2vQ9rT4wY7zA1bC3dE5fG6hJ8kLnR2sT4uV6wX8yZ0aB1cD3eF5gH7iJ9kL", "zz=="]
+    tail = "\n".join(body) + "\n-----END RSA PRIVATE KEY-----\n$ "
+    assert body[0] not in redact_text(tail, BUILTIN)
+    lines = ["-x", "+-----BEGIN RSA PRIVATE KEY-----", *("+" + b for b in body), "+-----END RSA PRIVATE KEY-----"]
+    out = redact_strings(lines, BUILTIN)
+    assert len(out) == len(lines) and out[0] == "-x" and not any(body[0] in line for line in out)
+    argv = ["echo", "aws_secret_access_key", "=", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]
+    assert redact_strings(argv, BUILTIN)[:3] == argv[:3]
+    assert redact_strings(argv, BUILTIN)[3].startswith("[REDACTED:assignment:")
+
+
+def test_json_text_that_does_not_parse_is_redacted_through_its_escapes() -> None:
+    from ledger.redact import redact_json_text
+
+    inner = 'x\nsk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA\n{"private_key_id": "d713b9ef870a28e9deb72220d713b9ef870a28e9"}'
+    raw = '{"p": ' + json.dumps(inner) + "[[["  # torn
+    out = redact_json_text(raw, BUILTIN)
+    assert "sk-ant-api03-AAAA" not in out and "d713b9ef870a" not in out
+    assert out.startswith('{"p": "x\\n[REDACTED:anthropic-key:') and out.endswith('\\"}"[[[')

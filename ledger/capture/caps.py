@@ -1,45 +1,76 @@
 """Capping huge strings in hook payloads before they reach the inbox (standard library only).
 
 A hook payload can carry a 50 MB command output. The inbox row must stay small, yet the
-event built from it later must still state the full size and hash, so a capped string
-keeps its tail behind a prefix that records both; ``ledger.bounds.bound`` reads it back.
+event built from it later must still state the full size and hash. The cut is recorded out
+of band: ``cap_payload`` keeps each long string's tail in place and lists where it cut, with
+the full size and sha256, under the payload's ``CUTS_KEY``, a key the hook owns (it drops any
+the agent sent). ``restore`` turns those entries back into ``Cut`` strings when the inbox is
+read, and ``ledger.bounds.bound`` takes size and hash from them. Nothing inside a string says
+it was cut, so no output can claim to be a cut one.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Callable
 from typing import Any
 
 LIMIT = 1 << 20
 """Characters of a payload string kept whole; longer ones keep their last LIMIT."""
 
-_PREFIX = "\x00trail-cut "
-_CUT = re.compile(r"^\x00trail-cut (\d+) ([0-9a-f]{64})\x00")
+CUTS_KEY = "_trail_cuts"
+"""The payload key listing the strings the hook cut: ``[{"path": [...], "size": N, "sha256": H}]``."""
 
 
-def cap(text: str, limit: int = LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    raw = text.encode("utf-8", "replace")
-    return f"{_PREFIX}{len(raw)} {hashlib.sha256(raw).hexdigest()}\x00{text[-limit:]}"
+class Cut(str):
+    """The kept tail of a string the hook cut, with the full string's size in bytes and sha256."""
+
+    size: int
+    sha256: str
+
+    def __new__(cls, tail: str, size: int, sha256: str) -> Cut:
+        made = super().__new__(cls, tail)
+        made.size, made.sha256 = size, sha256
+        return made
+
+    def __str__(self) -> str:
+        return self  # str(cut) keeps the cut's size and hash
 
 
-def uncap(text: str) -> tuple[str, int | None, str | None]:
-    """(tail, full size in bytes, full sha256) of a capped string; (text, None, None) otherwise."""
-    match = _CUT.match(text)
-    if match is None:
-        return text, None, None
-    return text[match.end():], int(match.group(1)), match.group(2)
+def cap_payload(payload: dict[str, Any], limit: int = LIMIT) -> dict[str, Any]:
+    """``payload`` with every string over ``limit`` characters cut to its tail, the cuts under ``CUTS_KEY``."""
+    cuts: list[dict[str, Any]] = []
+
+    def walk(value: Any, path: list[str | int]) -> Any:
+        if isinstance(value, str):
+            if len(value) <= limit:
+                return value
+            raw = value.encode("utf-8", "replace")
+            cuts.append({"path": path, "size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()})
+            return value[-limit:]
+        if isinstance(value, list):
+            return [walk(v, [*path, i]) for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: walk(v, [*path, k]) for k, v in value.items()}
+        return value
+
+    capped = walk({k: v for k, v in payload.items() if k != CUTS_KEY}, [])
+    if cuts:
+        capped[CUTS_KEY] = cuts
+    return dict(capped)
 
 
-def map_strings(value: Any, change: Callable[[str], str]) -> Any:
-    """``value`` (parsed JSON) with ``change`` applied to every string value inside it."""
-    if isinstance(value, str):
-        return change(value)
-    if isinstance(value, list):
-        return [map_strings(v, change) for v in value]
-    if isinstance(value, dict):
-        return {k: map_strings(v, change) for k, v in value.items()}
-    return value
+def restore(payload: dict[str, Any]) -> dict[str, Any]:
+    """An inbox payload with its ``CUTS_KEY`` entries turned back into ``Cut`` strings (the key removed)."""
+    cuts = payload.pop(CUTS_KEY, None)
+    for cut in cuts if isinstance(cuts, list) else ():
+        try:
+            *parents, last = cut["path"]
+            holder = payload
+            for step in parents:
+                holder = holder[step]
+            if isinstance(holder[last], str):
+                holder[last] = Cut(holder[last], int(cut["size"]), str(cut["sha256"]))
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue  # a path that no longer leads anywhere: the tail stands as it is
+    return payload
+

@@ -5,7 +5,7 @@ It must cost little and never break the agent, so it imports only the standard l
 payload, appends it to the ``capture_inbox`` table in the ledger's SQLite file in one short
 transaction, and exits 0. The ledger folds the inbox into validated events before any read
 (``ledger.capture.inbox``). Only SessionStart, which must answer with the task's state, loads
-the ledger at once. On any error: one line on stderr, the raw payload kept in
+the ledger at once. On any error: one line on stderr, the payload kept (redacted) in
 ``TRAIL_HOME/deadletter/`` for ``trail doctor --retry``, and still exit 0 (non-blocking).
 """
 
@@ -69,16 +69,21 @@ def parse(raw: str) -> dict[str, Any]:
 
 def enqueue(path: str, agent: str, payload: dict[str, Any]) -> int:
     """Redact, cap and append one parsed payload to the inbox; returns its inbox id."""
-    from ledger.capture.caps import cap, map_strings
-    from ledger.redact import patterns_for, redact_text
+    from ledger.capture.caps import CUTS_KEY, cap_payload
+    from ledger.redact import patterns_for, redact_json
 
     # Secrets never touch the disk in clear, and a huge output never bloats the inbox
-    # (capped first, so redaction scans at most the kept tail).
+    # (capped first, so redaction scans at most the kept tail; the cuts are noted beside the
+    # payload, never inside a string).
     if not payload.get("cwd"):
         # Agents run hooks in the session's folder; routing needs the project even when unsaid.
         payload = {**payload, "cwd": os.getcwd()}
-    patterns = patterns_for(home_dir())
-    text = json.dumps(map_strings(payload, lambda s: redact_text(cap(s), patterns)), ensure_ascii=False)
+    capped = cap_payload(payload)
+    cuts = capped.pop(CUTS_KEY, None)
+    clean = redact_json(capped, patterns_for(home_dir()))
+    if cuts:
+        clean[CUTS_KEY] = cuts
+    text = json.dumps(clean, ensure_ascii=False)
     fresh = not os.path.exists(path)
     if fresh:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -96,12 +101,24 @@ def enqueue(path: str, agent: str, payload: dict[str, Any]) -> int:
 
 
 def spool(raw: str, reason: str, agent: str = "claude-code") -> str:
-    """Keep a payload that could not be taken in, for ``trail doctor --retry``."""
+    """Keep a payload that could not be taken in, for ``trail doctor --retry``, redacted like any other.
+
+    A payload that parses is redacted as JSON (it replays as it was, less its secrets); one that
+    does not (torn, or nested too deep to parse) is redacted as text, its escapes decoded. A broken ``redact.toml``
+    falls back to the built-in patterns rather than keep the payload in clear.
+    """
+    from ledger.redact import redact_json, redact_json_text, redact_text, safe_patterns
+
+    patterns = safe_patterns()
+    try:
+        kept = json.dumps(redact_json(json.loads(raw), patterns), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        kept = redact_json_text(raw, patterns)
     folder = deadletter_dir()
     os.makedirs(folder, exist_ok=True)
     target = os.path.join(folder, f"{time.time_ns()}-{os.getpid()}.json")
     with open(target, "w") as handle:
-        json.dump({"reason": reason, "agent": agent, "raw": raw}, handle)
+        json.dump({"reason": redact_text(reason, patterns), "agent": agent, "raw": kept}, handle)
     return target
 
 
@@ -131,5 +148,8 @@ def run(argv: list[str]) -> int:
             where = f"; payload kept in {spool(raw, str(exc), agent)}" if raw and not queued else ""
         except Exception as spool_exc:
             where = f"; could not keep the payload: {spool_exc}"
-        print(f"trail hook {agent}: {type(exc).__name__}: {exc}{where}".replace("\n", " "), file=sys.stderr)
+        from ledger.redact import redact_text, safe_patterns
+
+        message = redact_text(f"trail hook {agent}: {type(exc).__name__}: {exc}{where}", safe_patterns())
+        print(message.replace("\n", " "), file=sys.stderr)
     return 0

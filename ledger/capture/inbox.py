@@ -25,10 +25,18 @@ from uuid import UUID
 from ledger import events as ev
 from ledger import refs
 from ledger.capture import claude_code, codex
+from ledger.capture.caps import restore
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.hook import INBOX_DDL, inbox_for_url, spool
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
-from ledger.capture.writer import Appended, append_unseen, open_with, stored_keys, task_for_session
+from ledger.capture.writer import (
+    Appended,
+    ForgottenSession,
+    append_unseen,
+    open_with,
+    stored_keys,
+    task_for_session,
+)
 from ledger.location import Location
 from ledger.project import project_of
 
@@ -86,7 +94,7 @@ def _rows(conn: sqlite3.Connection, drained: Drained) -> list[_Row]:
             drained.dead.append(str(spool(text, f"inbox row {row_id}: {exc}", agent)))
             conn.execute("DELETE FROM capture_inbox WHERE id = ?", (row_id,))
             continue
-        rows.append(_Row(row_id, received, payload, agent))
+        rows.append(_Row(row_id, received, restore(payload), agent))  # cut strings carry their full size and hash
     conn.commit()
     return rows
 
@@ -234,7 +242,13 @@ def drain(ledger: Ledger, location: Location) -> Drained:
             if binding.task is None and binding.opened is None:
                 drained.waiting += len(session_rows)
                 continue
-            task, done = _land(ledger, location, agent, binding, session, session_rows)
+            try:
+                task, done = _land(ledger, location, agent, binding, session, session_rows)
+            except ForgottenSession as gone:
+                drained.rejected.append(f"{len(session_rows)} hook rows of forgotten task #{gone.number}: dropped")
+                with conn:
+                    conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in session_rows])
+                continue
             drained.rejected += [f"{fields.get('source')}: {why}" for (_, fields), why in done.rejected]
             with conn:
                 conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in session_rows])

@@ -50,10 +50,12 @@ class Location:
             password = parts.password
         except ValueError:  # not even a URL: show its scheme only, it may hold a password
             return self.url.partition("://")[0] + "://..."
-        if password is None:
-            return self.url
-        netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
-        return parts._replace(netloc=netloc).geturl()
+        netloc = parts.netloc if password is None else parts.netloc.replace(f":{password}@", ":***@", 1)
+        query = "&".join(
+            f"{name}=***" if _SECRET_PARAM.search(name) else f"{name}={value}" if sep else name
+            for name, sep, value in (pair.partition("=") for pair in parts.query.split("&") if pair)
+        )
+        return parts._replace(netloc=netloc, query=query).geturl()
 
     @property
     def key(self) -> str:
@@ -112,6 +114,10 @@ class PostgresTarget:
             schema=schema or "public",
             connect_timeout=int(timeout),
         )
+
+
+_SECRET_PARAM = re.compile(r"(?i)pass|pwd|secret|token|key|auth|sig|credential")
+"""Query parameters a URL may carry a secret in (``?password=…``): shown as ``***``."""
 
 
 def trail_home() -> Path:

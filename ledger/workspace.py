@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.errors import TrailError
+from ledger.redact import redact_text
 
 GIT_TIMEOUT_S = 5
 
@@ -78,10 +79,14 @@ class BlobCache:
             return None
 
     def put(self, data: bytes) -> None:
+        """Keep ``data`` under its sha256, redacted: what is kept is only a diff baseline, and a
+        ``.env`` must not land in the cache in clear. Binary files are not kept (they get no diff)."""
         digest = sha256(data)
         target = self.root / digest[:2] / digest
-        if target.exists():
+        lines = _text(data)
+        if target.exists() or lines is None:
             return
+        data = "".join(lines).encode("utf-8", "surrogatepass")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".{os.getpid()}.tmp")
@@ -92,9 +97,11 @@ class BlobCache:
 
 
 def _text(data: bytes) -> list[str] | None:
+    """The lines of a text file, secrets redacted on the whole text (a key block spans lines), so
+    both sides of a diff carry the same markers; None for a binary file."""
     if b"\x00" in data[:8192]:
         return None  # binary: hashes only
-    return data.decode("utf-8", "replace").splitlines(keepends=True)
+    return redact_text(data.decode("utf-8", "replace")).splitlines(keepends=True)
 
 
 def unified_diff(before: bytes | None, after: bytes | None, label: str) -> str | None:

@@ -1,0 +1,245 @@
+"""No planted secret in any byte: every kind, through every entry path, scanned in every file written.
+
+Each entry path gets its own fake secret of each kind (derived from the path's name), so a leak
+names both the path and the kind. After everything is recorded, folded, exported and queried,
+every file under ``TRAIL_HOME``, the ledger folder and the export folder is read whole (names
+too) and searched for each secret and its base64 form. The figures (planted / held) are
+printed, and the test fails on the first leak it lists.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+HEXDIGITS = "0123456789abcdef"
+
+
+def rnd(seed: str, n: int, alphabet: str = ALNUM) -> str:
+    """``n`` characters that look random, the same for the same seed."""
+    out, counter = [], 0
+    while len(out) < n:
+        for byte in hashlib.sha256(f"{seed}:{counter}".encode()).digest():
+            out.append(alphabet[byte % len(alphabet)])
+        counter += 1
+    return "".join(out[:n])
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def kinds(path: str) -> dict[str, tuple[str, list[str]]]:
+    """Kind -> (the text planted, the secrets that must not appear) for one entry path."""
+    s = lambda kind, n=32, alphabet=ALNUM: rnd(f"{path}/{kind}", n, alphabet)  # noqa: E731
+    key_lines = [s(f"pk{i}", 64, ALNUM + "+/") for i in range(4)]
+    inner = "sk-ant-api03-" + s("b64inner", 40)
+    hook_url = f"T{s('whT', 8).upper()}/B{s('whB', 8).upper()}/{s('wh', 24)}"
+    sa_id = s("sa", 40, HEXDIGITS)
+    table = {
+        "openai-key": ("sk-proj-" + s("openai", 40), None),
+        "anthropic-key": ("sk-ant-api03-" + s("anthropic", 40), None),
+        "github-token": ("ghp_" + s("ghp", 36), None),
+        "github-pat": ("github_pat_11" + s("pat", 59), None),
+        "aws-access-key": ("AKIA" + s("akia", 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), None),
+        "aws-secret": (s("awssecret", 40, ALNUM + "+/"), "aws_secret_access_key = {}"),
+        "slack-token": (f"xoxb-{s('sl1', 12, '0123456789')}-{s('sl2', 24)}", None),
+        "slack-webhook": (hook_url, "https://hooks.slack.com/services/{}"),
+        "npm-token": ("npm_" + s("npm", 36), None),
+        "stripe-key": ("sk_live_" + s("stripe", 28), None),
+        "google-api-key": ("AIza" + s("gapi", 35), None),
+        "gcp-private-key-id": (sa_id, '{{"type": "service_account", "private_key_id": "{}", "client_id": "1"}}'),
+        "jwt": ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOi" + s("jwt1", 20) + "." + s("jwt2", 30), None),
+        "bearer": (s("bearer", 32), "curl -H 'Authorization: Bearer {}' https://api.example.com"),
+        "x-api-key": (s("xapikey", 32), "curl -H 'X-Api-Key: {}' https://api.example.com"),
+        "env-password": (s("envpw", 16) + "&3!", "DB_PASSWORD={}"),
+        "flag-password": (s("flagpw", 16), "pg_tool --password {} --host db"),
+        "mysql-p": (s("mysqlpw", 14), "mysql -uroot -p{} shop"),
+        "curl-u": (s("curlpw", 14), "curl -u admin:{} https://api.example.com"),
+        "url-password": (s("urlpw", 14), "git clone https://deploy:{}@git.example.com/r.git"),
+        "query-password": (s("qpw", 14), "psql 'postgresql://app@db.example.com/shop?password={}'"),
+        "high-entropy": (s("entropy", 40), 'signing_salt = "{}"'),
+        "base64": (b64(f"ANTHROPIC_API_KEY={inner}"), "echo {} | base64 -d"),
+    }
+    out = {kind: (form.format(secret) if form else secret, [secret]) for kind, (secret, form) in table.items()}
+    out["base64"][1].append(inner)
+    out["private-key"] = (
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(key_lines) + "\n-----END RSA PRIVATE KEY-----",
+        key_lines,
+    )
+    return out
+
+
+def text_for(path: str) -> str:
+    return "\n".join(plant for plant, _ in kinds(path).values()) + "\n"
+
+
+class Sweep:
+    def __init__(self, tmp: Path) -> None:
+        self.home, self.data, self.work, self.out = tmp / "home", tmp / "data", tmp / "work", tmp / "exports"
+        for folder in (self.home, self.data, self.work, self.out):
+            folder.mkdir()
+        self.db = str(self.data / "ledger.db")
+        self.env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DB", "TRAIL_DATABASE_URL")}
+        self.env.update(TRAIL_HOME=str(self.home), TRAIL_DB=self.db, PYTHONPATH=str(REPO))
+        self.paths: list[str] = []
+        self.single: dict[str, str] = {}
+        """Entry paths that plant one kind only: path -> kind."""
+        self.said: list[str] = []  # what commands printed on stderr (error messages are written bytes too)
+
+    def plant(self, path: str) -> str:
+        self.paths.append(path)
+        return text_for(path)
+
+    def trail(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", "from cli.main import main; main()", *args],
+            input=stdin, cwd=self.work, env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=120,
+        )
+        self.said.append(done.stderr)
+        assert done.returncode == 0 or args[0] == "--db", (args[:2], done.stderr[-2000:])
+        return done.stdout
+
+    def hook(self, payload: dict[str, object] | str, env: dict[str, str] | None = None) -> None:
+        raw = payload if isinstance(payload, str) else json.dumps(payload)
+        self.trail("hook", "claude-code", stdin=raw, env=env)
+
+
+SESSION = "55555555-eeee-4fff-8aaa-000000000005"
+
+
+def _transcript(sweep: Sweep, text: str) -> Path:
+    base = {"sessionId": "66666666-ffff-4aaa-8bbb-000000000006", "cwd": str(sweep.work), "version": "2.0.0",
+            "isSidechain": False}
+    lines = [
+        {**base, "type": "user", "uuid": "p1", "parentUuid": None, "timestamp": "2026-01-01T00:00:01Z",
+         "message": {"role": "user", "content": f"Use these:\n{text}"}},
+        {**base, "type": "assistant", "uuid": "a1", "parentUuid": "p1", "timestamp": "2026-01-01T00:00:02Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_I1", "name": "Bash", "input": {"command": text}},
+             {"type": "tool_use", "id": "toolu_I2", "name": "Write",
+              "input": {"file_path": f"{sweep.work}/.env", "content": text}},
+         ]}},
+        {**base, "type": "user", "uuid": "r1", "parentUuid": "a1", "timestamp": "2026-01-01T00:00:03Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_I1", "content": text}]},
+         "toolUseResult": {"stdout": text, "stderr": ""}},
+        {**base, "type": "user", "uuid": "r2", "parentUuid": "r1", "timestamp": "2026-01-01T00:00:04Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_I2", "content": "ok"}]},
+         "toolUseResult": {"type": "create", "filePath": f"{sweep.work}/.env", "content": text,
+                           "structuredPatch": []}},
+    ]
+    path = sweep.work / "session.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _record_everything(sweep: Sweep) -> None:
+    t = sweep.trail
+    # CLI arguments.
+    t("start", "Sweep " + sweep.plant("start-title"))
+    t("require", sweep.plant("require"))
+    t("decide", sweep.plant("decide"), "--because", sweep.plant("decide-because"))
+    t("note", sweep.plant("note"))
+    t("attempt", sweep.plant("attempt"))
+    t("branch", "1", sweep.plant("branch-title"), "--at", "2", "--no-switch")
+    # A command: its argv (each line a word, so secrets are split across argv) and its output.
+    t("ran", "--", "echo", *sweep.plant("ran-argv").split())
+    out = sweep.work / "out.txt"
+    out.write_text(sweep.plant("ran-output"))
+    t("ran", "--", "cat", str(out))
+    # A key body whose BEGIN line falls outside the 4 KiB output tail.
+    long_key = kinds("ran-cut-key")["private-key"][0].replace(
+        "\n-----END", "\n" + "\n".join(rnd(f"cutkey{i}", 64, ALNUM + "+/") for i in range(80)) + "\n-----END"
+    )
+    sweep.single["ran-cut-key"] = "private-key"
+    (sweep.work / "key.txt").write_text(long_key)
+    t("ran", "--", "cat", str(sweep.work / "key.txt"))
+    # A changed file, twice (the second diff is against the kept blob).
+    env_file = sweep.work / ".env"
+    env_file.write_text(sweep.plant("changed-file"))
+    t("changed", ".env")
+    env_file.write_text(env_file.read_text() + "EXTRA=1\n" + sweep.plant("changed-again"))
+    t("changed", ".env")
+    # Hooks: a prompt, a command with its output, an Edit whose patch lines carry a key line by line.
+    cwd = str(sweep.work)
+    sweep.hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "cwd": cwd,
+                "prompt": sweep.plant("hook-prompt")})
+    sweep.hook({"session_id": SESSION, "hook_event_name": "PostToolUse", "cwd": cwd, "tool_name": "Bash",
+                "tool_use_id": "toolu_H1", "tool_input": {"command": sweep.plant("hook-command")},
+                "tool_response": {"stdout": sweep.plant("hook-stdout"), "stderr": ""}})
+    patch_text = sweep.plant("hook-edit-patch")
+    sweep.hook({"session_id": SESSION, "hook_event_name": "PostToolUse", "cwd": cwd, "tool_name": "Edit",
+                "tool_use_id": "toolu_H2",
+                "tool_input": {"file_path": f"{cwd}/k.pem", "old_string": "x", "new_string": "y"},
+                "tool_response": {"filePath": f"{cwd}/k.pem", "oldString": "x", "newString": "y",
+                                  "structuredPatch": [{"oldStart": 1, "oldLines": 1, "newStart": 1,
+                                                       "newLines": 1, "lines": ["-x"] + [
+                                                           "+" + line for line in patch_text.splitlines()]}]}})
+    # Dead letters: torn JSON, JSON nested too deep to parse, a ledger that cannot be opened.
+    sweep.hook('{"session_id": "x", "prompt": ' + json.dumps(sweep.plant("deadletter-torn")))
+    deep = json.dumps(sweep.plant("deadletter-deep"))
+    sweep.hook('{"a": ' + "[" * 100_000 + deep + "]" * 100_000 + "}")
+    (sweep.data / "dir.db").mkdir()
+    sweep.hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "cwd": cwd,
+                "prompt": sweep.plant("deadletter-unopenable")}, env={"TRAIL_DB": str(sweep.data / "dir.db")})
+    # A transcript imported after the fact.
+    t("import", "claude-code", str(_transcript(sweep, sweep.plant("import"))))
+    # Reads that fold the inbox, build the read model, export.
+    t("list")
+    t("doctor")
+    t("stats")
+    t("query", "SELECT type, count(*) FROM events GROUP BY type")
+    for task in json.loads(t("list", "--json")):
+        t("export", str(task["number"]), "--parquet", str(sweep.out))
+    # An error that names the ledger URL.
+    sweep.single["db-url-error"] = "query-password"
+    password = kinds("db-url-error")["query-password"][1][0]
+    t("--db", f"postgresql://app@127.0.0.1:1/shop?password={password}", "list")
+
+
+def _files(sweep: Sweep) -> list[Path]:
+    return [p for root in (sweep.home, sweep.data, sweep.out) for p in sorted(root.rglob("*")) if p.is_file()]
+
+
+@pytest.mark.sqlite_only("reads the raw bytes of the SQLite file, its WAL and the read model")
+def test_no_planted_secret_in_any_byte(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sweep = Sweep(tmp_path)
+    _record_everything(sweep)
+    files = _files(sweep)
+    names = {p.name for p in files}
+    assert "ledger.db" in names and any(n.endswith(".parquet") for n in names), names
+    assert any(n.endswith(".duckdb") for n in names) and (sweep.home / "deadletter").is_dir(), names
+    assert len(list((sweep.home / "deadletter").glob("*.json"))) == 3
+    assert list((sweep.home / "blobs").rglob("*")), "trail changed kept a baseline"
+    blob = b"".join(p.read_bytes() for p in files) + "\n".join(map(str, files)).encode()
+    blob += "".join(sweep.said).encode()
+    assert b"[REDACTED:" in blob
+
+    planted = held = 0
+    leaks = []
+    for path in [*sweep.paths, *sweep.single]:
+        for kind, (_, secrets) in kinds(path).items():
+            if path in sweep.single and kind != sweep.single[path]:
+                continue  # that path plants one kind only
+            planted += 1
+            needles = [*secrets, *(b64(x) for x in secrets)]
+            if path == "ran-cut-key":
+                needles += [rnd(f"cutkey{i}", 64, ALNUM + "+/") for i in range(80)]
+            found = [x for x in needles if x.encode() in blob]
+            if found:
+                leaks.append(f"{path}/{kind}: {found[0][:24]}…")
+            else:
+                held += 1
+    with capsys.disabled():
+        print(f"\nsecrets planted: {planted}, held: {held} ({len(sweep.paths) + len(sweep.single)} entry paths)")
+    assert leaks == [], "\n".join(leaks)

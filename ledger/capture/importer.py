@@ -32,6 +32,7 @@ from ledger.capture.writer import (
     task_for_records,
     task_for_session,
 )
+from ledger.crashpoints import crash_point
 from ledger.errors import TrailError
 from ledger.location import Location
 from ledger.project import project_of
@@ -118,6 +119,7 @@ def import_files(
     # tasks are titled and joined by the sessions that started them.
     sessions.sort(key=lambda ps: (ps[1].first_timestamp or "~", ps[1].is_subagent, str(ps[0])))
     numbers = {e.task_id: e.number for e in ledger.entries()}
+    batches = 0
     for path, session in sessions:
         if not _wanted(session, project, since):
             report.filtered += 1
@@ -144,6 +146,7 @@ def import_files(
                     progress(path.stat().st_size)
                 continue
             _count(report, path, done)
+            crash_point("import-opened")
             numbers[target] = ledger.state(target).number or 0
             items = items[BATCH:]
             report.new_tasks += 1
@@ -151,6 +154,8 @@ def import_files(
             numbers.update({e.task_id: e.number for e in ledger.entries()})
         for start in range(0, len(items), BATCH):
             _count(report, path, append_unseen(ledger, location, target, items[start : start + BATCH]))
+            batches += 1
+            crash_point(f"import-batch-{batches}")
         if task is None and not session.is_subagent:
             # Also when a killed import left the task opened: the re-run settles it the same way.
             _settle(ledger, location, agent, session, target, report, path)

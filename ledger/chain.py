@@ -81,7 +81,16 @@ class _Plain:
 
 def _v2_value(value: Any, seen: _Plain) -> Any:
     """``_tails_hashed`` for v2: also brings integers into JCS's range and notes what orjson can write."""
-    if isinstance(value, str) or value is None or value is True or value is False:
+    kind = type(value)  # exact types first: this runs for every value of every event appended
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        return value if -_SAFE_INT <= value <= _SAFE_INT else str(value)
+    if kind is dict:
+        return _v2_fields(_tail_hashed(value) if is_bounded(value) else value, seen)
+    if kind is list or kind is tuple:
+        return [_v2_value(v, seen) for v in value]
+    if isinstance(value, str | bool):  # subclasses, as the exact types
         return value
     if isinstance(value, int):
         return value if -_SAFE_INT <= value <= _SAFE_INT else str(value)
@@ -98,17 +107,22 @@ def _v2_fields(fields: dict[str, Any], seen: _Plain, leave: tuple[str, ...] = ()
     for k, v in fields.items():
         if k in leave:
             continue
-        if seen.plain and not (isinstance(k, str) and k.isascii()):
+        if type(k) is not str or not k.isascii():
             seen.plain = False  # JCS orders keys by UTF-16 code units; leave it to rfc8785
-        out[k] = _v2_value(v, seen)
+        kind = type(v)
+        out[k] = v if kind is str or v is None or kind is bool else _v2_value(v, seen)
     return out
+
+
+def _hex(task_id: UUID | str) -> str:
+    return task_id.hex if isinstance(task_id, UUID) else UUID(str(task_id)).hex
 
 
 def document(topic: str, task_id: UUID | str, position: int, state: dict[str, Any], version: int = CURRENT) -> Any:
     """The JSON document whose canonical bytes are hashed (v2: exactly what ``rfc8785.dumps`` is given)."""
     if version == 1:
         doc = {k: _tails_hashed(v) for k, v in state.items() if k not in _ENVELOPE}
-        doc.update(topic=topic, task=UUID(str(task_id)).hex, position=position)
+        doc.update(topic=topic, task=_hex(task_id), position=position)
         return doc
     if version == 2:
         return _v2_document(topic, task_id, position, state, _Plain())
@@ -118,8 +132,8 @@ def document(topic: str, task_id: UUID | str, position: int, state: dict[str, An
 def _v2_document(topic: str, task_id: UUID | str, position: int, state: dict[str, Any], seen: _Plain) -> Any:
     return {
         "chain_version": 2,
-        "topic": _v2_value(topic, seen),
-        "task": UUID(str(task_id)).hex,
+        "topic": topic,
+        "task": _hex(task_id),
         "position": _v2_value(position, seen),
         "event": _v2_fields(state, seen, leave=_ENVELOPE),
     }

@@ -64,16 +64,31 @@ class NewTask:
     """When it began (an imported session's first record); now when None."""
 
 
+class _Redacted:
+    """A write's items, redacted once for all its attempts; and, when first asked, their values' ids."""
+
+    def __init__(self, items: Iterable[Item]) -> None:
+        self.items = [(event_class, redact_fields(fields)) for event_class, fields in items]
+        self._ids: set[int] | None = None
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` is one of the redacted values (the very object: the items are alive for
+        the whole write, so no other object can have its id)."""
+        if self._ids is None:
+            self._ids = {id(v) for _, fields in self.items for v in fields.values()}
+        return id(value) in self._ids
+
+
 class Draft:
     """One attempt of a write (``Ledger.write``): the task as read for it, and the only ways to add
     events to it. Everything recorded through a draft is redacted: the write's items were redacted
     once, before the first attempt, and any other value is redacted as it is recorded."""
 
-    def __init__(self, task: Task, items: list[Item], clean: set[int]) -> None:
+    def __init__(self, task: Task, redacted: _Redacted) -> None:
         self._task = task
-        self.items = items
+        self._redacted = redacted
+        self.items = redacted.items
         """The write's items, redacted."""
-        self._clean = clean
 
     @property
     def id(self) -> UUID:
@@ -95,21 +110,20 @@ class Draft:
 
     def record(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
         """Record an event under the Task aggregate's rules (``Task.record``)."""
-        self._task.record(event_class, **self._redacted(fields))
+        self._task.record(event_class, **self._clean(fields))
 
     def record_all(self) -> None:
         """Record every item of the write, in order (all or none: a refused one raises)."""
         for event_class, fields in self.items:
-            self.record(event_class, **fields)
+            self._task.record(event_class, **fields)  # redacted by the write already
 
     def copy(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
         """Record an event another task recorded, as it was (its rules held once; ``Ledger.branch``)."""
-        self._task.copy_event(event_class, **self._redacted(fields))
+        self._task.copy_event(event_class, **self._clean(fields))
 
-    def _redacted(self, fields: dict[str, Any]) -> dict[str, Any]:
-        # A value the write already redacted is that very object (the items are kept alive by the
-        # write, so an id cannot be reused); anything else, from the caller, is redacted here.
-        fresh = {name: value for name, value in fields.items() if id(value) not in self._clean}
+    def _clean(self, fields: dict[str, Any]) -> dict[str, Any]:
+        # A value of the write's items is redacted already; anything else, from the caller, is redacted here.
+        fresh = {name: value for name, value in fields.items() if not self._redacted.holds(value)}
         return {**fields, **redact_fields(fresh)} if fresh else fields
 
 
@@ -168,8 +182,7 @@ class Ledger(Application[UUID]):
         ``persist`` stores an existing task's new events in a transaction of the caller's own instead
         of the library's save (compaction commits its marker event with the rows it archives); it
         must raise the library's ``IntegrityError`` when another writer took a position first."""
-        clean_items = [(event_class, redact_fields(fields)) for event_class, fields in items]
-        clean = {id(value) for _, fields in clean_items for value in fields.values()}
+        redacted = _Redacted(items)
         opening = _opening(target) if isinstance(target, NewTask) else None
 
         def attempt() -> tuple[TaskState, R]:
@@ -184,7 +197,7 @@ class Ledger(Application[UUID]):
             else:
                 assert isinstance(target, UUID)
                 task = self.task(target)
-            outcome = decide(Draft(task, clean_items, clean))
+            outcome = decide(Draft(task, redacted))
             if registry is not None:
                 registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
                 self._save(registry, task)  # one transaction: the task, its first events and its entry
@@ -214,17 +227,21 @@ class Ledger(Application[UUID]):
         raise StoreUnavailable(f"gave up after {RETRY_ATTEMPTS} write conflicts")
 
     def _save(self, *aggregates: Task | Registry) -> None:
-        """``save``, handing the library the snapshots tasks took of themselves (``take_snapshot``)."""
+        """``save``, handing the library the snapshots tasks took of themselves (``take_snapshot``);
+        those it asks for are stored together, in one transaction, once the events are."""
         offered = {
             (snapshot.originator_id, snapshot.originator_version): snapshot
             for aggregate in aggregates if isinstance(aggregate, Task)
             for snapshot in aggregate.offered_snapshots()
         }
-        self._offered.snapshots = offered
+        taken: list[ModelSnapshot] = []
+        self._offered.snapshots, self._offered.taken = offered, taken
         try:
             self.save(*aggregates)
         finally:
-            self._offered.snapshots = {}
+            self._offered.snapshots, self._offered.taken = {}, []
+        if taken and self.snapshots is not None:
+            self.snapshots.put(taken)
 
     def take_snapshot(
         self,
@@ -234,13 +251,13 @@ class Ledger(Application[UUID]):
     ) -> None:
         # The library calls this after each save for every position its snapshotting interval
         # names (``snapshotting_intervals``). A task being saved offers the snapshot it took of
-        # itself in memory as it passed that position (``Task.trigger_event``), so it is stored as
-        # is; rebuilding that version from the store, as the library otherwise does, was a fifth of
-        # append time. Other snapshots (the registry's, a task's opening event, a direct call) the
-        # library's way.
+        # itself in memory as it passed that position (``Task.trigger_event``), so that one is kept
+        # (``_save`` stores them together); rebuilding that version from the store, as the library
+        # otherwise does, was a fifth of append time. Other snapshots (the registry's, a task's
+        # opening event, a direct call) the library's way.
         offered: ModelSnapshot | None = self._offered.__dict__.get("snapshots", {}).pop((aggregate_id, version), None)
-        if offered is not None and self.snapshots is not None:
-            self.snapshots.put([offered])
+        if offered is not None:
+            self._offered.taken.append(offered)
             return
         super().take_snapshot(aggregate_id, version, projector_func)
 

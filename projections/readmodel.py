@@ -45,7 +45,7 @@ from projections import facts
 if TYPE_CHECKING:
     from ledger.store import Ledger
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 """Bump when a table changes: a read model with another version is rebuilt from the log."""
 
 BATCH = 5_000
@@ -102,10 +102,17 @@ CREATE VIEW current_files AS
         WHERE renamed_from IS NOT NULL AND renamed_from <> path GROUP BY ALL),
     live AS (
         SELECT f.* FROM files f LEFT JOIN gone g ON g.task_id = f.task_id AND g.path = f.path
-        WHERE g.position IS NULL OR f.position > g.position)
-    SELECT task_id, task_number, path, operation, position, timestamp, before_sha256, after_sha256, diff_size,
+        WHERE g.position IS NULL OR f.position > g.position),
+    -- The net status, as the state folds it: a file created, then edited, is still created.
+    netted AS (
+        SELECT *, last_value(CASE WHEN operation <> 'modified' THEN operation END IGNORE NULLS) OVER (
+            PARTITION BY task_id, path ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+        FROM live)
+    SELECT task_id, task_number, path,
+           CASE WHEN operation = 'modified' AND before = 'created' THEN 'created' ELSE operation END AS operation,
+           position, timestamp, before_sha256, after_sha256, diff_size,
            count(*) OVER (PARTITION BY task_id, path) AS changes, attempt
-    FROM live QUALIFY row_number() OVER (PARTITION BY task_id, path ORDER BY position DESC) = 1;
+    FROM netted QUALIFY row_number() OVER (PARTITION BY task_id, path ORDER BY position DESC) = 1;
 """
 
 TABLES = ("events", "tasks", "files", "attempts", "commands", "tests", "decisions", "intents")

@@ -185,3 +185,20 @@ def test_every_session_start_source_injects_within_the_cap_on_a_task_from_every_
         text = injected(send(home, app, f"s-{source}", "SessionStart", source=source))
         assert 0 < len(text) <= 10_000, source
         assert "NEXT-STEP-MARKER" in text and "task #1" in text
+
+
+def test_a_pointer_file_from_before_projects_never_routes_another_projects_session(
+    home: Path, tmp_path: Path, ledger: Ledger
+) -> None:
+    web, rust = _repo(tmp_path, "web"), _repo(tmp_path, "rust")
+    run_trail("start", "Web work", home=home, cwd=web, check=True)
+    pointers = home / "active.json"
+    legacy = {k: v for k, v in json.loads(pointers.read_text()).items() if "\x1fproject:" not in k}
+    pointers.write_text(json.dumps(legacy))  # as an older tasktrail wrote it: one ledger-wide pointer
+    # Inside the task's own project the old pointer still stands in.
+    assert "Web work" in run_trail("resume", home=home, cwd=web, check=True).stdout
+    assert injected(send(home, rust, "s-rust", "SessionStart", source="startup")) == ""
+    send(home, rust, "s-rust", "UserPromptSubmit", prompt="Set up a Rust workspace")
+    run_trail("list", home=home, check=True)
+    web_task, rust_task = (ledger.state(e.task_id) for e in ledger.entries())
+    assert web_task.requirements == () and [r.text for r in rust_task.requirements] == ["Set up a Rust workspace"]

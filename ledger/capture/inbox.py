@@ -128,6 +128,8 @@ def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows:
         found = refs.active_task_id(location, project) if project else None
         if found is not None and not any(e.task_id == found for e in ledger.entries()):
             found = None  # a pointer to a forgotten task
+        if found is not None and project is not None and not _within(project, ledger.state(found).project):
+            found = None  # an active.json from before per-project pointers names another project's task
     if found is not None:
         status = ledger.task(found).decision.status
         if status in OPEN:
@@ -139,6 +141,11 @@ def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows:
     if not agent.prompt(prompt):
         return _Binding(closed=closed)
     return _Binding(opened=title_from(agent.prompt(prompt)), closed=closed)
+
+
+def _within(project: str, home: str | None) -> bool:
+    """Whether ``project`` is the task's home project or a folder inside it."""
+    return home is not None and (project == home or project.startswith(home.rstrip("/") + "/"))
 
 
 def _items(

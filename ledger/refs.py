@@ -41,27 +41,33 @@ def _project_key(location: Location, project: str) -> str:
     return f"{location.key}{_PROJECT}{project}"
 
 
+def project_pointer(location: Location, project: str) -> UUID | None:
+    """The task set active in ``project`` or the nearest folder above it, with no fallback."""
+    pointers = _read_pointers(location)
+    here = project
+    while True:
+        value = pointers.get(_project_key(location, here))
+        parent = os.path.dirname(here)
+        if value is not None or parent == here:
+            return UUID(value) if value else None
+        here = parent
+
+
 def active_task_id(location: Location, project: str | None = None) -> UUID | None:
     """The active task of ``project`` (or of the nearest folder above it that has one); with no
     project, the last active task anywhere.
 
     A project with none has no active task, unless the file predates per-project pointers (none
     at all for this ledger), when the ledger-wide one stands in."""
-    pointers = _read_pointers(location)
     if project is not None:
-        value = None
         # The nearest project at or above: a folder without git inside a project is part of it.
-        here = project
-        while value is None:
-            value = pointers.get(_project_key(location, here))
-            parent = os.path.dirname(here)
-            if parent == here:
-                break
-            here = parent
-        if value is None and not any(k.startswith(location.key + _PROJECT) for k in pointers):
-            value = pointers.get(location.key)
+        found = project_pointer(location, project)
+        pointers = _read_pointers(location)
+        if found is not None or any(k.startswith(location.key + _PROJECT) for k in pointers):
+            return found
     else:
-        value = pointers.get(location.key)
+        pointers = _read_pointers(location)
+    value = pointers.get(location.key)
     return UUID(value) if value else None
 
 

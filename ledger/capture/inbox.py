@@ -125,11 +125,14 @@ def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows:
     found = task_for_session(ledger, location, agent.name, session)
     if found is None:
         project = project_of(next((str(r.payload["cwd"]) for r in rows if r.payload.get("cwd")), None))
-        found = refs.active_task_id(location, project) if project else None
+        found = refs.project_pointer(location, project) if project else None
+        if found is None and project is not None:
+            # An active.json from before per-project pointers: its one task counts only at its own home.
+            legacy = refs.active_task_id(location, project)
+            if legacy is not None and any(e.task_id == legacy for e in ledger.entries()):
+                found = legacy if _within(project, ledger.state(legacy).project) else None
         if found is not None and not any(e.task_id == found for e in ledger.entries()):
             found = None  # a pointer to a forgotten task
-        if found is not None and project is not None and not _within(project, ledger.state(found).project):
-            found = None  # an active.json from before per-project pointers names another project's task
     if found is not None:
         status = ledger.task(found).decision.status
         if status in OPEN:

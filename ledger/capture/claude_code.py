@@ -19,8 +19,7 @@ from ledger.bounds import bound
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, sha256, title_from
 from ledger.capture.jsonl import Skipped, records
-from ledger.capture.shell_effects import file_effects
-from ledger.capture.testruns import test_item
+from ledger.capture.testruns import command_facts
 
 AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"
@@ -287,12 +286,7 @@ def tool_items(
             output = "\n".join(str(result.get(k) or "") for k in ("stdout", "stderr"))
         else:
             output = result if isinstance(result, str) and not content else content
-        test = test_item(line, code, output, actor, source, ts)
-        if test is not None:
-            items.append(test)
-        if code == 0:
-            items.extend(file_effects(line, cwd, actor, source, ts))
-        return items
+        return items + command_facts(line, code, output, cwd, actor, source, ts)
     if name in EDIT_TOOLS and not is_error:
         item = file_item(name, data, result, actor, source, ts)
         return [item] if item else []

@@ -35,8 +35,7 @@ from ledger.capture.classify import classify
 from ledger.capture.claude_code import Session
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import Skipped, records
-from ledger.capture.shell_effects import file_effects
-from ledger.capture.testruns import test_item
+from ledger.capture.testruns import command_facts
 
 AGENT = "codex"
 ACTOR = f"agent:{AGENT}"
@@ -214,12 +213,7 @@ def command_run_items(
     if "*** Begin Patch" in line and code == 0 and not patched:
         items.extend(patch_items(line, where, key, ts))
     output = "\n".join(t for t in (stdout, stderr) if t)
-    test = test_item(line, code, output, ACTOR, key, ts)
-    if test is not None:
-        items.append(test)
-    if code == 0:
-        items.extend(file_effects(line, where, ACTOR, key, ts))
-    return items
+    return items + command_facts(line, code, output, where, ACTOR, key, ts)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 
 from ledger import events as ev
 from ledger.capture.items import Item
-from ledger.capture.shell_effects import commands
+from ledger.capture.shell_effects import commands, file_effects
 
 _ENV_WRAPPERS = frozenset({"env", "time", "nice", "sudo", "command", "exec", "nohup", "xvfb-run", "dotenv"})
 _RUN_WRAPPERS = {
@@ -490,3 +490,13 @@ def test_item(
 
 
 test_item.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when a test module imports it
+
+
+def command_facts(
+    line: str, exit_code: int | None, output: str, cwd: str | None, actor: str, source: ev.SourceKey, timestamp: Any
+) -> list[Item]:
+    """What a finished shell command adds beside its ``CommandRan``, for every agent's mapper: the test
+    run it was (``test_item``) and, when it succeeded, the deletes and renames it made (``file_effects``)."""
+    test = test_item(line, exit_code, output, actor, source, timestamp)
+    effects = file_effects(line, cwd, actor, source, timestamp) if exit_code == 0 else []
+    return ([test] if test is not None else []) + effects

@@ -67,46 +67,36 @@ _since = click.option(
 )
 
 
-@import_group.command("claude-code")
-@_paths
-@_task
-@_project
-@_since
-@json_option
-@pass_context
-@fails_cleanly
-def import_claude_code(
-    ctx: Context, paths: tuple[Path, ...], task: str | None, project: Path | None, since: datetime | None,
-    as_json: bool,
-) -> None:
-    """Import Claude Code transcripts (files or folders; default ~/.claude/projects).
-
+_IMPORT_GROUPING = """
     Sessions that continue one another (a /clear, a compaction, a resume) join one task; each other
     session opens its own, at its first record's time, in its own project. Each task ends paused,
-    or done when the agent finished its plan with nothing failing.
-    """
-    _run_import(ctx, "claude-code", paths, task, as_json, project, since)
+    or done when the agent finished a plan made after the user's last request, with nothing failing."""
 
 
-@import_group.command("codex")
-@_paths
-@_task
-@_project
-@_since
-@json_option
-@pass_context
-@fails_cleanly
-def import_codex(
-    ctx: Context, paths: tuple[Path, ...], task: str | None, project: Path | None, since: datetime | None,
-    as_json: bool,
-) -> None:
-    """Import Codex CLI rollouts (files or folders; default ~/.codex/sessions).
+def _import_command(agent: str, summary: str) -> click.Command:
+    """``trail import AGENT``: the same options for every agent, one definition."""
 
-    Sessions that continue one another (a /clear, a compaction, a resume) join one task; each other
-    session opens its own, at its first record's time, in its own project. Each task ends paused,
-    or done when the agent finished its plan with nothing failing.
-    """
-    _run_import(ctx, "codex", paths, task, as_json, project, since)
+    @import_group.command(agent, help=summary + "\n" + _IMPORT_GROUPING)
+    @_paths
+    @_task
+    @_project
+    @_since
+    @json_option
+    @pass_context
+    @fails_cleanly
+    def command(
+        ctx: Context, paths: tuple[Path, ...], task: str | None, project: Path | None, since: datetime | None,
+        as_json: bool,
+    ) -> None:
+        _run_import(ctx, agent, paths, task, as_json, project, since)
+
+    return command
+
+
+import_claude_code = _import_command(
+    "claude-code", "Import Claude Code transcripts (files or folders; default ~/.claude/projects)."
+)
+import_codex = _import_command("codex", "Import Codex CLI rollouts (files or folders; default ~/.codex/sessions).")
 
 
 # -- trail hook (the click route; `trail` itself dispatches it before click loads) ---------------------

@@ -34,3 +34,8 @@ def current_project() -> str | None:
         return project_of(os.getcwd())
     except OSError:
         return None
+
+
+def within(folder: str, project: str | None) -> bool:
+    """Whether ``folder`` is ``project`` or a folder inside it."""
+    return project is not None and (folder == project or folder.startswith(project.rstrip("/") + "/"))

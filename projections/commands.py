@@ -46,15 +46,23 @@ def _reads(words: list[str]) -> bool:
     return program in READERS
 
 
+def _tokens(line: str) -> list[str] | None:
+    """The shell words of ``line``, operators (``|``, ``&&``, ``>``…) as words of their own; None when
+    its quotes do not close."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
 def is_read_only(line: str) -> bool:
     """Whether the shell ``line`` only reads (every pipeline part a known reader, no file written)."""
     if not line.strip() or "$(" in line or "`" in line:
         return False
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:
+    tokens = _tokens(line)
+    if tokens is None:
         return False
     words: list[str] = []
     parts: list[list[str]] = [words]
@@ -91,11 +99,8 @@ def command_head(line: str) -> str:
     """What a command runs, without its flags: the program, its subcommand and the base names of the
     paths it names (``cd /r && python -m pytest -q tests/t.py`` -> ``pytest t.py``). Two runs with
     the same head did the same thing, whatever their flags or how their paths were spelled."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:
+    tokens = _tokens(line)
+    if tokens is None:
         return " ".join(line.split())
     segments: list[list[str]] = [[]]
     for token in tokens:

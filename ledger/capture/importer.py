@@ -35,7 +35,7 @@ from ledger.capture.writer import (
 from ledger.crashpoints import crash_point
 from ledger.errors import TrailError
 from ledger.location import Location
-from ledger.project import project_of
+from ledger.project import project_of, within
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
@@ -197,7 +197,7 @@ def _stamp(value: object) -> datetime | None:
 def _wanted(session: Session, project: str | None, since: datetime | None) -> bool:
     if project is not None:
         own = project_of(session.cwd)
-        if own is None or not (own == project or own.startswith(project.rstrip("/") + "/")):
+        if own is None or not within(own, project):
             return False
     if since is not None:
         last = _last_time(session)

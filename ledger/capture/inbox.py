@@ -38,7 +38,7 @@ from ledger.capture.writer import (
     task_for_session,
 )
 from ledger.location import Location
-from ledger.project import project_of
+from ledger.project import project_of, within
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
@@ -130,7 +130,7 @@ def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows:
             # An active.json from before per-project pointers: its one task counts only at its own home.
             legacy = refs.active_task_id(location, project)
             if legacy is not None and any(e.task_id == legacy for e in ledger.entries()):
-                found = legacy if _within(project, ledger.state(legacy).project) else None
+                found = legacy if within(project, ledger.state(legacy).project) else None
         if found is not None and not any(e.task_id == found for e in ledger.entries()):
             found = None  # a pointer to a forgotten task
     if found is not None:
@@ -144,11 +144,6 @@ def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows:
     if not agent.prompt(prompt):
         return _Binding(closed=closed)
     return _Binding(opened=title_from(agent.prompt(prompt)), closed=closed)
-
-
-def _within(project: str, home: str | None) -> bool:
-    """Whether ``project`` is the task's home project or a folder inside it."""
-    return home is not None and (project == home or project.startswith(home.rstrip("/") + "/"))
 
 
 def _items(

@@ -141,6 +141,8 @@ class Failure(Item):
     output_tail: str = ""
     resolved_at: int | None = None
     """Position of the first later success of the same key."""
+    head: str | None = None
+    """A failed command's ``command_head``, taken once when it failed (a success is matched against it)."""
 
 
 class Plan(Item):
@@ -257,15 +259,21 @@ def _failed(failures: tuple[Failure, ...], failure: Failure) -> tuple[Failure, .
     return _recent(kept, failure, RECENT_FAILURES)
 
 
-def _resolved(failures: tuple[Failure, ...], key: str, position: int, head: str | None = None) -> tuple[Failure, ...]:
-    """``failures`` with the open ones of ``key`` marked passing since ``position``; with ``head``, also
-    commands of the same program and target run with other flags or paths (`ruff check a/b.py` then
-    `ruff check /abs/a/b.py`)."""
+def _resolved(failures: tuple[Failure, ...], key: str, position: int, line: str | None = None) -> tuple[Failure, ...]:
+    """``failures`` with the open ones of ``key`` marked passing since ``position``; with the command
+    ``line`` that passed, also commands of the same program and target run with other flags or paths
+    (`ruff check a/b.py` then `ruff check /abs/a/b.py`)."""
+    if not any(f.resolved_at is None for f in failures):
+        return failures  # the common case: nothing open, no command to parse
+    head = command_head(line) if line is not None else None
 
     def matches(f: Failure) -> bool:
         if f.resolved_at is not None:
             return False
-        return f.key == key or (head is not None and f.key.startswith("cmd:") and command_head(f.what) == head)
+        if f.key == key:
+            return True
+        # Failures from snapshots taken before `head` was kept work it out here.
+        return head is not None and f.key.startswith("cmd:") and (f.head or command_head(f.what)) == head
 
     if not any(matches(f) for f in failures):
         return failures
@@ -378,11 +386,12 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 update["read_only_commands"] = state.read_only_commands + 1
                 return update
             if failed:
-                failure = Failure(key=key, what=line, position=pos, at=at, exit_code=event.exit_code,
+                failure = Failure(key=key, what=line, head=command_head(line), position=pos, at=at,
+                                  exit_code=event.exit_code,
                                   output_tail=rec.output_tail)
                 update["failures"] = _failed(state.failures, failure)
             elif event.exit_code == 0:
-                update["failures"] = _resolved(state.failures, key, pos, head=command_head(line))
+                update["failures"] = _resolved(state.failures, key, pos, line=line)
             update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
             return update
         case ev.FileChanged():

@@ -15,6 +15,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from ledger import events as ev
+from ledger.capture.refusals import INTERRUPTED, NOT_RUN, STOPPED
 from projections import facts
 from projections.commands import command_head, is_probe
 from projections.facts import command_line as command_line  # re-exported
@@ -33,10 +34,8 @@ RECENT_TESTS = 200
 RECENT_CONVERSATIONS = 20
 EDITORS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch")
 """Agent tools whose success is a file change, not a tool result."""
-STOPPED_BY_USER = ("The user doesn't want to", "Error: The user doesn't want to", "[Request interrupted by user")
+STOPPED_BY_USER = (STOPPED, "Error: " + STOPPED, INTERRUPTED)
 """How agents word a call the user rejected or interrupted (Claude Code; Codex's own words too)."""
-NOT_PERMITTED = ("requires approval", "haven't granted it yet", "was blocked. For security")
-"""How a call refused for want of the user's permission reads (it never ran)."""
 RECENT_FAILURES = 30
 """Failures (non-zero exits, failed tests and tool calls) kept, resolved or not."""
 WORDINGS_KEPT = 5
@@ -357,7 +356,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             if output.lstrip().startswith(STOPPED_BY_USER):
                 return {"tool_errors": state.tool_errors + 1}  # the user said no: a correction, not a failure
             what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
-            if any(phrase in output[:300] for phrase in NOT_PERMITTED):
+            if any(phrase in output[:300] for phrase in NOT_RUN):
                 key = f"blocked:{what}"  # it never ran: it needs the user's permission
             failure = Failure(key=key, what=what, position=pos, at=at, output_tail=tail_lines(output, 3))
             return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}

@@ -13,8 +13,9 @@ import pytest
 
 from ledger import events as ev
 from ledger.capture.classify import classify, clean_prompt
-from ledger.capture.claude_code import NOT_RUN, bare_feedback, slash_command
+from ledger.capture.claude_code import bare_feedback, slash_command
 from ledger.capture.importer import import_files
+from ledger.capture.refusals import NOT_RUN
 from ledger.location import Location
 from ledger.store import Ledger
 from projections.brief import is_clutter, render

@@ -19,13 +19,13 @@ from ledger.bounds import bound
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, sha256, title_from
 from ledger.capture.jsonl import Skipped, records
+from ledger.capture.refusals import INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.testruns import command_facts
 
 AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 REJECTED = "The user doesn't want to proceed"
-INTERRUPTED = "[Request interrupted by user"
 _EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
 _SKIP_PROMPT = (
     "<command-name>",
@@ -186,10 +186,7 @@ def command_item(
 
 
 _DENIED = ("requires approval", "was blocked", "requested permissions", "<tool_use_error>")
-STOPPED = "The user doesn't want to"
-"""Every wording of a rejection starts so ("…to proceed with this tool use", "…to take this action right now")."""
-NOT_RUN = ("requires approval", "haven't granted it yet", "was blocked. For security")
-"""Claude Code's permission refusals: the call never ran, so it has no outcome to record as a failure."""
+
 
 
 def bare_feedback(name: str, body: str, record: dict[str, Any]) -> bool:

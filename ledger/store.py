@@ -425,6 +425,8 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
             "SQLITE_DBNAME": str(path),
             "SQLITE_LOCK_TIMEOUT": "30",
+            # The library's recorder plus the per-task head anchor (ledger/stores/sqlite.py).
+            "APPLICATION_RECORDER_TOPIC": "ledger.stores.sqlite:AnchoredRecorder",
         }
         _check_sqlite_path(path, create)
     elif location.is_postgres:

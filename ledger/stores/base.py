@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+import orjson
 from eventsourcing.persistence import StoredEvent
 
 if TYPE_CHECKING:
@@ -35,6 +36,10 @@ ARCHIVES = "tasktrail_archives"
 """The archive index: one row per archive of compacted events."""
 FORGOTTEN_KEYS = "tasktrail_forgotten_keys"
 """sha256 of each source key a forgotten task held, with its number: re-imports skip them."""
+HEADS = "tasktrail_heads"
+"""The anchor: per aggregate, its last position and that event's chain hash, upserted in the
+transaction that appends (``sqlite.AnchoredRecorder``, ``postgres.AnchoredRecorder``), so cutting
+events off a log's end leaves the anchor pointing past it."""
 
 GC_TOPICS = ("tasktrail/CommandRan", "tasktrail/FileChanged", "tasktrail/ToolResult", "tasktrail/ToolCalled")
 """Event types that carry bulky bounded text (outputs, diffs, tool inputs and results)."""
@@ -53,6 +58,36 @@ class Archive:
     head: str
     """The hash-chain head at ``last``."""
     events: int
+
+
+@dataclass(frozen=True)
+class Head:
+    """What the anchor holds of an aggregate: its last position and the chain hash there
+    (empty for the registry, whose events are not chained)."""
+
+    version: int
+    chain: str
+
+
+def heads_of(stored_events: Iterable[StoredEvent]) -> list[tuple[str, int, str]]:
+    """(id hex, position, chain) of the last event of each aggregate in one append, for the anchor's upsert.
+
+    One decode per aggregate per transaction (the last event's state), however many events it holds."""
+    last: dict[str, StoredEvent] = {}
+    for stored in stored_events:
+        key = stored.originator_id.hex if isinstance(stored.originator_id, UUID) else str(stored.originator_id)
+        if key not in last or stored.originator_version > last[key].originator_version:
+            last[key] = stored
+    return [(key, s.originator_version, chain_of(s.state)) for key, s in last.items()]
+
+
+def chain_of(state: bytes) -> str:
+    """The ``chain`` field of a stored state ("" when it has none or cannot be read)."""
+    try:
+        found = orjson.loads(state)
+    except orjson.JSONDecodeError:
+        return ""
+    return str(found.get("chain") or "") if isinstance(found, dict) else ""
 
 
 @dataclass(frozen=True)
@@ -112,6 +147,13 @@ class LedgerStore(ABC):
     @abstractmethod
     def put_archive(self, archive: Archive) -> None:
         """Record an archive copied from another ledger (its file at ``archive.path``), events untouched."""
+
+    # -- the head anchor -----------------------------------------------------------------
+
+    @abstractmethod
+    def head(self, task_id: UUID) -> Head | None:
+        """The anchor's head of one aggregate; None when the ledger keeps no anchor for it (an
+        older ledger, or rows written past the recorder)."""
 
     # -- rewriting and deleting rows ------------------------------------------------------
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,20 +27,32 @@ from uuid import UUID
 
 import psycopg
 from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
-from psycopg.rows import tuple_row
+from psycopg.rows import DictRow, tuple_row
 
 from ledger.errors import StoreUnavailable
 from ledger.location import Location, PostgresTarget
 from ledger.registry import REGISTRY_ID, TaskRegistered
-from ledger.stores.base import ARCHIVES, FORGOTTEN_KEYS, Archive, Key, LedgerStore, Range
+from ledger.stores.base import (
+    ARCHIVES,
+    FORGOTTEN_KEYS,
+    HEADS,
+    Archive,
+    Head,
+    Key,
+    LedgerStore,
+    Range,
+    chain_of,
+    heads_of,
+)
 
 EVENTS_TABLE = "tasktrail_events"
 """The library names tables ``<application name>_events``; the application is called tasktrail."""
 SNAPSHOTS_TABLE = "tasktrail_snapshots"
 RECLAIM_LOCK_WAIT = 5
 """Seconds compaction's VACUUM FULL waits for a table's lock before settling for plain VACUUM."""
-OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS)
+OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS)
 """Every table of a ledger: what a migration moves into place."""
 
 CREATE = (
@@ -50,6 +62,42 @@ CREATE = (
     f"CREATE TABLE IF NOT EXISTS {{schema}}.{FORGOTTEN_KEYS} (key_sha256 text PRIMARY KEY,"
     " task_number bigint NOT NULL)",
 )
+CREATE_HEADS = (f"CREATE TABLE IF NOT EXISTS {{schema}}.{HEADS} (originator_id uuid PRIMARY KEY,"
+                " version bigint NOT NULL, chain text NOT NULL)")
+UPSERT_HEAD = (f"INSERT INTO {{schema}}.{HEADS} AS h VALUES (%s, %s, %s) ON CONFLICT (originator_id) DO UPDATE"
+               " SET version = EXCLUDED.version, chain = EXCLUDED.chain WHERE EXCLUDED.version > h.version")
+
+
+class AnchoredRecorder(PostgresApplicationRecorder):
+    """The library's recorder, plus the head anchor (``base.HEADS``) in each insert's own transaction:
+    one upsert per aggregate appended to, after its rows (under the library's table lock)."""
+
+    def create_table(self) -> None:
+        super().create_table()
+        schema = sql.Identifier(self.datastore.schema)
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute("SELECT to_regclass(%s) AS found", (f'"{self.datastore.schema}".{HEADS}',))
+            row = curs.fetchone()
+            if row is not None and row["found"] is not None:
+                return
+            # A ledger from before the anchor: it starts from the log as it is now.
+            curs.execute(sql.SQL(CREATE_HEADS).format(schema=schema))
+            curs.execute(sql.SQL(
+                "SELECT DISTINCT ON (originator_id) originator_id, originator_version, state FROM {}.{}"
+                " ORDER BY originator_id, originator_version DESC"
+            ).format(schema, sql.Identifier(self.events_table_name)))
+            found = [(r["originator_id"], r["originator_version"], chain_of(bytes(r["state"])))
+                     for r in curs.fetchall()]
+            if found:
+                curs.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), found)
+
+    def _insert_stored_events(self, curs: psycopg.Cursor[DictRow], stored_events: Sequence[StoredEvent],
+                              **kwargs: Any) -> None:
+        super()._insert_stored_events(curs, stored_events, **kwargs)
+        upsert = sql.SQL(UPSERT_HEAD).format(schema=sql.Identifier(self.datastore.schema))
+        # Its own cursor: the library reads the notification ids from ``curs`` afterwards.
+        with curs.connection.cursor() as own:
+            own.executemany(upsert, heads_of(stored_events))
 
 
 def library_env(target: PostgresTarget) -> dict[str, str]:
@@ -68,6 +116,8 @@ def library_env(target: PostgresTarget) -> dict[str, str]:
         "POSTGRES_MAX_OVERFLOW": "4",
         # Writers wait for the table lock the library takes on every append (0 = no limit).
         "POSTGRES_LOCK_TIMEOUT": "30",
+        # The library's recorder plus the per-task head anchor.
+        "APPLICATION_RECORDER_TOPIC": "ledger.stores.postgres:AnchoredRecorder",
     }
 
 
@@ -147,6 +197,7 @@ class PostgresStore(LedgerStore):
         self.lock_timeout = lock_timeout
         self.events, self.snapshots = _table(schema, EVENTS_TABLE), _table(schema, SNAPSHOTS_TABLE)
         self.archive_table, self.forgotten_table = _table(schema, ARCHIVES), _table(schema, FORGOTTEN_KEYS)
+        self.heads = _table(schema, HEADS)
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
@@ -233,6 +284,8 @@ class PostgresStore(LedgerStore):
             conn.execute(sql.SQL(
                 "INSERT INTO {} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)"
             ).format(self.events), (archive.task_id, marker.originator_version, marker.topic, marker.state))
+            for head in heads_of([marker]):
+                conn.execute(sql.SQL(UPSERT_HEAD).format(schema=sql.Identifier(self.schema)), head)
             conn.execute(sql.SQL(
                 "DELETE FROM {} WHERE originator_id = %s AND originator_version BETWEEN %s AND %s"
             ).format(self.events), (archive.task_id, archive.first, archive.last))
@@ -252,6 +305,17 @@ class PostgresStore(LedgerStore):
             (archive.task_id, archive.first, archive.last, archive.path.name, archive.sha256, archive.head,
              archive.events, data),
         )
+
+    # -- the head anchor ---------------------------------------------------------------------
+
+    def head(self, task_id: UUID) -> Head | None:
+        with self._conn() as conn:
+            found = _rows(conn, sql.SQL("SELECT to_regclass(%s)"), (f'"{self.schema}".{HEADS}',))
+            if not found or found[0][0] is None:
+                return None
+            rows = _rows(conn, sql.SQL("SELECT version, chain FROM {} WHERE originator_id = %s").format(self.heads),
+                         (task_id,))
+        return Head(int(rows[0][0]), str(rows[0][1])) if rows else None
 
     # -- rewriting and deleting --------------------------------------------------------------
 
@@ -296,7 +360,7 @@ class PostgresStore(LedgerStore):
             deleted = conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(self.events),
                                    (task_id,)).rowcount
             for table, owner in ((self.snapshots, task_id), (self.snapshots, REGISTRY_ID),
-                                 (self.archive_table, task_id)):
+                                 (self.archive_table, task_id), (self.heads, task_id)):
                 conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(table), (owner,))
             rows = _rows(conn, sql.SQL("SELECT originator_version, state FROM {} WHERE originator_id = %s"
                                        " AND topic = %s").format(self.events), (REGISTRY_ID, TaskRegistered.TOPIC))

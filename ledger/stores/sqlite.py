@@ -12,22 +12,66 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError, StoredEvent
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from ledger.location import Location
 from ledger.registry import REGISTRY_ID, TaskRegistered
-from ledger.stores.base import ARCHIVES, FORGOTTEN_KEYS, Archive, Key, LedgerStore, Range
+from ledger.stores.base import (
+    ARCHIVES,
+    FORGOTTEN_KEYS,
+    HEADS,
+    Archive,
+    Head,
+    Key,
+    LedgerStore,
+    Range,
+    chain_of,
+    heads_of,
+)
 
 CREATE_ARCHIVES = f"""CREATE TABLE IF NOT EXISTS {ARCHIVES} (
     originator_id TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL, path TEXT NOT NULL,
     sha256 TEXT NOT NULL, head TEXT NOT NULL, events INTEGER NOT NULL, PRIMARY KEY (originator_id, first))"""
 CREATE_FORGOTTEN = f"""CREATE TABLE IF NOT EXISTS {FORGOTTEN_KEYS} (
     key_sha256 TEXT PRIMARY KEY, task_number INTEGER NOT NULL) WITHOUT ROWID"""
+
+CREATE_HEADS = f"""CREATE TABLE IF NOT EXISTS {HEADS} (
+    originator_id TEXT PRIMARY KEY, version INTEGER NOT NULL, chain TEXT NOT NULL) WITHOUT ROWID"""
+UPSERT_HEAD = f"""INSERT INTO {HEADS} VALUES (?, ?, ?) ON CONFLICT (originator_id) DO UPDATE
+    SET version = excluded.version, chain = excluded.chain WHERE excluded.version > {HEADS}.version"""
+
+
+class AnchoredRecorder(SQLiteApplicationRecorder):
+    """The library's recorder, plus the head anchor (``base.HEADS``) in each insert's own transaction:
+    one upsert per aggregate appended to, after its rows."""
+
+    def _create_table(self, c: SQLiteCursor) -> None:
+        c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (HEADS,))
+        fresh = c.fetchone() is None
+        super()._create_table(c)
+        if fresh:
+            # A ledger from before the anchor: it starts from the log as it is now.
+            c.execute(CREATE_HEADS)
+            c.execute(
+                "SELECT e.originator_id, e.originator_version, e.state FROM stored_events e JOIN"
+                " (SELECT originator_id, max(originator_version) AS v FROM stored_events GROUP BY originator_id) m"
+                " ON e.originator_id = m.originator_id AND e.originator_version = m.v"
+            )
+            c.executemany(UPSERT_HEAD, [(r[0], r[1], chain_of(bytes(r[2]))) for r in c.fetchall()])
+
+    def _insert_events(
+        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events, **kwargs)
+        c.executemany(UPSERT_HEAD, heads_of(stored_events))
+        return ids
 
 
 def _missing_table(exc: sqlite3.OperationalError) -> bool:
@@ -163,6 +207,8 @@ class SQLiteStore(LedgerStore):
                 "INSERT INTO stored_events VALUES (?, ?, ?, ?)",
                 (owner, marker.originator_version, marker.topic, marker.state),
             )
+            con.execute(CREATE_HEADS)
+            con.executemany(UPSERT_HEAD, heads_of([marker]))
             con.execute(
                 "DELETE FROM stored_events WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
                 (owner, archive.first, archive.last),
@@ -185,6 +231,21 @@ class SQLiteStore(LedgerStore):
             (archive.task_id.hex, archive.first, archive.last, archive.path.name, archive.sha256, archive.head,
              archive.events),
         )
+
+    # -- the head anchor ---------------------------------------------------------------------
+
+    def head(self, task_id: UUID) -> Head | None:
+        with self._reading() as con:
+            if con is None:
+                return None
+            try:
+                row = con.execute(f"SELECT version, chain FROM {HEADS} WHERE originator_id = ?",
+                                  (task_id.hex,)).fetchone()
+            except sqlite3.OperationalError as exc:
+                if _missing_table(exc):
+                    return None
+                raise
+        return Head(int(row[0]), str(row[1])) if row else None
 
     # -- rewriting and deleting --------------------------------------------------------------
 
@@ -237,8 +298,9 @@ class SQLiteStore(LedgerStore):
                 )
                 deleted = con.execute("DELETE FROM stored_events WHERE originator_id = ?", (task_id.hex,)).rowcount
                 # Snapshots of the task, and of the registry (they hold titles); the task's archive index rows.
+                con.execute(CREATE_HEADS)
                 for table, owner in (("stored_snapshots", task_id), ("stored_snapshots", REGISTRY_ID),
-                                     (ARCHIVES, task_id)):
+                                     (ARCHIVES, task_id), (HEADS, task_id)):
                     con.execute(f"DELETE FROM {table} WHERE originator_id = ?", (owner.hex,))
                 rows = con.execute(
                     "SELECT originator_version, state FROM stored_events WHERE originator_id = ? AND topic = ?",

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import measures, startup, systems
-from bench.tables import Table
+from bench.tables import Table, summary
 
 
 def machine() -> str:
@@ -58,7 +58,8 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     print(f"# tasktrail benchmarks ({mode} run, seed {seed})\n\n{datetime.now(UTC):%Y-%m-%d %H:%M UTC}; "
           f"{machine()}\n", flush=True)
     emit(measures.hook_path(plan))
-    emit(startup.table(plan.hook_repeat))
+    started = startup.table(plan.hook_repeat)
+    emit(started)
     trail = systems.grow_trail(plan, directory, log)
     print(f"Built the tasktrail task to {trail.built:,} events in {trail.build_seconds:,.1f} s "
           f"(appends {trail.append_seconds:,.1f} s; the rest is the measures taken at each size).\n", flush=True)
@@ -72,7 +73,7 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
         systems.travel_langgraph(plan, graph)
     emit(measures.time_travel(plan, trail, delta, default))
     log("importing real logs")
-    emit(measures.import_logs(plan, directory))
+    emit(measures.import_logs(plan, directory, started.data["median_wall_s"][startup.BARE]))
     log("read model and compaction")
     emit(measures.readmodel_refresh(plan, trail, directory))
     emit(measures.compaction(plan, trail))
@@ -80,7 +81,8 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     for graph in (delta, default):
         if graph.peer is not None:
             graph.peer.close()
-    print(f"Whole run: {time.perf_counter() - began:,.0f} s.")
+    print(f"Whole run: {time.perf_counter() - began:,.0f} s.\n")
+    print(summary(out), flush=True)
 
 
 def main() -> None:
@@ -102,7 +104,8 @@ def main() -> None:
             run(args.quick, args.seed, Path(tmp), tables, args.build_budget)
     if args.json:
         doc = {"quick": args.quick, "seed": args.seed, "machine": machine(),
-               "date": datetime.now(UTC).isoformat(timespec="seconds"), "tables": [t.as_json() for t in tables]}
+               "date": datetime.now(UTC).isoformat(timespec="seconds"), "tables": [t.as_json() for t in tables],
+               "summary": summary(tables)}
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
 
 

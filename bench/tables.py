@@ -1,9 +1,19 @@
-"""A measure's result: a Markdown table for people and the same figures as JSON for machines."""
+"""A measure's result: a Markdown table for people, the same figures as JSON for machines, and the
+goals it was held to, which the run sums up in one closing line."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One goal a table holds tasktrail to: a ratio to a peer or floor measured in the same run."""
+
+    name: str
+    met: bool | None
+    """``None``: not measured in this run (a module or the fixtures missing); it is not counted."""
 
 
 @dataclass
@@ -14,9 +24,15 @@ class Table:
     notes: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     """Raw figures (unrounded) for ``--json``."""
+    goals: list[Goal] = field(default_factory=list)
 
     def add(self, *row: Any) -> None:
         self.rows.append(row)
+
+    def check(self, name: str, ok: bool | None) -> str:
+        """Record goal ``name`` as met, missed or (``None``) not measured; the ``goal met`` cell for it."""
+        self.goals.append(Goal(name, ok))
+        return met(ok)
 
     def markdown(self) -> str:
         lines = [f"## {self.measure}", "", "| " + " | ".join(self.headers) + " |",
@@ -27,7 +43,19 @@ class Table:
 
     def as_json(self) -> dict[str, Any]:
         return {"measure": self.measure, "headers": list(self.headers), "rows": [list(map(str, r)) for r in self.rows],
-                "notes": self.notes, "data": self.data}
+                "notes": self.notes, "data": self.data,
+                "goals": [{"name": g.name, "met": g.met} for g in self.goals]}
+
+
+def summary(tables: list[Table]) -> str:
+    """The run's closing line: how many goals were met, and which were missed or could not be measured."""
+    goals = [goal for table in tables for goal in table.goals]
+    measured = [goal for goal in goals if goal.met is not None]
+    missed = [goal.name for goal in measured if not goal.met]
+    line = (f"goals met: {len(measured) - len(missed)} of {len(measured)}; "
+            f"missed: {', '.join(missed) if missed else 'none'}")
+    unmeasured = [goal.name for goal in goals if goal.met is None]
+    return line + (f"; not measured: {', '.join(unmeasured)}" if unmeasured else "")
 
 
 NA = "n/a (not built yet)"

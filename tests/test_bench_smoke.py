@@ -1,20 +1,30 @@
-"""The benchmark workload cannot rot silently: it stays seeded, valid, and shaped as specified.
+"""The benchmark cannot rot silently: the workload stays seeded, valid and shaped as specified, and
+every goal is a ratio to a peer or floor measured in the same run, counted in the closing line.
 
-Benchmarks are not tests; this only runs the generator at a tiny size (well under a second).
+Benchmarks are not tests: this runs the generator and the measures at a tiny size (a few seconds),
+and judges only the goals whose outcome the test fixes (a peer far slower or faster), never a time.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
+import pytest
 
+from bench import measures, systems
+from bench.systems import FloorRun, GraphRun, Plan, TrailRun
+from bench.tables import Goal, Table, summary
 from bench.workload import Workload, as_dict, dicts
 from ledger import events as ev
 from ledger.location import resolve
 from ledger.store import open_ledger
+from tests.conftest import SHARED
 
 SIZE = 2_000
 
@@ -79,3 +89,114 @@ def test_items_are_accepted_by_the_ledger_and_dicts_mirror_them(tmp_path: Path) 
     assert plain["type"] == item[0].__name__ and plain["position"] == 2
     orjson.dumps(plain)  # JSON-able as it stands
     ledger.close()
+
+
+# -- goals: every one a ratio to something measured in the same run ---------------------------
+
+ABSOLUTE = re.compile(r"\d\s*(ms|s|seconds)\b")
+"""A goal worded as a time ("< 20 ms") judges the machine, not the code."""
+
+
+def _tiny_plan() -> Plan:
+    return Plan(quick=True, seed=7, milestones=(200, 600), storage_sizes=(200, 600), resume_sizes=(200, 600),
+                append_events=600, each_events=100, langgraph_delta=(200, 600), langgraph_default=(200,),
+                build_budget=60.0, travel_points=10, walk_budget=1.0, hook_repeat=1, resume_repeat=1)
+
+
+def _peer(latest: float, by_id: float, sizes: tuple[int, ...] = (200, 600)) -> GraphRun:
+    """LangGraph's figures as a run would have measured them (LangGraph itself is not in the test extra)."""
+    return GraphRun("delta", steps=max(sizes), seconds=1.0, disk={n: 1 for n in sizes},
+                    latest={n: latest for n in sizes}, by_id=[by_id] * 10)
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Plan, TrailRun, FloorRun, Path]]:
+    """A real 600-event task (SQLite file, `trail resume` processes) and the floor beside it."""
+    directory = tmp_path_factory.mktemp("bench")
+    plan = _tiny_plan()
+    trail = systems.grow_trail(plan, directory, lambda _: None)
+    floor = systems.grow_floor(plan, directory, lambda _: None)
+    yield plan, trail, floor, directory
+    trail.ledger.close()
+
+
+def _goal(table: Table, prefix: str) -> bool | None:
+    [goal] = [g for g in table.goals if g.name.startswith(prefix)]
+    return goal.met
+
+
+def test_resume_and_time_travel_are_judged_against_langgraph_in_the_same_run(
+    grown: tuple[Plan, TrailRun, FloorRun, Path],
+) -> None:
+    plan, trail, _, _ = grown
+    absent = GraphRun("default")
+    # The same tasktrail figures meet the goal beside a slow peer and miss it beside a fast one.
+    slow, fast = _peer(latest=1_000.0, by_id=1_000.0), _peer(latest=1e-12, by_id=1e-12)
+    for peer, expected in ((slow, True), (fast, False)):
+        resumed = measures.resume(plan, trail, peer, absent)
+        assert _goal(resumed, "resume 200 in-process <= 0.5x LangGraph delta") is expected
+        assert _goal(resumed, "resume 600 in-process <= 0.5x LangGraph delta") is expected
+        travelled = measures.time_travel(plan, trail, peer, absent)
+        assert _goal(travelled, "time travel p95 <= 0.5x LangGraph delta by id") is expected
+    # The largest task also carries the flatness goal (its outcome is the machine's to decide).
+    assert [g.name for g in measures.resume(plan, trail, slow, absent).goals][-1] == "resume 600 process <= 1.2x 200"
+    # Where LangGraph was not grown as far, the goal names the size it is judged against.
+    short = measures.resume(plan, trail, _peer(latest=1_000.0, by_id=1_000.0, sizes=(200,)), absent)
+    assert _goal(short, "resume 600 in-process <= 0.5x LangGraph delta at 200") is True
+
+
+def test_no_goal_is_an_absolute_time_and_the_run_closes_with_the_count(
+    grown: tuple[Plan, TrailRun, FloorRun, Path],
+) -> None:
+    plan, trail, floor, directory = grown
+    peer, absent = _peer(latest=1_000.0, by_id=1_000.0), GraphRun("default")
+    tables = [
+        measures.append_batched(plan, trail, floor, peer, absent),
+        measures.storage(plan, trail, floor, peer, absent),
+        measures.resume(plan, trail, peer, absent),
+        measures.time_travel(plan, trail, peer, absent),
+        measures.import_logs(plan, directory, bare_seconds=0.02, fixtures=directory / "no-such-folder"),
+    ]
+    for table in tables:
+        assert table.goals, table.measure
+        goal_columns = [i for i, header in enumerate(table.headers) if header.startswith("goal")]
+        cells = [str(row[i]) for row in table.rows for i in goal_columns]
+        texts = [g.name for g in table.goals] + [table.headers[i] for i in goal_columns] + cells
+        assert not [text for text in texts if ABSOLUTE.search(text)], table.measure
+    line = summary(tables)
+    measured = [g for t in tables for g in t.goals if g.met is not None]
+    missed = [g.name for g in measured if not g.met]
+    assert line.startswith(f"goals met: {len(measured) - len(missed)} of {len(measured)}; missed: ")
+    # Without the fixtures the import goal is not measured, and said so rather than counted.
+    assert line.endswith("; not measured: import of every real log")
+
+
+def test_closing_line_names_every_miss() -> None:
+    table = Table("t", ("goal met",))
+    assert table.check("a", True) == "yes"
+    assert table.check("b <= 2x c", False) == "**no**"
+    assert table.check("d", None) == "n/a"
+    other = Table("u", ("goal met",))
+    other.check("e", False)
+    assert summary([table, other]) == "goals met: 1 of 3; missed: b <= 2x c, e; not measured: d"
+    assert summary([Table("v", ("x",))]) == "goals met: 0 of 0; missed: none"
+
+
+def test_a_small_log_meets_the_import_goal_by_costing_no_more_than_a_bare_interpreter() -> None:
+    assert measures.import_met(10_000_000, 1.0, None)  # 10 MB/s: by its rate
+    assert measures.import_met(40_000, 0.015, 0.025)  # 2.7 MB/s, but quicker than starting python
+    assert not measures.import_met(40_000, 0.015, 0.010)
+    assert not measures.import_met(40_000, 0.015, None)
+
+
+def test_import_of_a_real_log_is_judged_and_counted(tmp_path: Path) -> None:
+    real = sorted((SHARED / "fixtures" / "claude-code").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    if not real:
+        pytest.skip("../shared/fixtures/claude-code is absent")
+    fixtures = tmp_path / "fixtures"
+    (fixtures / "claude-code").mkdir(parents=True)
+    shutil.copy(real[0], fixtures / "claude-code" / real[0].name)
+    table = measures.import_logs(_tiny_plan(), tmp_path, bare_seconds=1_000.0, fixtures=fixtures)
+    assert [row[0] for row in table.rows] == [real[0].name, "**all 1 logs**"]
+    assert table.goals == [Goal("import of every real log", True)]
+    assert table.data[real[0].name]["events"] > 0

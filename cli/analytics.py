@@ -74,18 +74,29 @@ def _json_ready(records: Any) -> Any:
 @json_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header row.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the read model from the whole ledger first.")
+@click.option("--sandbox", is_flag=True,
+              help="Run as `trail mcp`'s query tool does: the read model's tables and nothing else.")
 @pass_context
 @fails_cleanly
-def query_command(ctx: Context, sql: str, as_json: bool, as_csv: bool, rebuild: bool) -> None:
-    """Run SQL over the read model (tables: events, tasks, files, attempts, commands, tests, decisions).
+def query_command(ctx: Context, sql: str, as_json: bool, as_csv: bool, rebuild: bool, sandbox: bool) -> None:
+    """Run SQL over the read model (tables: events, tasks, files, attempts, commands, tests, decisions, intents).
 
-    The query runs read-only, after the read model has caught up with the ledger.
+    The query runs read-only, after the read model has caught up with the ledger: it cannot
+    change the read model. No query reaches the network: DuckDB installs and loads no extension
+    by itself (Parquet, JSON and time zones are built in).
+
+    \b
+    Default mode (your own shell): DuckDB's full power over your files, e.g.
+    read_csv('notes.csv') to join with, or COPY (SELECT ...) TO 'out.parquet'.
+    --sandbox: what every other front door (trail mcp) gets. Only the read model's
+    tables; reading or writing any other file (read_csv, read_text, COPY, ATTACH,
+    EXPORT), INSTALL and LOAD fail, and no SET can undo that (the configuration is locked).
     """
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
     from projections import readmodel
 
-    result = readmodel.query(_refreshed(ctx, rebuild), sql)
+    result = readmodel.query(_refreshed(ctx, rebuild), sql, sandbox=sandbox)
     if as_json:
         emit_json(_json_ready(_records(result)))
     elif as_csv:

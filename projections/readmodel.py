@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,7 +35,7 @@ import duckdb
 import orjson
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
-from ledger import archive
+from ledger import archive, duckdb_offline
 from ledger import events as ev
 from ledger.errors import TrailError
 from ledger.location import Location
@@ -149,13 +150,33 @@ def readmodel_path(location: Location) -> Path:
     return location.home / "readmodel" / f"{digest}.duckdb"
 
 
+SANDBOX: dict[str, str | bool] = {
+    # Only the model's own files (DuckDB allows them itself): no read_csv/read_text of other files,
+    # no COPY TO, ATTACH, EXPORT, INSTALL or LOAD.
+    "enable_external_access": False,
+    # DuckDB would also allow the whole "<model>.duckdb.tmp/" folder, where COPY TO could then write;
+    # with no temporary folder a query that outgrows memory fails instead of spilling.
+    "temp_directory": "",
+    "memory_limit": "2GB",
+}
+"""Connect-time settings of a sandboxed connection (on top of ``duckdb_offline.OFFLINE``); locked after."""
+
+
 @contextmanager
-def connect(path: Path, *, read_only: bool = False, wait: float = LOCK_WAIT) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open ``path``, retrying while another process holds it, and always close it again."""
+def connect(
+    path: Path, *, read_only: bool = False, sandbox: bool = False, wait: float = LOCK_WAIT
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open ``path``, retrying while another process holds it, and always close it again.
+
+    ``sandbox``: read-only, ``SANDBOX`` settings, and the configuration locked, so that no statement
+    can SET any of them back (docs/readmodel.md, "Query modes").
+    """
     deadline = time.monotonic() + wait
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            con = duckdb_offline.connect(
+                str(path), read_only=read_only or sandbox, config=SANDBOX if sandbox else None
+            )
             break
         except duckdb.IOException as exc:
             # Another process has the file open; it closes as soon as its catch-up ends.
@@ -165,6 +186,8 @@ def connect(path: Path, *, read_only: bool = False, wait: float = LOCK_WAIT) -> 
         except duckdb.Error as exc:
             raise ReadModelError(f"cannot open read model {path}: {_first_line(exc)}") from exc
     try:
+        if sandbox:
+            con.execute("SET lock_configuration = true")
         yield con
     finally:
         con.close()
@@ -518,20 +541,50 @@ def _read_archives(con: duckdb.DuckDBPyConnection, ledger: Ledger, position: int
 class Result:
     columns: tuple[str, ...]
     rows: list[tuple[Any, ...]]
+    truncated: bool = False
+    """More rows than the ``limit`` asked for: only the first ``limit`` are in ``rows``."""
 
 
-def query(path: Path, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
-    """Run ``sql`` on a read-only connection: a query cannot change the read model."""
+def query(
+    path: Path,
+    sql: str,
+    params: Sequence[Any] | dict[str, Any] | None = None,
+    *,
+    sandbox: bool = False,
+    limit: int | None = None,
+    seconds: float | None = None,
+) -> Result:
+    """Run ``sql`` on a read-only connection: a query cannot change the read model.
+
+    ``sandbox``: the connection ``connect`` makes for front doors other than the local CLI.
+    ``limit``: at most this many rows are fetched. ``seconds``: the query is interrupted after that long.
+    """
     if not path.exists():
         raise ReadModelError(f"no read model at {path}; refresh it first")
-    with connect(path, read_only=True) as con:
+    with connect(path, read_only=True, sandbox=sandbox) as con:
+        # A runaway query would hold the file, and so every refresh, for as long as it runs.
+        timer = threading.Timer(seconds, con.interrupt) if seconds is not None else None
         try:
+            if timer is not None:
+                timer.start()
             cursor = con.execute(sql, params) if params is not None else con.execute(sql)
             description = cursor.description or []
-            rows = cursor.fetchall() if description else []
+            if not description:
+                rows = []
+            elif limit is None:
+                rows = cursor.fetchall()
+            else:
+                rows = cursor.fetchmany(limit + 1)
+        except duckdb.InterruptException as exc:
+            raise ReadModelError(f"query stopped: it ran past its limit of {seconds:g} s") from exc
         except duckdb.Error as exc:
             raise ReadModelError(f"query failed: {_first_line(exc)}") from exc
-    return Result(columns=tuple(d[0] for d in description), rows=rows)
+        finally:
+            if timer is not None:
+                timer.cancel()
+    truncated = limit is not None and len(rows) > limit
+    return Result(columns=tuple(d[0] for d in description), rows=rows[:limit] if truncated else rows,
+                  truncated=truncated)
 
 
 def export_parquet(path: Path, task_id: UUID, out: Path) -> tuple[Path, int]:

@@ -3,7 +3,6 @@ reclassify."""
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -135,6 +134,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     """Check capture health: dead letters and inbox rows still waiting for a task."""
     from ledger.capture import hook
     from ledger.capture.inbox import drain, inbox_path
+    from ledger.capture.jsonl import loads
 
     spool = Path(hook.deadletter_dir())
     files = sorted(spool.glob("*.json")) if spool.is_dir() else []
@@ -142,7 +142,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     if retry:
         for file in files:
             try:
-                letter = json.loads(file.read_text())
+                letter = loads(file.read_text())
                 agent = str(letter.get("agent") or "claude-code")  # letters from before Codex hooks name none
                 hook.enqueue(str(inbox_path(ctx.location)), agent, hook.parse(letter["raw"]))
             except (OSError, ValueError, KeyError, TypeError) as exc:

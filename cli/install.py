@@ -33,6 +33,7 @@ import click
 
 from cli import tomlpatch
 from cli.context import fails_cleanly
+from ledger.capture.jsonl import loads
 from ledger.errors import TrailError
 
 NAMES = ("trail", "tasktrail")
@@ -116,7 +117,7 @@ def _json(path: Path, text: str | None) -> dict[str, Any]:
     if text is None:
         return {}
     try:
-        data = json.loads(text or "{}")
+        data = loads(text or "{}")
     except ValueError as exc:
         raise TrailError(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict):

@@ -380,6 +380,25 @@ def _is_prompt(record: dict[str, Any], content: Any) -> bool:
     return bool(text_of(content).strip())
 
 
+def _subagent(record: dict[str, Any], stem: str) -> bool:
+    """Whether the file's first record with a session id says a sub-agent wrote it."""
+    return bool(record.get("agentId")) or stem.split(".")[-1].startswith("agent-")
+
+
+def sort_key(lines: Iterable[tuple[int, str]], stem: str) -> tuple[str, bool]:
+    """(first record's time, whether a sub-agent wrote the file), as ``map_transcript`` finds them, read
+    only as far as both are known: what orders the files before any is mapped."""
+    first, subagent, seen = "", False, False
+    for _, record in records(lines, []):
+        if record.get("timestamp") and not first:
+            first = str(record["timestamp"])
+        if record.get("sessionId") and not seen:
+            seen, subagent = True, _subagent(record, stem)
+        if first and seen:
+            break
+    return first, subagent
+
+
 def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
     """Map the numbered lines of one transcript file to items (pure: no I/O)."""
     session = Session()
@@ -418,7 +437,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             session.first_timestamp = str(ts)
         if record.get("sessionId") and not session.session_id:
             session.session_id = str(record["sessionId"])
-            session.is_subagent = bool(record.get("agentId")) or stem.split(".")[-1].startswith("agent-")
+            session.is_subagent = _subagent(record, stem)
         if record.get("cwd") and session.cwd is None:
             session.cwd = str(record["cwd"])
         if uuid:

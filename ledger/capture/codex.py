@@ -25,7 +25,7 @@ import json
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from ledger.bounds import bound
 from ledger.capture.classify import classify
 from ledger.capture.claude_code import Session
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
-from ledger.capture.jsonl import Skipped, records
+from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.testruns import command_facts
 
 AGENT = "codex"
@@ -74,7 +74,7 @@ def _args(payload: dict[str, Any]) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     try:
-        data = json.loads(raw) if isinstance(raw, str) else {}
+        data = loads(raw) if isinstance(raw, str) else {}
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
@@ -84,7 +84,7 @@ def _output_text(output: Any) -> tuple[str, int | None]:
     """A call output's text and exit code (JSON ``{"output", "metadata": {"exit_code"}}`` or plain)."""
     if isinstance(output, str):
         try:
-            data = json.loads(output)
+            data = loads(output)
         except ValueError:
             data = None
         if isinstance(data, dict) and "output" in data:
@@ -223,28 +223,59 @@ class _Reply:
     origin: str
 
 
-def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
-    """Map the numbered lines of one rollout file to items (pure: no I/O)."""
-    session = Session()
-    parsed = list(records(lines, session.skipped))
-    # Envelope (0.2x+) or legacy: bare header line then bare response items.
-    flat = []
+Flat = tuple[int, str, dict[str, Any], Any]
+"""(line number, record kind, payload, time) of one rollout record, whatever the format's generation."""
+
+
+def _flat(parsed: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[Flat]:
+    """Envelope records (0.2x+) or legacy ones (a bare header line, then bare response items), alike."""
     for number, record in parsed:
         if "payload" in record and "type" in record:
             payload = record["payload"] if isinstance(record["payload"], dict) else {}
-            flat.append((number, str(record["type"]), payload, record.get("timestamp")))
+            yield number, str(record["type"]), payload, record.get("timestamp")
         elif "type" not in record and "id" in record and "instructions" in record:
-            flat.append((number, "session_meta", record, record.get("timestamp")))
-        elif record.get("record_type") == "state":
-            continue
-        else:
-            flat.append((number, "response_item", record, record.get("timestamp")))
-    ended = {p.get("call_id") for _, t, p, _ in flat if t == "event_msg" and p.get("type") == "exec_command_end"}
-    patched = {p.get("call_id") for _, t, p, _ in flat if t == "event_msg" and p.get("type") == "patch_apply_end"}
-    has_user_events = any(t == "event_msg" and p.get("type") == "user_message" for _, t, p, _ in flat)
-    has_assistant_items = any(
-        t == "response_item" and p.get("type") == "message" and p.get("role") == "assistant" for _, t, p, _ in flat
-    )
+            yield number, "session_meta", record, record.get("timestamp")
+        elif record.get("record_type") != "state":
+            yield number, "response_item", record, record.get("timestamp")
+
+
+def _subagent(meta: dict[str, Any]) -> bool:
+    """Whether a ``session_meta`` payload says a sub-agent thread wrote the rollout."""
+    source = meta.get("source")
+    return bool(meta.get("parent_thread_id")) or (isinstance(source, dict) and "subagent" in source)
+
+
+def sort_key(lines: Iterable[tuple[int, str]], stem: str) -> tuple[str, bool]:
+    """(first record's time, whether a sub-agent wrote the rollout), as ``map_rollout`` finds them, read
+    only as far as both are known: what orders the files before any is mapped."""
+    first, subagent, seen = "", False, False
+    for _, kind, payload, ts in _flat(records(lines, [])):
+        if ts and not first:
+            first = str(ts)
+        if kind == "session_meta" and (payload.get("id") or payload.get("session_id")) and not seen:
+            seen, subagent = True, _subagent(payload)
+        if first and seen:
+            break
+    return first, subagent
+
+
+def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
+    """Map the numbered lines of one rollout file to items (pure: no I/O)."""
+    session = Session()
+    if iter(lines) is lines:
+        lines = list(lines)  # read twice below: a one-shot iterator is kept (files come as re-readable Lines)
+    # A first pass for the facts the mapping needs up front, holding only these sets, not the records.
+    ended: set[Any] = set()
+    patched: set[Any] = set()
+    has_user_events = has_assistant_items = False
+    for _, t, p, _ in _flat(records(lines, [])):
+        if t == "event_msg" and p.get("type") == "exec_command_end":
+            ended.add(p.get("call_id"))
+        elif t == "event_msg" and p.get("type") == "patch_apply_end":
+            patched.add(p.get("call_id"))
+        has_user_events = has_user_events or (t == "event_msg" and p.get("type") == "user_message")
+        has_assistant_items = has_assistant_items or (
+            t == "response_item" and p.get("type") == "message" and p.get("role") == "assistant")
 
     calls: dict[str, tuple[str, dict[str, Any], Any]] = {}
     running: dict[str, tuple[str, dict[str, Any], Any, ev.SourceKey, list[str]]] = {}
@@ -317,10 +348,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             origin = sid
             if not session.session_id:
                 session.session_id = sid
-                source = payload.get("source")
-                session.is_subagent = bool(payload.get("parent_thread_id")) or (
-                    isinstance(source, dict) and "subagent" in source
-                )
+                session.is_subagent = _subagent(payload)
                 if isinstance(payload.get("cwd"), str) and session.cwd is None:
                     session.cwd = cwd = payload["cwd"]
                 if transcript:
@@ -583,7 +611,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 ]
             )
 
-    for number, kind, payload, ts in flat:
+    for number, kind, payload, ts in _flat(records(lines, session.skipped)):
         try:
             handle(number, kind, payload, ts)
         except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:

@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from ledger.capture.jsonl import loads
 from ledger.home import home_dir
 
 INBOX_DDL = (
@@ -57,11 +58,8 @@ def deadletter_dir() -> str:
 
 
 def parse(raw: str) -> dict[str, Any]:
-    """The hook payload as a JSON object, or ValueError saying why not."""
-    try:
-        payload = json.loads(raw)
-    except RecursionError:
-        raise ValueError("hook payload is nested too deeply") from None
+    """The hook payload as a JSON object, or ValueError saying why not (nested too deep among them)."""
+    payload = loads(raw)
     if not isinstance(payload, dict):
         raise ValueError("hook payload is not a JSON object")
     return payload
@@ -111,8 +109,8 @@ def spool(raw: str, reason: str, agent: str = "claude-code") -> str:
 
     patterns = safe_patterns()
     try:
-        kept = json.dumps(redact_json(json.loads(raw), patterns), ensure_ascii=False)
-    except (ValueError, RecursionError):
+        kept = json.dumps(redact_json(loads(raw), patterns), ensure_ascii=False)
+    except ValueError:
         kept = redact_json_text(raw, patterns)
     folder = deadletter_dir()
     os.makedirs(folder, exist_ok=True)

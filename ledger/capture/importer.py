@@ -24,6 +24,7 @@ from ledger import events as ev
 from ledger import refs
 from ledger.capture import claude_code, codex
 from ledger.capture.claude_code import Session
+from ledger.capture.jsonl import Lines
 from ledger.capture.writer import (
     Appended,
     ForgottenSession,
@@ -45,6 +46,7 @@ BATCH = 500
 """Items per transaction: bounds the work a conflict retries and lets the progress bar move."""
 
 MAPPERS: dict[str, Callable[..., Session]] = {"claude-code": claude_code.map_transcript, "codex": codex.map_rollout}
+SORT_KEYS: dict[str, Callable[..., tuple[str, bool]]] = {"claude-code": claude_code.sort_key, "codex": codex.sort_key}
 DEFAULT_ROOTS: dict[str, Path] = {
     "claude-code": Path("~/.claude/projects"),
     "codex": Path("~/.codex/sessions"),
@@ -90,12 +92,34 @@ def discover(paths: list[Path]) -> list[Path]:
 
 
 def read_session(agent: Agent, path: Path) -> Session:
+    """Map one file, read as a stream: memory holds a line at a time and the session's items (each
+    bounded), never the file. Lines too long or nested too deep are among its ``skipped``."""
+    lines = Lines(path)
     try:
-        text = path.read_bytes().decode("utf-8", "replace")
+        session = MAPPERS[agent](lines, _stem(path), str(path))
     except OSError as exc:
         raise TrailError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    lines = enumerate(text.splitlines(), 1)
-    return MAPPERS[agent](lines, path.name.removesuffix(".jsonl"), str(path))
+    session.skipped = sorted([*session.skipped, *lines.skipped])
+    return session
+
+
+def import_order(agent: Agent, files: list[Path]) -> list[Path]:
+    """Earlier sessions first, and a session's main file before its sub-agent files, so that tasks are
+    titled and joined by the sessions that started them. Each file is read only as far as its first
+    time and session header (``sort_key``), so the files are mapped one at a time afterwards."""
+
+    def key(path: Path) -> tuple[str, bool, str]:
+        try:
+            first, subagent = SORT_KEYS[agent](Lines(path), _stem(path))
+        except OSError as exc:
+            raise TrailError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        return first or "~", subagent, str(path)
+
+    return sorted(files, key=key)
+
+
+def _stem(path: Path) -> str:
+    return path.name.removesuffix(".jsonl")
 
 
 def import_files(
@@ -114,13 +138,10 @@ def import_files(
     ``project`` keeps the sessions run in that project (or a folder inside it); ``since`` the
     sessions with a record at or after that time."""
     report = Report(files=len(files))
-    sessions = [(path, read_session(agent, path)) for path in files]
-    # Earlier sessions first, and a session's main file before its sub-agent files, so that
-    # tasks are titled and joined by the sessions that started them.
-    sessions.sort(key=lambda ps: (ps[1].first_timestamp or "~", ps[1].is_subagent, str(ps[0])))
     numbers = {e.task_id: e.number for e in ledger.entries()}
     batches = 0
-    for path, session in sessions:
+    for path in import_order(agent, files):
+        session = read_session(agent, path)
         if not _wanted(session, project, since):
             report.filtered += 1
             if progress:

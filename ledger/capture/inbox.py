@@ -29,6 +29,7 @@ from ledger.capture.caps import restore
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.hook import INBOX_DDL, inbox_for_url, spool
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
+from ledger.capture.jsonl import loads
 from ledger.capture.writer import (
     Appended,
     ForgottenSession,
@@ -87,7 +88,7 @@ def _rows(conn: sqlite3.Connection, drained: Drained) -> list[_Row]:
     query = "SELECT id, received, payload, agent FROM capture_inbox ORDER BY id"
     for row_id, received, text, agent in conn.execute(query):
         try:
-            payload = json.loads(text)
+            payload = loads(text)
             if not isinstance(payload, dict):
                 raise ValueError("not a JSON object")
         except ValueError as exc:

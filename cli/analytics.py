@@ -54,19 +54,28 @@ def _table(result: Result) -> str:
     return "\n".join(lines)
 
 
-def _records(result: Result) -> list[dict[str, Any]]:
-    return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+def json_records(result: Result) -> list[dict[str, Any]]:
+    """The rows as column -> value, in values any JSON encoder takes (the MCP query tool's answer too)."""
+    return [{column: _json_ready(v) for column, v in zip(result.columns, row, strict=True)} for row in result.rows]
 
 
-def _json_ready(records: Any) -> Any:
-    # orjson handles datetimes and UUIDs; intervals and decimals become text.
-    if isinstance(records, list):
-        return [_json_ready(r) for r in records]
-    if isinstance(records, dict):
-        return {k: _json_ready(v) for k, v in records.items()}
-    if isinstance(records, timedelta) or type(records).__name__ == "Decimal":
-        return str(records)
-    return records
+_INT64 = 2**63
+
+
+def _json_ready(value: Any) -> Any:
+    # Times and UUIDs pass (both encoders take them); intervals and decimals become text, BLOBs hex, and
+    # integers past 64 bits (HUGEINT sums) text, which orjson refuses.
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, timedelta) or type(value).__name__ == "Decimal":
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
+        return str(value)
+    return value
 
 
 @click.command("query")
@@ -98,7 +107,7 @@ def query_command(ctx: Context, sql: str, as_json: bool, as_csv: bool, rebuild: 
 
     result = readmodel.query(_refreshed(ctx, rebuild), sql, sandbox=sandbox)
     if as_json:
-        emit_json(_json_ready(_records(result)))
+        emit_json(json_records(result))
     elif as_csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(result.columns)
@@ -131,7 +140,7 @@ def stats_command(ctx: Context, names: tuple[str, ...], task_ref: str | None, as
 
     results = {q.name: readmodel.query(path, q.sql, {"task": number} if q.per_task else None) for q in chosen}
     if as_json:
-        emit_json(_json_ready({name: _records(result) for name, result in results.items()}))
+        emit_json({name: json_records(result) for name, result in results.items()})
         return
     for i, q in enumerate(chosen):
         title = f"{q.title} (task #{number})" if q.per_task else q.title

@@ -30,6 +30,12 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+QUERY_ROWS = 100
+"""Rows the query tool returns unless asked for another number."""
+QUERY_ROWS_MAX = 1000
+QUERY_SECONDS = 10.0
+"""The query tool stops a query after this long: it holds the read model, and every refresh, while it runs."""
+
 MISSING_SDK = "trail mcp needs the MCP SDK, which is not installed: pip install 'tasktrail[mcp]'"
 
 INSTRUCTIONS = (
@@ -272,6 +278,32 @@ def build(state: Context) -> "MCPServer[Any]":
 
         return guarded(body)
 
+    @server.tool(annotations=reads)
+    def query(
+        sql: Annotated[str, Field(min_length=1, description="One DuckDB SQL query over the read model's tables: "
+                                                            "events, tasks, files, attempts, commands, tests, "
+                                                            "decisions, intents, and the views current_files and "
+                                                            "current_tests (columns: docs/readmodel.md).")],
+        limit: Annotated[int, Field(ge=1, le=QUERY_ROWS_MAX, description="Return at most this many rows; "
+                                                                         "truncated says whether there were more.")]
+        = QUERY_ROWS,
+    ) -> dict[str, Any]:
+        """SQL across every task in the ledger (DuckDB), e.g. which files changed most, which commands keep failing,
+        why attempts failed: SELECT path, count(*) FROM files GROUP BY 1 ORDER BY 2 DESC. Sandboxed: only the read
+        model's tables, read-only; no other file, no extension, no network, no SET of the sandbox. Returns the
+        column names, the rows as objects and whether rows were cut at the limit."""
+
+        def body() -> dict[str, Any]:
+            from cli.analytics import json_records
+            from projections import readmodel  # DuckDB loads only when a query is asked
+
+            path = readmodel.readmodel_path(state.location)
+            readmodel.refresh(ledger(), path)
+            found = readmodel.query(path, sql, sandbox=True, limit=limit, seconds=QUERY_SECONDS)
+            return {"columns": list(found.columns), "rows": json_records(found), "truncated": found.truncated}
+
+        return guarded(body)
+
     return server
 
 
@@ -282,7 +314,8 @@ def mcp_command(ctx: Context) -> None:
     """Serve the ledger to an MCP client over stdio (needs tasktrail[mcp]).
 
     \b
-    Tools: list_tasks, resume_task, record, why, log, replay.
+    Tools: list_tasks, resume_task, record, why, log, replay, query (sandboxed SQL
+    over the read model, as trail query --sandbox).
 
     \b
     The client runs it in its project folder; tools default to that project's active task.

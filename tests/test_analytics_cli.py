@@ -70,6 +70,16 @@ def test_query_prints_a_table_json_and_csv(db: Path) -> None:
     assert (db.parent / "ledger.db.duckdb").exists()
 
 
+def test_query_json_carries_every_duckdb_value(db: Path) -> None:
+    # BLOBs and integers past 64 bits made `--json` end in a traceback (orjson takes neither).
+    sql = ("SELECT '\\xFF\\x00'::BLOB AS blob, 170141183460469231731687303715884105727::HUGEINT AS huge, "
+           "1.50::DECIMAL(4,2) AS price, INTERVAL 36 HOUR AS span, ['\\x01'::BLOB] AS blobs, 7 AS small")
+    result = trail(db, "query", sql, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [{"blob": "ff00", "huge": "170141183460469231731687303715884105727",
+                                          "price": "1.50", "span": "1 day, 12:00:00", "blobs": ["01"], "small": 7}]
+
+
 def test_query_refreshes_first(db: Path) -> None:
     assert json.loads(trail(db, "query", "SELECT count(*) AS n FROM events", "--json").stdout) == [{"n": 17}]
     with open_ledger(resolve(str(db))) as ledger:

@@ -20,7 +20,7 @@ mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip insta
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import CallToolResult, Implementation, TextContent  # noqa: E402
 
-TOOLS = {"list_tasks", "resume_task", "record", "why", "log", "replay"}
+TOOLS = {"list_tasks", "resume_task", "record", "why", "log", "replay", "query"}
 KINDS = ["requirement", "correction", "decision", "attempt_start", "attempt_end", "next_step", "note", "checkpoint"]
 
 
@@ -201,6 +201,45 @@ def test_bad_arguments_are_tool_errors_and_the_server_goes_on(home: Path, projec
         assert [e["type"] for e in log["events"]] == ["TaskOpened", "AttemptStarted"]
 
     _session(home, project, body)
+
+
+def test_query_answers_sql_in_the_sandbox(home: Path, project: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.csv"
+    secret.write_text("token\ncanary-7f3a9c\n")
+    made = tmp_path / "made.csv"
+
+    async def body(session: ClientSession) -> None:
+        await _ok(session, "record", kind="decision", text="Cap refresh retries at 3", reason="server limit")
+        found = await _ok(session, "query", sql="SELECT number, title, status, opened_at FROM tasks ORDER BY number")
+        assert found["columns"] == ["number", "title", "status", "opened_at"] and not found["truncated"]
+        assert [(r["number"], r["title"], r["status"]) for r in found["rows"]] == [
+            (1, "Fix login timeout on slow networks", "active"), (2, "Set up a Rust workspace", "active")]
+        assert found["rows"][0]["opened_at"].startswith("20")  # a time, as ISO text
+        # What the agent records is in the next query: the read model catches up first.
+        decided = await _ok(session, "query", sql="SELECT text, reason, rejected, payload FROM decisions "
+                                                  "JOIN events USING (task_id, position)")
+        assert [(r["text"], r["reason"], r["rejected"]) for r in decided["rows"]] == [
+            ("Cap refresh retries at 3", "server limit", [])]
+        odd = await _ok(session, "query", sql="SELECT 1.50::DECIMAL(4,2) AS d, INTERVAL 36 HOUR AS i, "
+                                              "'\\xFF\\x00'::BLOB AS b, "
+                                              "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::UUID AS u")
+        assert odd["rows"] == [{"d": "1.50", "i": "1 day, 12:00:00", "b": "ff00",
+                                "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"}]
+        one = await _ok(session, "query", sql="SELECT * FROM events ORDER BY notification_id", limit=1)
+        assert len(one["rows"]) == 1 and one["truncated"] and one["rows"][0]["type"] == "TaskOpened"
+        assert "Permission Error: Cannot access file" in await _fails(
+            session, "query", sql=f"SELECT * FROM read_csv('{secret}')")
+        assert "Permission Error" in await _fails(session, "query", sql=f"COPY (SELECT 1) TO '{made}'")
+        assert "configuration has been locked" in await _fails(session, "query",
+                                                               sql="SET lock_configuration = false")
+        assert "read-only mode" in await _fails(session, "query", sql="DELETE FROM events")
+        assert "Parser Error" in await _fails(session, "query", sql="SELEC 1")
+        assert "limit:" in await _fails(session, "query", sql="SELECT 1", limit=0)
+        # Still serving, the model unharmed.
+        assert (await _ok(session, "query", sql="SELECT count(*) AS n FROM events"))["rows"] == [{"n": 3}]
+
+    _session(home, project, body)
+    assert not made.exists()
 
 
 def test_a_project_without_a_task_gets_none(home: Path, project: Path, tmp_path: Path) -> None:

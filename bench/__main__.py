@@ -87,7 +87,7 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--quick", action="store_true", help="scaled-down sizes; under two minutes")
+    parser.add_argument("--quick", action="store_true", help="scaled-down sizes; about two minutes")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write every table's figures as JSON")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--build-budget", type=float, metavar="SECONDS",

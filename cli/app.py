@@ -100,6 +100,19 @@ def load(name: str, target: str) -> click.Command:
     return found
 
 
+class OneLineUsage(click.ClickException):
+    """A usage error in one line on stderr, as every other error is (click prints a usage block and a hint)."""
+
+    exit_code = 2
+
+    def __init__(self, error: click.UsageError) -> None:
+        where = error.ctx.command_path if error.ctx else "trail"
+        super().__init__(" ".join(f"{where}: {error.format_message()}".split()))
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.message, err=True)
+
+
 class LazyGroup(click.Group):
     """Lists commands in ``COMMANDS`` order (record, read, audit...), not A to Z, and imports a command's
     module only when that command is looked up to run; the list in `--help` comes from the one-line helps."""
@@ -107,6 +120,19 @@ class LazyGroup(click.Group):
     def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = lazy
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise OneLineUsage(exc) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:  # the command's own options and arguments
+            raise OneLineUsage(exc) from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*self.lazy, *(name for name in self.commands if name not in self.lazy)]

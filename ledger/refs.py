@@ -106,6 +106,12 @@ def _write_pointers(location: Location, pointers: dict[str, str]) -> None:
         raise TrailError(f"cannot write active-task pointer {path}: {exc.strerror or exc}") from exc
 
 
+def task_number(ref: str) -> int | None:
+    """The number a TASK reference names (``7`` or ``#7``, ASCII digits), or None when it names a slug."""
+    digits = ref.strip().lstrip("#")
+    return int(digits) if digits.isascii() and digits.isdigit() else None
+
+
 def resolve(ref: str | None, entries: list[Entry], location: Location, project: str | None = None) -> Entry:
     """Find the task ``ref`` names among ``entries`` (none: the active task of ``project``)."""
     if ref is None or ref == "":
@@ -121,8 +127,7 @@ def resolve(ref: str | None, entries: list[Entry], location: Location, project: 
                 return entry
         raise NotFound(f"the active task {active} is not in this ledger; pick one with `trail switch X`")
     ref = ref.strip()
-    if ref.lstrip("#").isdigit():
-        number = int(ref.lstrip("#"))
+    if (number := task_number(ref)) is not None:
         for entry in entries:
             if entry.number == number:
                 return entry

@@ -11,6 +11,9 @@ from typing import Literal
 from ledger import events as ev
 from ledger.errors import BadInput, BadSetting
 
+WHOLE = re.compile(r"-?[0-9]+")
+"""A whole number as users type one: ASCII digits only (``str.isdigit`` also takes ``²``, which ``int`` refuses)."""
+
 
 @dataclass(frozen=True)
 class Point:
@@ -32,7 +35,7 @@ def parse(spec: str) -> Point:
         if not label:
             raise BadInput("--at checkpoint: needs a label, e.g. checkpoint:green-tests")
         return Point("checkpoint", label=label)
-    if text.lstrip("-").isdigit():
+    if WHOLE.fullmatch(text):
         number = int(text)
         if number < 0:
             return Point("back", position=-number)

@@ -7,12 +7,7 @@ from uuid import UUID
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
-from ledger.errors import TrailError
 from projections import points
-
-
-class ChainBroken(TrailError):
-    exit_code = 5
 
 
 def _position(ctx: Context, task_id: UUID, spec: str) -> int:
@@ -114,40 +109,49 @@ def branch(ctx: Context, task: str, title: str, at: str, no_switch: bool, as_jso
 
 @click.command("verify")
 @click.argument("task", required=False, metavar="[TASK]")
+@click.option("--head", "expect", metavar="HASH[@N]",
+              help="A head kept elsewhere (as `trail checkpoint` prints it): the chain must hold it, at N when given.")
 @json_option
 @pass_context
 @fails_cleanly
-def verify(ctx: Context, task: str | None, as_json: bool) -> None:
-    """Walk the hash chain of TASK (default: every task) and report the first tampered event.
+def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) -> None:
+    """Walk the hash chain of TASK (default: every task) and report the first break: a tampered,
+    missing or cut event, a snapshot or task-list entry that is not what the events say, a forged
+    collected output, or an archive that is missing or altered. Each task's head is printed.
 
-    Exits 5 when any chain is broken.
+    Exits 5 when any task is broken.
     """
-    from ledger.verify import verify_all
+    from ledger.verify import LedgerBroken, parse_head, verify_task
 
+    if expect is not None:
+        if not task:
+            raise click.UsageError("--head needs TASK: a head belongs to one task's chain")
+        parse_head(expect)
     ledger = ctx.ledger()
     entries = [ctx.entry(task)] if task else ledger.entries()
-    reports = list(verify_all(ledger, [e.task_id for e in entries]))
-    numbers = {e.task_id: e.number for e in entries}
-    broken = [r for r in reports if not r.ok]
+    reports = [(e, verify_task(ledger, e.task_id, e, expect)) for e in entries]
+    broken = [(e, r) for e, r in reports if not r.ok]
     if as_json:
         emit_json([{
-            "task": numbers[r.task_id], "events": r.events, "ok": r.ok, "head": r.head,
+            "task": e.number, "events": r.events, "ok": r.ok, "head": r.head, "head_token": r.head_token,
+            "anchor": None if r.anchor is None else {"position": r.anchor.version, "chain": r.anchor.chain},
             "break": None if r.first_break is None else {
                 "position": r.first_break.position, "kind": r.first_break.kind, "detail": r.first_break.detail},
-        } for r in reports])
+        } for e, r in reports])
     else:
-        for r in reports:
+        for e, r in reports:
             if r.first_break is None:
-                click.echo(f"#{numbers[r.task_id]} ok: {r.events} events, head {r.head[:16]}")
+                anchored = "" if r.anchor is not None else " (no anchor recorded: a ledger from before anchors)"
+                click.echo(f"#{e.number} ok: {r.events} events, head {r.head_token}{anchored}")
             else:
                 b = r.first_break
-                click.echo(f"#{numbers[r.task_id]} BROKEN at position {b.position}: {b.kind} ({b.detail})")
+                click.echo(f"#{e.number} BROKEN at position {b.position}: {b.kind} ({b.detail})")
     if broken:
-        first = broken[0].first_break
-        assert first is not None
-        raise ChainBroken(
-            f"{len(broken)} of {len(reports)} task chain(s) broken; first: #{numbers[broken[0].task_id]} "
-            f"at position {first.position} ({first.kind})"
+        entry, first = broken[0]
+        assert first.first_break is not None
+        raise LedgerBroken(
+            f"{len(broken)} of {len(reports)} task(s) broken; first: #{entry.number} "
+            f"at position {first.first_break.position} ({first.first_break.kind}: {first.first_break.detail})"
         )
 
 

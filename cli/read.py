@@ -19,13 +19,14 @@ RESUME_SCHEMA = 2
 change a reader would notice. 1 had no ``schema`` field."""
 
 
-def _show(state: TaskState, as_json: bool, max_chars: int | None, at: int | None = None) -> None:
+def _show(state: TaskState, as_json: bool, max_chars: int | None, at: int | None = None) -> str:
     text = brief.render(state, max_chars=max_chars)
     if as_json:
         emit_json({"schema": RESUME_SCHEMA, "task": state.number, "position": state.position, "at": at,
                    "brief": text, "state": state.model_dump(mode="json")})
     else:
         click.echo(text)
+    return text
 
 
 @click.command("resume")
@@ -39,8 +40,15 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
 
     With --json: the brief plus the full task state, for an agent to read.
     """
+    from ledger import briefcache, reading
+
+    ledger = ctx.ledger()  # opened and its capture inbox folded in: the brief cache watches from here on
+    watch = briefcache.watch(ctx.location, "resume", task) if not as_json and max_chars is None else None
     entry = ctx.entry(task)
-    _show(ctx.ledger().state(entry.task_id), as_json, max_chars)
+    state = reading.state(ledger, entry)
+    printed = _show(state, as_json, max_chars)
+    if watch is not None:  # kept for the fast path (cli.main) only once every check above passed
+        watch.keep(entry.task_id, state, printed)
 
 
 @click.command("replay")
@@ -57,8 +65,8 @@ def replay(ctx: Context, task: str | None, at: str, max_chars: int | None, as_js
 
     point = points.parse(at)
     entry = ctx.entry(task)
-    position = reading.position(ctx.ledger(), entry.task_id, point)
-    _show(ctx.ledger().state(entry.task_id, at=position), as_json, max_chars, at=position)
+    position = reading.position(ctx.ledger(), entry.task_id, point, entry.number)
+    _show(reading.state(ctx.ledger(), entry, at=position), as_json, max_chars, at=position)
 
 
 @click.command("log")

@@ -92,19 +92,26 @@ _duck_lock = threading.Lock()
 
 def _cursor() -> duckdb.DuckDBPyConnection:
     """A cursor on one in-memory DuckDB per process: connecting costs ~20 ms, a cursor almost nothing."""
-    import duckdb  # only tasks that were compacted pay for it
+    from ledger import duckdb_offline  # only tasks that were compacted pay for DuckDB
 
     global _duck
     with _duck_lock:
         if _duck is None:
-            _duck = duckdb.connect()
+            _duck = duckdb_offline.connect()
         return _duck.cursor()
 
 
+_checked: dict[tuple[Path, str], tuple[int, int]] = {}
+"""Archive files this process found intact, with the (size, mtime) they had then: read again, one is
+hashed again only when either changed."""
+
+
 def _rows(found: list[Archive], sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    # Every read holds the file to its index row first, so a missing or altered archive is named, not shown.
     for archive in found:
-        if not archive.path.exists():
-            raise ArchiveError(f"archive {archive.path} (positions {archive.first}-{archive.last}) is missing")
+        problem = check_file(archive)
+        if problem is not None:
+            raise ArchiveError(problem)
     files = [str(a.path) for a in found]
     with _cursor() as con:
         return con.execute(sql.replace("ARCHIVE", "read_parquet($files)"), {"files": files, **dict(params)}).fetchall()
@@ -123,6 +130,13 @@ def archived_rows(archive: Archive, after_notification: int) -> list[tuple[int, 
         [("after", after_notification)],
     )
     return [(row[0], _stored(archive.task_id, row[1:])) for row in rows]
+
+
+def archived_snapshots(archive: Archive) -> list[StoredEvent]:
+    """The snapshots an archive holds, by position."""
+    rows = _rows([archive], "SELECT originator_version, topic, state FROM ARCHIVE WHERE kind = 'snapshot'"
+                 " ORDER BY originator_version", [])
+    return [_stored(archive.task_id, row) for row in rows]
 
 
 def archived_events(
@@ -222,10 +236,10 @@ def _sha256(path: Path) -> str:
 def _write_parquet(rows: list[tuple[Any, ...]], target: Path) -> None:
     """Rows (kind, notification_id, originator_version, topic, state) to ``target``, atomically."""
     tmp = target.with_name(f".{target.name}.tmp")
-    import duckdb
+    from ledger import duckdb_offline
 
     columns = [list(c) for c in zip(*rows, strict=True)]
-    with duckdb.connect() as con:
+    with duckdb_offline.connect() as con:
         con.execute(
             "CREATE TABLE a AS SELECT unnest($1)::VARCHAR AS kind, unnest($2)::BIGINT AS notification_id,"
             " unnest($3)::BIGINT AS originator_version, unnest($4)::VARCHAR AS topic, unnest($5)::BLOB AS state",
@@ -314,11 +328,29 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
 
 
 def check_file(found: Archive) -> str | None:
-    """What is wrong with an archive file (missing, or not the bytes recorded), or None."""
-    if not found.path.exists():
+    """What is wrong with an archive file (missing, not the bytes recorded, or its manifest
+    disagreeing with the index), or None."""
+    try:
+        seen = found.path.stat()
+    except OSError:
         return f"archive {found.path} (positions {found.first}-{found.last}) is missing"
+    stamp = (seen.st_size, seen.st_mtime_ns)
+    if _checked.get((found.path, found.sha256)) == stamp:
+        return None
     if _sha256(found.path) != found.sha256:
         return f"archive {found.path} was altered (sha256 differs from the one recorded)"
+    manifest = found.path.with_suffix(".manifest.json")
+    if manifest.exists():  # absent where only the database holds the archive (a PostgreSQL ledger's cache)
+        try:
+            said = orjson.loads(manifest.read_bytes())
+            agrees = (said["sha256"], said["first_position"], said["last_position"], said["head"]) == (
+                found.sha256, found.first, found.last, found.head)
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            agrees = False
+        if not agrees:
+            return f"archive manifest {manifest} does not match the archive recorded for positions " \
+                   f"{found.first}-{found.last}"
+    _checked[(found.path, found.sha256)] = stamp
     return None
 
 

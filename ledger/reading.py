@@ -1,6 +1,9 @@
 """The reads every front door shares: the task list, a point in a task's history, its timeline,
 and `why` a file or line is as it is. ``cli/read.py``, ``cli/audit.py`` and the MCP server
 (``cli/mcp.py``) call these and only format what they return.
+
+Each refuses a task whose data is broken (``verify.LedgerBroken``, a one-line error) instead of
+showing it, through the quick checks of ``ledger.verify``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ledger import events as ev
+from ledger import verify
 from ledger.errors import BadInput
 from projections import points
 
@@ -18,6 +22,7 @@ if TYPE_CHECKING:
     from ledger.location import Location
     from ledger.registry import Entry
     from ledger.store import Ledger
+    from projections.state import TaskState
     from projections.timeline import EventFilter
     from projections.why import Change
 
@@ -34,7 +39,7 @@ def task_rows(
     active = refs.active_task_id(location, project)
     rows = []
     for entry in ledger.entries():
-        state = ledger.state(entry.task_id)
+        state = verify.checked_task(ledger, entry.task_id, entry=entry).state
         if wanted and state.status not in wanted:
             continue
         rows.append({
@@ -50,10 +55,16 @@ def task_rows(
     return rows
 
 
-def position(ledger: Ledger, task_id: UUID, point: points.Point) -> int:
+def state(ledger: Ledger, entry: Entry, at: int | None = None) -> TaskState:
+    """The task's state after event ``at`` (the latest when None), checked (``verify.checked_task``)."""
+    return verify.checked_task(ledger, entry.task_id, at, entry).state
+
+
+def position(ledger: Ledger, task_id: UUID, point: points.Point, number: int | None = None) -> int:
     """The position ``point`` (N, -N, a time, checkpoint:LABEL: ``points.parse``) names in a task."""
-    last = ledger.state(task_id).position
-    return points.locate(point, last, ledger.task_events(task_id) if point.needs_events else ())
+    last = verify.checked_task(ledger, task_id).state.position
+    events = verify.load_events(ledger, task_id, number) if point.needs_events else ()
+    return points.locate(point, last, events)
 
 
 def event_types(types: Iterable[str], option: str = "--type") -> tuple[str, ...]:
@@ -67,7 +78,7 @@ def event_types(types: Iterable[str], option: str = "--type") -> tuple[str, ...]
 
 def timeline(ledger: Ledger, task_id: UUID, keep: EventFilter, limit: int | None = None) -> list[ev.TaskEvent]:
     """The task's events that ``keep`` matches, oldest first; only the last ``limit`` when given."""
-    selected = [e for e in ledger.task_events(task_id) if keep.matches(e)]
+    selected = [e for e in verify.load_events(ledger, task_id) if keep.matches(e)]
     return selected[-limit:] if limit else selected
 
 
@@ -87,7 +98,7 @@ def why(ledger: Ledger, path: str, line: int | None, entries: Iterable[Entry]) -
 
     found: list[Change] = []
     for entry in entries:
-        found += why_projection.changes(ledger.task_events(entry.task_id), path)
+        found += why_projection.changes(verify.load_events(ledger, entry.task_id, entry.number), path)
     if line is not None:
         found = why_projection.follow_line(found, line)
     found.sort(key=lambda c: c.at, reverse=True)

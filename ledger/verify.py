@@ -1,33 +1,60 @@
-"""Walking each task's hash chain over the raw stored rows, to find tampering.
+"""Checking a task against tampering: the full walk (`trail verify`) and the quick checks reads make.
 
-Reads rows through the recorder (any backend) and never through the mapper, so
-upcasting cannot mask a change. The first break is reported with its position:
+The walk reads rows through the recorder (any backend) and never trusts the mapper for the
+chain, so upcasting cannot mask a change; it names the first break with its position:
 
 - ``missing``: a position has no event (a row was deleted).
 - ``altered``: the event's content no longer matches its hash, yet the next event
   still chains from that hash (the row was edited in place).
 - ``out of place``: the chain breaks here and does not resume (an event was inserted,
   removed with the rest renumbered, or two events swapped).
-- ``truncated``: a snapshot records a later position than the last event (events were
-  cut off the end; without a snapshot past the cut, a shortened chain is
-  indistinguishable from a shorter task, so `trail verify --json` also prints each head).
-- ``archive``: an archive of compacted events (``trail compact``) is missing or altered.
+- ``truncated``: the anchor (``stores.base.HEADS``), a snapshot or ``--head`` records a later
+  position than the last event (events were cut off the end).
+- ``anchor``: the event at the anchor's position is not the one it recorded (the log was
+  rewritten, its chain recomputed), or ``--head`` is not in the chain.
+- ``undecodable``: a stored event cannot be read.
+- ``snapshot``: a snapshot cannot be read, or is not what the events up to its position fold to.
+- ``collected``: an output marked collected (`trail compact --gc-artifacts`) still holds text:
+  collecting empties it, so the text was put there afterwards.
+- ``registry``: the task list's entry (number, slug, title) is not what the task's opening says.
+- ``archive``: an archive of compacted events (``trail compact``) is missing, altered or unreadable.
+
+Reads cannot afford the walk on every call, so ``checked_task`` and ``check_events`` check
+only what a read loads anyway (its snapshot, the last event, the anchor) and raise
+``LedgerBroken`` with the same kinds; the walk stays here for `trail verify`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 from uuid import UUID
 
+from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import StoredEvent
 
 from ledger import archive, chain
+from ledger.errors import TrailError
 from ledger.mapper import PydanticMapper
-from ledger.store import Ledger
+from ledger.stores.base import Head
 
-Kind = Literal["missing", "altered", "out of place", "truncated", "undecodable", "archive"]
+if TYPE_CHECKING:
+    from ledger import events as ev
+    from ledger.registry import Entry
+    from ledger.store import Ledger
+    from ledger.task import Task
+
+Kind = Literal[
+    "missing", "altered", "out of place", "truncated", "anchor", "undecodable", "snapshot", "collected",
+    "registry", "archive",
+]
+
+
+class LedgerBroken(TrailError):
+    """What a read or `trail verify` met is not what was recorded; nothing is shown from it."""
+
+    exit_code = 5
 
 
 @dataclass(frozen=True)
@@ -43,17 +70,181 @@ class Report:
     events: int
     head: str
     first_break: Break | None
+    anchor: Head | None = None
+    """The anchor's record of the task; None when the ledger keeps none for it."""
 
     @property
     def ok(self) -> bool:
         return self.first_break is None
 
+    @property
+    def head_token(self) -> str:
+        """The head as `trail checkpoint` prints it and `verify --head` takes it: ``CHAIN@POSITION``."""
+        return f"{self.head}@{self.events}" if self.head else ""
 
-def _decode(ledger: Ledger, stored: StoredEvent) -> dict[str, Any]:
+
+class _Found(Exception):
+    """Carries the first break out of the walk."""
+
+    def __init__(self, found: Break) -> None:
+        super().__init__(found.detail)
+        self.found = found
+
+
+def parse_head(token: str) -> tuple[str, int | None]:
+    """``CHAIN@POSITION`` (or a bare ``CHAIN``) as `verify --head` takes it; BadInput when malformed."""
+    from ledger.errors import BadInput
+
+    hash_part, sep, position = token.strip().rpartition("@")
+    if not sep:
+        hash_part, position = token.strip(), ""
+    if chain.version_of(hash_part) == 0 or len(hash_part.rpartition(":")[2]) != 64:
+        raise BadInput(f"--head {token!r}: expected a chain hash such as 2:<64 hex digits>, optionally @POSITION")
+    if position and not position.isdigit():
+        raise BadInput(f"--head {token!r}: the position after @ must be a whole number")
+    return hash_part, int(position) if position else None
+
+
+# -- the full walk ---------------------------------------------------------------------------
+
+
+def verify_task(ledger: Ledger, task_id: UUID, entry: Entry | None = None, expect: str | None = None) -> Report:
+    """Walk the task: archives, every event's link, every snapshot against the fold up to it,
+    collected outputs, the registry entry, the anchor, and ``expect`` (a ``--head`` token)."""
+    anchor = ledger.store.head(task_id)
+    walk = _Walk(ledger, task_id)
     try:
-        return cast(PydanticMapper, ledger.mapper).decode_state(stored.state)
-    except Exception as exc:  # any decoding failure is a finding, not a crash
-        raise ValueError(f"undecodable state: {exc}") from exc
+        walk.run()
+        walk.check_end(anchor, expect)
+        if entry is not None:
+            walk.check_entry(entry)
+    except _Found as stop:
+        return Report(task_id, walk.count, walk.previous, stop.found, anchor)
+    return Report(task_id, walk.count, walk.previous, None, anchor)
+
+
+def verify_all(ledger: Ledger, task_ids: list[UUID], entries: Iterable[Entry] = ()) -> Iterator[Report]:
+    by_id = {e.task_id: e for e in entries}
+    for task_id in task_ids:
+        yield verify_task(ledger, task_id, by_id.get(task_id))
+
+
+class _Walk:
+    def __init__(self, ledger: Ledger, task_id: UUID) -> None:
+        self.ledger = ledger
+        self.task_id = task_id
+        self.mapper = cast(PydanticMapper, ledger.mapper)
+        self.previous = chain.GENESIS
+        self.count = 0
+        self.chains: list[str] = []
+        self.opened: dict[str, Any] = {}
+        self.task: Any = None
+
+    def run(self) -> None:
+        rows: list[StoredEvent] = []
+        snapshots: dict[int, StoredEvent] = {}
+        for found in archive.archives(self.ledger, self.task_id):
+            problem = archive.check_file(found)
+            if problem is not None:
+                raise _Found(Break(found.first, "archive", problem))
+            try:
+                rows += [stored for _, stored in archive.archived_rows(found, -1)]
+                snapshots.update((s.originator_version, s) for s in archive.archived_snapshots(found))
+            except Exception as exc:  # a file that hashes right yet cannot be read is still a finding
+                raise _Found(Break(found.first, "archive", f"archive {found.path} cannot be read: {exc}")) from None
+        rows += self.ledger.recorder.select_events(self.task_id)
+        if self.ledger.snapshots is not None:
+            live = self.ledger.snapshots.recorder.select_events(self.task_id)
+            snapshots.update((s.originator_version, s) for s in live)
+        for index, row in enumerate(rows):
+            self._event(index, rows, row)
+            if row.originator_version in snapshots:
+                self._snapshot(snapshots[row.originator_version])
+        past = [v for v in snapshots if v > self.count]
+        if past:
+            raise _Found(Break(self.count + 1, "truncated",
+                               f"a snapshot records position {max(past)}, but the log ends at {self.count}"))
+
+    def _decode(self, row: StoredEvent) -> dict[str, Any]:
+        try:
+            return self.mapper.decode_state(row.state)
+        except Exception as exc:  # any decoding failure is a finding, not a crash
+            raise _Found(Break(row.originator_version, "undecodable", f"undecodable state: {exc}")) from None
+
+    def _event(self, index: int, rows: Sequence[StoredEvent], row: StoredEvent) -> None:
+        position = index + 1
+        if row.originator_version != position:
+            raise _Found(Break(position, "missing",
+                               f"no event at position {position}; the next stored is {row.originator_version}"))
+        state = self._decode(row)
+        stored_hash = str(state.get("chain", ""))
+        if _link(self.previous, row, state) != stored_hash:
+            kind: Kind = "out of place"
+            if index + 1 < len(rows):
+                try:
+                    following = self.mapper.decode_state(rows[index + 1].state)
+                    if _link(stored_hash, rows[index + 1], following) == following.get("chain"):
+                        kind = "altered"
+                except Exception:  # an unreadable successor only means we cannot tell "altered" apart
+                    pass
+            detail = "content does not match its hash" if kind == "altered" else "does not chain from the event before"
+            raise _Found(Break(position, kind, detail))
+        if (forged := _filled_collected(state)) is not None:
+            raise _Found(Break(position, "collected", f"{forged} is marked collected but holds text"))
+        if position == 1:
+            self.opened = state
+        try:
+            event = self.mapper.to_domain_event(row)
+            self.task = cast(Any, event).mutate(self.task)
+        except Exception as exc:
+            raise _Found(Break(position, "undecodable", f"does not load as an event: {_one_line(exc)}")) from None
+        self.previous = stored_hash
+        self.chains.append(stored_hash)
+        self.count = position
+
+    def _snapshot(self, stored: StoredEvent) -> None:
+        from ledger.task import TaskSnapshot
+
+        position = stored.originator_version
+        try:
+            raw = self.mapper.decode_state(stored.state)
+            kept = cast(TaskSnapshot, self.mapper.to_domain_event(stored))
+            if not isinstance(kept, TaskSnapshot):
+                raise ValueError(f"a {stored.topic} where a task snapshot belongs")
+        except Exception as exc:
+            raise _Found(Break(position, "snapshot", f"snapshot cannot be read: {_one_line(exc)}")) from None
+        derived = TaskSnapshot.take(self.task)
+        skip = set() if raw.get("class_version", 1) >= 2 else {"decision"}  # v1 kept none; it is derived on read
+        differs = _differences(kept.state.model_dump(exclude=skip),
+                               derived.state.model_dump(exclude=skip))
+        if differs:
+            raise _Found(Break(position, "snapshot",
+                               f"snapshot is not what the events up to it fold to (differs in {', '.join(differs)})"))
+
+    def check_end(self, anchor: Head | None, expect: str | None) -> None:
+        if anchor is not None:
+            if anchor.version > self.count:
+                raise _Found(Break(self.count + 1, "truncated",
+                                   f"the anchor records position {anchor.version}, but the log ends at {self.count}"))
+            if anchor.chain and self.chains[anchor.version - 1] != anchor.chain:
+                raise _Found(Break(anchor.version, "anchor",
+                                   "the event there is not the one the anchor recorded (the log was rewritten)"))
+        if expect is not None:
+            wanted, at = parse_head(expect)
+            if at is not None and at > self.count:
+                raise _Found(Break(self.count + 1, "truncated",
+                                   f"--head names position {at}, but the log ends at {self.count}"))
+            if at is not None and self.chains[at - 1] != wanted:
+                raise _Found(Break(at, "anchor", "the chain there is not the --head given (the log was rewritten)"))
+            if at is None and wanted not in self.chains:
+                raise _Found(Break(self.count, "anchor", "--head is not in the chain (rewritten or truncated)"))
+
+    def check_entry(self, entry: Entry) -> None:
+        if not self.opened:
+            return
+        problem = _entry_problem(entry, self.opened.get("number"), self.opened.get("slug"), self.opened.get("title"))
+        if problem:
+            raise _Found(Break(1, "registry", problem))
 
 
 def _link(previous: str, stored: StoredEvent, state: dict[str, Any]) -> str:
@@ -61,51 +252,145 @@ def _link(previous: str, stored: StoredEvent, state: dict[str, Any]) -> str:
     return chain.recompute(previous, stored.topic, stored.originator_id, stored.originator_version, state)
 
 
-def verify_task(ledger: Ledger, task_id: UUID) -> Report:
-    # A compacted task's chain starts in its archives: check those files, then walk both.
-    rows: list[StoredEvent] = []
-    for found in archive.archives(ledger, task_id):
-        problem = archive.check_file(found)
-        if problem is not None:
-            return Report(task_id, len(rows), "", Break(found.first, "archive", problem))
-        rows += [stored for _, stored in archive.archived_rows(found, -1)]
-    rows += ledger.recorder.select_events(task_id)
-    previous = chain.GENESIS
-    for index, row in enumerate(rows):
-        expected_position = index + 1
-        if row.originator_version != expected_position:
-            return Report(task_id, len(rows), previous, Break(
-                expected_position, "missing", f"no event at position {expected_position}; "
-                f"the next stored is {row.originator_version}"))
-        try:
-            state = _decode(ledger, row)
-            stored_hash = str(state.get("chain", ""))
-        except ValueError as exc:
-            return Report(task_id, len(rows), previous, Break(expected_position, "undecodable", str(exc)))
-        if _link(previous, row, state) == stored_hash:
-            previous = stored_hash
+def _filled_collected(value: Any, where: str = "") -> str | None:
+    """The field of a stored state holding a collected output that still has text, if any."""
+    if isinstance(value, dict):
+        if chain.is_bounded(value):
+            return (where or "an output") if value.get("collected") and value.get("tail") else None
+        for key, item in value.items():
+            if (found := _filled_collected(item, f"{where}.{key}" if where else str(key))) is not None:
+                return found
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            if (found := _filled_collected(item, f"{where}[{n}]")) is not None:
+                return found
+    return None
+
+
+def _differences(kept: dict[str, Any], derived: dict[str, Any], prefix: str = "") -> list[str]:
+    """The leaf fields where two dumped models differ (at most 3 named)."""
+    found: list[str] = []
+    for key in sorted(set(kept) | set(derived)):
+        a, b = kept.get(key), derived.get(key)
+        if a == b:
             continue
-        kind: Kind = "out of place"
-        if index + 1 < len(rows):
-            try:
-                following = _decode(ledger, rows[index + 1])
-                if _link(stored_hash, rows[index + 1], following) == following.get("chain"):
-                    kind = "altered"
-            except ValueError:
-                pass
-        detail = "content does not match its hash" if kind == "altered" else "does not chain from the event before"
-        return Report(task_id, len(rows), previous, Break(expected_position, kind, detail))
-    snapshots = ledger.snapshots
-    if snapshots is not None:
-        latest = list(snapshots.get(task_id, desc=True, limit=1))
-        if latest and latest[0].originator_version > len(rows):
-            cut = len(rows) + 1
-            return Report(task_id, len(rows), previous, Break(
-                cut, "truncated", f"a snapshot records position {latest[0].originator_version}, "
-                f"but the log ends at {len(rows)}"))
-    return Report(task_id, len(rows), previous, None)
+        name = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            found += _differences(a, b, name + ".")
+        else:
+            found.append(name)
+        if len(found) >= 3:
+            break
+    return found[:3]
 
 
-def verify_all(ledger: Ledger, task_ids: list[UUID]) -> Iterator[Report]:
-    for task_id in task_ids:
-        yield verify_task(ledger, task_id)
+def _entry_problem(entry: Entry, number: Any, slug: Any, title: Any) -> str | None:
+    for field, recorded, listed in (("number", number, entry.number), ("slug", slug, entry.slug),
+                                    ("title", title, entry.title)):
+        if recorded is not None and recorded != listed:
+            return f"the task list's {field} {listed!r} is not the task's own {recorded!r}"
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+# -- the quick checks reads make ----------------------------------------------------------------
+
+
+def _refuse(number: int | None, found: Break) -> LedgerBroken:
+    task = f"task #{number}" if number is not None else "task"
+    return LedgerBroken(f"{task} is broken at position {found.position} ({found.kind}): {found.detail}; "
+                        "run `trail verify` for the full check")
+
+
+def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: Entry | None = None) -> Task:
+    """The task after event ``at`` (the latest when None), as reads load it, or ``LedgerBroken``.
+
+    Cheap: besides the load, the snapshot used is read again with the event at its position
+    (its ``head`` must be that event's hash), the latest load is held to the anchor, and the
+    state's identity to the task list's entry and the opening event. Events between the snapshot
+    and ``at`` are not re-hashed; `trail verify` does that."""
+    number = entry.number if entry is not None else None
+    try:
+        task = ledger.task(task_id, at)
+    except OriginatorVersionError as exc:
+        raise _refuse(number, Break(exc.args[1] if len(exc.args) > 1 else 0, "missing",
+                                    f"the events do not follow on ({_one_line(exc)})")) from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise _refuse(number, Break(at or 0, "undecodable", f"cannot be loaded: {_one_line(exc)}")) from None
+    found = _snapshot_problem(ledger, task_id, task.version) or _anchor_problem(ledger, task_id, task, at)
+    if found is None and entry is not None:
+        state = task.state
+        if (problem := _entry_problem(entry, state.number, state.slug, state.title)) is not None:
+            found = Break(1, "registry", problem)
+    if found is not None:
+        raise _refuse(number, found)
+    return task
+
+
+def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int) -> Break | None:
+    if ledger.snapshots is None:
+        return None
+    used = ledger.snapshots.recorder.select_events(task_id, lte=upto, desc=True, limit=1)
+    if not used:
+        return None
+    snap = used[0]
+    position = snap.originator_version
+    try:
+        body = cast(PydanticMapper, ledger.mapper).decode_state(snap.state)["state"]
+        head, title, slug = body["head"], body["state"]["title"], body["state"]["slug"]
+    except Exception as exc:
+        return Break(position, "snapshot", f"snapshot cannot be read: {_one_line(exc)}")
+    rows = ledger.recorder.select_events(task_id, gt=max(position - 1, 0), lte=position)
+    if rows and rows[0].originator_version == position:
+        there = cast(PydanticMapper, ledger.mapper).decode_state(rows[0].state)
+        if there.get("chain") != head:
+            return Break(position, "snapshot", "the snapshot's head is not the hash of the event at its position")
+    opened = ledger.recorder.select_events(task_id, lte=1)
+    if opened:
+        first = cast(PydanticMapper, ledger.mapper).decode_state(opened[0].state)
+        if (first.get("title"), first.get("slug")) != (title, slug):
+            return Break(position, "snapshot", "the snapshot's title or slug is not the task's opening one")
+    return None
+
+
+def _anchor_problem(ledger: Ledger, task_id: UUID, task: Task, at: int | None) -> Break | None:
+    anchor = ledger.store.head(task_id)
+    if anchor is None or at is not None:
+        return None
+    if task.version < anchor.version:
+        return Break(task.version + 1, "truncated",
+                     f"the anchor records position {anchor.version}, but the log ends at {task.version}")
+    if task.version == anchor.version and anchor.chain and task.head != anchor.chain:
+        return Break(anchor.version, "anchor",
+                     "the last event is not the one the anchor recorded (the log was rewritten)")
+    return None
+
+
+def check_events(ledger: Ledger, task_id: UUID, events: list[ev.TaskEvent], number: int | None = None) -> None:
+    """Refuse (``LedgerBroken``) a task's whole timeline, as a read loaded it, when a position is
+    missing or its end is not where the anchor says."""
+    for expected, event in enumerate(events, start=1):
+        if event.originator_version != expected:
+            raise _refuse(number, Break(expected, "missing", f"no event at position {expected}"))
+    anchor = ledger.store.head(task_id)
+    if anchor is None:
+        return
+    if len(events) < anchor.version:
+        raise _refuse(number, Break(len(events) + 1, "truncated",
+                                    f"the anchor records position {anchor.version}, but the log ends at {len(events)}"))
+    if anchor.chain and events[anchor.version - 1].chain != anchor.chain:
+        raise _refuse(number, Break(anchor.version, "anchor",
+                                    "the event there is not the one the anchor recorded (the log was rewritten)"))
+
+
+def load_events(ledger: Ledger, task_id: UUID, number: int | None = None) -> list[ev.TaskEvent]:
+    """Every event of the task (archived ones included), checked as ``check_events`` does."""
+    try:
+        events = list(ledger.task_events(task_id))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise _refuse(number, Break(0, "undecodable", f"an event cannot be loaded: {_one_line(exc)}")) from None
+    check_events(ledger, task_id, events, number)
+    return events

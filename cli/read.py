@@ -6,6 +6,7 @@ import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument
 from projections import brief, points, timeline
+from projections.oneline import one_line
 from projections.state import TaskState
 
 max_chars_option = click.option(
@@ -127,7 +128,7 @@ def list_tasks(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
         return
     for r in rows:
         mark = "*" if r["active"] else " "
-        step = f"  next: {r['next_step']}" if r["next_step"] else ""
+        step = f"  next: {one_line(r['next_step'])}" if r["next_step"] else ""
         click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {r['slug']:<40} {r['events']:>6} ev{step}")
 
 

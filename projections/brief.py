@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from projections.oneline import one_line, quoted_line
 from projections.state import TaskState
 from projections.summary import sections
 
@@ -37,8 +38,7 @@ class Line:
 
 
 def _clip(text: str, width: int = 240) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return one_line(text, width)
 
 
 def _block(text: str, width: int, indent: str = "  ") -> str:
@@ -50,7 +50,7 @@ def _block(text: str, width: int, indent: str = "  ") -> str:
         head = text[: width * 2 // 5].rstrip()
         tail = text[-(width * 3 // 5) :].lstrip()
         text = f"{head}\n[…]\n{tail}"
-    return "\n".join(indent + line.rstrip() for line in text.splitlines() if line.strip())
+    return "\n".join(indent + quoted_line(line.rstrip()) for line in text.splitlines() if line.strip())
 
 
 _CLUTTER_PARTS = ("/.git/", "/node_modules/", "/__pycache__/", "/.claude/plans/", "/.pytest_cache/", "/.venv/")
@@ -174,7 +174,7 @@ def lines(state: TaskState) -> list[Line]:
         for i, d in enumerate(state.decisions):
             recent = i >= count - 5
             reason = f" because {_clip(d.reason, 160)}" if d.reason else ""
-            rejected = f" (rejected: {', '.join(d.rejected)})" if d.rejected else ""
+            rejected = f" (rejected: {_clip(', '.join(d.rejected), 400)})" if d.rejected else ""
             add("decisions", f"- [{d.position}] {_clip(d.text, 600 if recent else 200)}{reason}{rejected}",
                 DECISION if recent else MID)
         _older(add, "decisions", state.counts.get("DecisionRecorded", 0), len(state.decisions), "DecisionRecorded")
@@ -187,7 +187,7 @@ def lines(state: TaskState) -> list[Line]:
         for i, touch in enumerate(files[::-1]):
             times = f", {touch.changes} changes" if touch.changes > 1 else ""
             op = "DELETED" if touch.operation == "deleted" else touch.operation
-            add("files", f"- {touch.path} ({op}{times}, last at [{touch.position}])",
+            add("files", f"- {one_line(touch.path)} ({op}{times}, last at [{touch.position}])",
                 MID if i < 10 else LOW if i < 30 else LEAST)
 
     if state.commands or state.tests:
@@ -196,7 +196,7 @@ def lines(state: TaskState) -> list[Line]:
             counts = ", ".join(f"{n} {k}" for k, n in (("passed", t.passed), ("failed", t.failed),
                                                         ("errors", t.errors), ("skipped", t.skipped)) if n)
             detail = f" ({counts})" if counts else f": {_clip(t.message, 160)}" if t.message else ""
-            add("results", f"- test {t.name} {t.outcome.upper()} [{t.position}]{detail}",
+            add("results", f"- test {one_line(t.name)} {t.outcome.upper()} [{t.position}]{detail}",
                 MID if t.outcome in ("failed", "error") else LOW)
         tested = {t.position for t in state.tests.values()}
         # A test run is listed once, as its test result (read from the command just before it).
@@ -240,7 +240,7 @@ def _where_it_stopped(
                            f"{_block(compaction.summary[-1200:], 1200)}", STOPPED - 6)
     if state.checkpoints:
         cp = state.checkpoints[-1]
-        git = f" at git {cp.git_head[:10]}{' (dirty)' if cp.git_dirty else ''}" if cp.git_head else ""
+        git = f" at git {one_line(cp.git_head[:10])}{' (dirty)' if cp.git_dirty else ''}" if cp.git_head else ""
         note = f": {_clip(cp.note, 160)}" if cp.note else ""
         add("stopped", f"- checkpoint '{_clip(cp.label, 80)}'{git} [{cp.position}]{note}", MID)
     when = state.updated_at.strftime("%Y-%m-%d %H:%M UTC") if state.updated_at else "never"

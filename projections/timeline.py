@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from ledger import events as ev
+from projections.oneline import one_line
 from projections.state import command_line
 
 
@@ -18,6 +19,12 @@ def _short(text: str | None, width: int = 100) -> str:
 
 
 def summary(event: ev.TaskEvent) -> str:
+    """The event in one line; what it quotes (titles, paths, labels) can neither break the line nor
+    restyle the terminal (``oneline``)."""
+    return one_line(_said(event))
+
+
+def _said(event: ev.TaskEvent) -> str:
     match event:
         case ev.TaskOpened():
             return f"opened #{event.number} {_short(event.title)}"

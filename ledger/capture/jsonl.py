@@ -89,7 +89,9 @@ class Lines:
                     size += _skip_line(handle, self.max_line)
                     self.skipped.append(Skipped(number, f"line of {size} bytes is longer than {self.max_line}"))
                     continue
-                yield number, raw.decode("utf-8", "replace")
+                text = raw.decode("utf-8", "replace")
+                del raw  # a long line is held once, not as bytes and text both
+                yield number, text
 
 
 def _skip_line(handle: Any, piece: int) -> int:
@@ -109,6 +111,7 @@ def records(lines: Iterable[tuple[int, str]], skipped: list[Skipped]) -> Iterato
             continue
         try:
             record = loads(raw)
+            del raw  # while the record is mapped, its text is no longer held
         except TooDeep as exc:
             skipped.append(Skipped(number, str(exc)))
             continue

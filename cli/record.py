@@ -24,19 +24,26 @@ actor_option = click.option(
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print the appended event as JSON.")
 
 
-def _report(ctx: Context, number: int | None, position: int, what: str, as_json: bool) -> None:
+def _report(ctx: Context, number: int | None, position: int, what: str, as_json: bool, head: str | None = None) -> None:
     if as_json:
-        emit_json({"task": number, "position": position, "event": what})
+        emit_json({"task": number, "position": position, "event": what, **({"head": head} if head else {})})
     else:
         click.echo(f"#{number} [{position}] {what}")
+        if head:
+            click.echo(f"head {head}")
 
 
 def _append(
-    ctx: Context, task_ref: str | None, event_class: type[ev.TaskEvent], as_json: bool, **fields: Any
+    ctx: Context, task_ref: str | None, event_class: type[ev.TaskEvent], as_json: bool, with_head: bool = False,
+    **fields: Any,
 ) -> int:
     entry = ctx.entry(task_ref)
-    state = ctx.ledger().append(entry.task_id, event_class, **fields)
-    _report(ctx, entry.number, state.position, event_class.__name__, as_json)
+    ledger = ctx.ledger()
+    state = ledger.append(entry.task_id, event_class, **fields)
+    head = None
+    if with_head and (anchor := ledger.store.head(entry.task_id)) is not None:
+        head = f"{anchor.chain}@{anchor.version}"  # what `trail verify TASK --head` takes
+    _report(ctx, entry.number, state.position, event_class.__name__, as_json, head)
     return state.position
 
 
@@ -269,8 +276,12 @@ def tested(
 @pass_context
 @fails_cleanly
 def checkpoint(ctx: Context, label: str, note: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
-    """Mark a checkpoint LABEL, with git HEAD and dirty state when in a git repo."""
-    _record(ctx, task_ref, as_json, "checkpoint", actor, label=label, note=note)
+    """Mark a checkpoint LABEL, with git HEAD and dirty state when in a git repo.
+
+    Prints the task's chain head after it (``head HASH@N``): kept elsewhere (a commit trailer, a git
+    note), `trail verify TASK --head HASH@N` later shows the log was not cut or rewritten before it."""
+    event_class, fields = recording.event("checkpoint", label=label, note=note)
+    _append(ctx, task_ref, event_class, as_json, with_head=True, **fields, actor=actor)
 
 
 @click.command("link")

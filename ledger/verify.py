@@ -36,6 +36,7 @@ from eventsourcing.persistence import StoredEvent
 
 from ledger import archive, chain
 from ledger.errors import TrailError
+from ledger.events import Bounded
 from ledger.mapper import PydanticMapper
 from ledger.stores.base import Head
 
@@ -313,6 +314,9 @@ def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: En
     state's identity to the task list's entry and the opening event. Events between the snapshot
     and ``at`` are not re-hashed; `trail verify` does that."""
     number = entry.number if entry is not None else None
+    # The snapshot the load will start from is checked first, so an unreadable one is named as such.
+    if (found := _snapshot_problem(ledger, task_id, at)) is not None:
+        raise _refuse(number, found)
     try:
         task = ledger.task(task_id, at)
     except OriginatorVersionError as exc:
@@ -320,7 +324,9 @@ def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: En
                                     f"the events do not follow on ({_one_line(exc)})")) from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise _refuse(number, Break(at or 0, "undecodable", f"cannot be loaded: {_one_line(exc)}")) from None
-    found = _snapshot_problem(ledger, task_id, task.version) or _anchor_problem(ledger, task_id, task, at)
+    found = _anchor_problem(ledger, task_id, task, at)
+    if found is None and (forged := _filled_collected(task.state.model_dump())) is not None:
+        found = Break(task.version, "collected", f"{forged} is marked collected but holds text")
     if found is None and entry is not None:
         state = task.state
         if (problem := _entry_problem(entry, state.number, state.slug, state.title)) is not None:
@@ -330,7 +336,7 @@ def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: En
     return task
 
 
-def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int) -> Break | None:
+def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break | None:
     if ledger.snapshots is None:
         return None
     used = ledger.snapshots.recorder.select_events(task_id, lte=upto, desc=True, limit=1)
@@ -371,10 +377,14 @@ def _anchor_problem(ledger: Ledger, task_id: UUID, task: Task, at: int | None) -
 
 def check_events(ledger: Ledger, task_id: UUID, events: list[ev.TaskEvent], number: int | None = None) -> None:
     """Refuse (``LedgerBroken``) a task's whole timeline, as a read loaded it, when a position is
-    missing or its end is not where the anchor says."""
+    missing, an output marked collected holds text, or its end is not where the anchor says."""
     for expected, event in enumerate(events, start=1):
         if event.originator_version != expected:
             raise _refuse(number, Break(expected, "missing", f"no event at position {expected}"))
+        for name in type(event).model_fields:
+            value = getattr(event, name)
+            if isinstance(value, Bounded) and value.collected and value.tail:
+                raise _refuse(number, Break(expected, "collected", f"{name} is marked collected but holds text"))
     anchor = ledger.store.head(task_id)
     if anchor is None:
         return

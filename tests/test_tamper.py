@@ -1,0 +1,252 @@
+"""The adversarial sweep of issue 12: each tampering, done to a real ledger's rows, is named by
+`trail verify` (kind and position) and refused by the reads (`resume`, `replay`, `log`) with one
+line on stderr and a non-zero exit, nothing printed from the broken data."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import duckdb
+import orjson
+import pytest
+
+from ledger import archive, chain, sample
+from ledger.location import Location
+from ledger.registry import REGISTRY_ID
+from ledger.store import open_ledger
+from ledger.stores.base import Archive
+from tests.conftest import run_trail
+
+pytestmark = pytest.mark.sqlite_only("tampers with SQLite rows directly")
+
+
+def _record(location: Location, snapshot: bool = False) -> UUID:
+    app = open_ledger(location)
+    final = sample.record(app)
+    assert final.id is not None
+    if snapshot:
+        app.take_snapshot(final.id)
+    app.close()
+    return final.id
+
+
+def _rewrite(path: Path, task: UUID, position: int, change: Callable[[dict[str, Any]], None],
+             table: str = "stored_events") -> None:
+    db = sqlite3.connect(path)
+    with db:
+        (raw,) = db.execute(f"SELECT state FROM {table} WHERE originator_id = ? AND originator_version = ?",
+                            (task.hex, position)).fetchone()
+        state = orjson.loads(raw)
+        change(state)
+        db.execute(f"UPDATE {table} SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                   (orjson.dumps(state), task.hex, position))
+    db.close()
+
+
+def _verified(home: Path) -> dict[str, Any]:
+    proc = run_trail("verify", "--json", home=home)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "broken" in proc.stderr
+    report: dict[str, Any] = json.loads(proc.stdout)[0]
+    assert report["ok"] is False
+    brk: dict[str, Any] = report["break"]
+    return brk
+
+
+def _refused(home: Path, *args: str) -> str:
+    proc = run_trail(*args, home=home)
+    assert proc.returncode != 0, proc.stdout
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    return proc.stderr
+
+
+def _reads_refuse(home: Path, kind: str, at: int = 18) -> None:
+    for args in (("resume", "1"), ("replay", "1", "--at", str(at)), ("log", "1")):
+        line = _refused(home, *args)
+        assert kind in line, (args, line)
+
+
+def test_an_untouched_ledger_verifies_and_reads(home: Path, location: Location) -> None:
+    # The control: without it, every refusal below could be a read that always fails.
+    _record(location, snapshot=True)
+    proc = run_trail("verify", "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)[0]
+    assert report["anchor"] == {"position": 19, "chain": report["head"]}
+    for args in (("resume", "1"), ("replay", "1", "--at", "18"), ("log", "1")):
+        assert run_trail(*args, home=home).returncode == 0
+
+
+def test_cut_last_events_is_caught_by_the_anchor(home: Path, location: Location) -> None:
+    task = _record(location)
+    with sqlite3.connect(location.sqlite_path) as db:
+        db.execute("DELETE FROM stored_events WHERE originator_id = ? AND originator_version > 16", (task.hex,))
+    assert _verified(home) == {"position": 17, "kind": "truncated",
+                               "detail": "the anchor records position 19, but the log ends at 16"}
+    for args in (("resume", "1"), ("log", "1")):
+        assert "truncated" in _refused(home, *args)
+
+
+def test_an_edit_with_the_chain_recomputed_is_caught_by_the_anchor(home: Path, location: Location) -> None:
+    task = _record(location)
+    db = sqlite3.connect(location.sqlite_path)
+    rows = db.execute("SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ?"
+                      " ORDER BY originator_version", (task.hex,)).fetchall()
+    previous = chain.GENESIS
+    with db:
+        for position, topic, raw in rows:
+            state = orjson.loads(raw)
+            if position == 11:
+                state["reason"] = "mallory says so"
+            state["chain"] = chain.seal(previous, topic, task, position, state)
+            previous = state["chain"]
+            db.execute("UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                       (orjson.dumps(state), task.hex, position))
+    db.close()
+    brk = _verified(home)
+    assert (brk["position"], brk["kind"]) == (19, "anchor")
+    for args in (("resume", "1"), ("log", "1")):
+        assert "anchor" in _refused(home, *args)
+
+
+def test_the_external_head_catches_what_the_anchor_cannot(home: Path, location: Location) -> None:
+    # The anchor row is in the same database: cut the log and the anchor together, and only a head
+    # kept elsewhere (as `trail checkpoint` prints it) still tells.
+    _record(location)
+    proc = run_trail("checkpoint", "kept", "-t", "1", home=home)
+    assert proc.returncode == 0, proc.stderr
+    token = proc.stdout.splitlines()[-1].removeprefix("head ")
+    assert token.endswith("@20")
+    assert run_trail("verify", "1", "--head", token, home=home).returncode == 0
+    task = location.sqlite_path
+    with sqlite3.connect(task) as db:
+        db.execute("DELETE FROM stored_events WHERE originator_version > 17 AND originator_id != ?", (REGISTRY_ID.hex,))
+        db.execute("UPDATE tasktrail_heads SET version = 17, chain = (SELECT json_extract(state, '$.chain') FROM"
+                   " stored_events WHERE originator_version = 17 AND originator_id = tasktrail_heads.originator_id)"
+                   " WHERE originator_id != ?", (REGISTRY_ID.hex,))
+    assert run_trail("verify", "1", home=home).returncode == 0  # the forgery holds against the anchor
+    proc = run_trail("verify", "1", "--head", token, "--json", home=home)
+    assert proc.returncode == 5
+    assert json.loads(proc.stdout)[0]["break"] == {
+        "position": 18, "kind": "truncated", "detail": "--head names position 20, but the log ends at 17"}
+    bad = run_trail("verify", "1", "--head", "not-a-hash", home=home)
+    assert bad.returncode == 2 and "--head 'not-a-hash'" in bad.stderr
+
+
+def test_a_forged_collected_tail_is_named(home: Path, location: Location) -> None:
+    task = _record(location)
+
+    def forge(state: dict[str, Any]) -> None:
+        out = state["stdout"]
+        original = hashlib.sha256(out["tail"].encode()).hexdigest()
+        state["stdout"] = {**out, "tail": "all 214 tests passed", "collected": True, "tail_sha256": original}
+
+    _rewrite(location.sqlite_path, task, 15, forge)
+    assert _verified(home) == {"position": 15, "kind": "collected",
+                               "detail": "stdout is marked collected but holds text"}
+    assert "collected" in _refused(home, "log", "1")
+    # The brief's fold keeps no tail of a passing command, so resume and replay never show the forged
+    # text; they are not walked event by event (that is verify's job), and do not refuse.
+    for args in (("resume", "1", "--json"), ("replay", "1", "--at", "18", "--json")):
+        proc = run_trail(*args, home=home)
+        assert proc.returncode == 0 and "all 214 tests passed" not in proc.stdout
+
+
+def test_a_snapshot_content_edit_is_named(home: Path, location: Location) -> None:
+    task = _record(location, snapshot=True)
+
+    def retitle(state: dict[str, Any]) -> None:
+        state["state"]["state"]["title"] = "Forged title"
+
+    _rewrite(location.sqlite_path, task, 19, retitle, table="stored_snapshots")
+    brk = _verified(home)
+    assert (brk["position"], brk["kind"]) == (19, "snapshot") and "state.title" in brk["detail"]
+    for args in (("resume", "1"), ("replay", "1", "--at", "19")):
+        assert "snapshot" in _refused(home, *args)
+
+
+def test_a_malformed_snapshot_is_named_not_a_traceback(home: Path, location: Location) -> None:
+    task = _record(location, snapshot=True)
+    with sqlite3.connect(location.sqlite_path) as db:
+        db.execute("UPDATE stored_snapshots SET state = ? WHERE originator_id = ?", (b'{"state": {"head": 1}}',
+                                                                                     task.hex))
+    brk = _verified(home)
+    assert (brk["position"], brk["kind"]) == (19, "snapshot") and brk["detail"].startswith("snapshot cannot be read")
+    assert "snapshot" in _refused(home, "resume", "1")
+
+
+def test_a_deleted_row_is_named_and_replay_refuses(home: Path, location: Location) -> None:
+    task = _record(location)
+    with sqlite3.connect(location.sqlite_path) as db:
+        db.execute("DELETE FROM stored_events WHERE originator_id = ? AND originator_version = 8", (task.hex,))
+    assert _verified(home)["kind"] == "missing"
+    _reads_refuse(home, "missing", at=12)
+
+
+def test_a_registry_title_edit_is_named(home: Path, location: Location) -> None:
+    _record(location)
+
+    def retitle(state: dict[str, Any]) -> None:
+        state["entry"]["title"] = "Forged title"
+
+    _rewrite(location.sqlite_path, REGISTRY_ID, 2, retitle)
+    brk = _verified(home)
+    assert (brk["position"], brk["kind"]) == (1, "registry") and "'Forged title'" in brk["detail"]
+    for args in (("resume", "1"), ("list",)):
+        assert "registry" in _refused(home, *args)
+
+
+def _compacted(location: Location) -> Archive:
+    app = open_ledger(location)
+    final = sample.record(app)
+    assert final.id is not None
+    app.take_snapshot(final.id, version=5)
+    done = archive.compact(app, final.id, 10)
+    app.close()
+    return done
+
+
+def _forge_archived_snapshot(found: Archive) -> None:
+    with duckdb.connect() as con:
+        rows = con.execute("SELECT * FROM read_parquet(?)", [str(found.path)]).fetchall()
+        forged = []
+        for kind, nid, version, topic, state in rows:
+            if kind == "snapshot":
+                body = orjson.loads(state)
+                body["state"]["state"]["title"] = "Forged title"
+                state = orjson.dumps(body)
+            forged.append((kind, nid, version, topic, state))
+        con.execute("CREATE TABLE a (kind VARCHAR, notification_id BIGINT, originator_version BIGINT,"
+                    " topic VARCHAR, state BLOB)")
+        con.executemany("INSERT INTO a VALUES (?, ?, ?, ?, ?)", forged)
+        con.execute(f"COPY a TO '{found.path}' (FORMAT parquet)")
+
+
+def test_an_altered_archive_is_named_and_reads_refuse(home: Path, location: Location) -> None:
+    found = _compacted(location)
+    _forge_archived_snapshot(found)
+    brk = _verified(home)
+    assert (brk["position"], brk["kind"]) == (1, "archive") and "altered" in brk["detail"]
+    line = _refused(home, "replay", "1", "--at", "6")
+    assert "altered" in line
+
+
+def test_a_snapshot_edit_inside_an_archive_with_its_hashes_forged_is_named(home: Path, location: Location) -> None:
+    # The archive rewritten and its index row and manifest made to match: only the fold can tell.
+    found = _compacted(location)
+    _forge_archived_snapshot(found)
+    digest = hashlib.sha256(found.path.read_bytes()).hexdigest()
+    with sqlite3.connect(location.sqlite_path) as db:
+        db.execute("UPDATE tasktrail_archives SET sha256 = ?", (digest,))
+    manifest = found.path.with_suffix(".manifest.json")
+    manifest.write_bytes(orjson.dumps({**orjson.loads(manifest.read_bytes()), "sha256": digest}))
+    brk = _verified(home)
+    assert (brk["position"], brk["kind"]) == (5, "snapshot") and "state.title" in brk["detail"]
+    assert "registry" in _refused(home, "replay", "1", "--at", "6")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument
+from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
 from cli.install import install_group, uninstall_group  # `trail install` / `trail uninstall`
 
 # -- trail import -----------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
 # -- trail reclassify ------------------------------------------------------------------------------
 
 @click.command("reclassify")
-@click.argument("position", type=click.IntRange(min=1))
+@click.argument("position", type=whole_number(1))
 @click.option(
     "--as", "kind", type=click.Choice(["requirement", "correction", "change"]), required=True,
     help="What the prompt really was (change: a new wording of the requirement before it).",

@@ -145,5 +145,16 @@ def emit_json(data: Any) -> None:
     click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
 
 
+LARGEST = 2**63 - 1
+"""The largest integer the ledger stores (its JSON encoder takes 64 bits): a larger count or position is
+refused while the command line is parsed, not met later as an encoder's traceback."""
+
+
+def whole_number(minimum: int) -> click.IntRange:
+    """An integer option or argument of at least ``minimum`` that the ledger can store (a bad one is a usage
+    error: one line, exit 2)."""
+    return click.IntRange(min=minimum, max=LARGEST)
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")
 task_argument = click.argument("task", required=False, metavar="[TASK]")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument
+from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
 from projections import brief, points, timeline
 from projections.oneline import one_line
 from projections.state import TaskState
 
 max_chars_option = click.option(
-    "--max-chars", type=click.IntRange(min=200), metavar="N",
+    "--max-chars", type=whole_number(200), metavar="N",
     help="Fit the brief in N characters, dropping the least useful lines first.",
 )
 
@@ -80,7 +80,7 @@ def replay(ctx: Context, task: str | None, at: str, max_chars: int | None, as_js
 @click.option("--until", metavar="TIME", help="Only events before TIME.")
 @click.option("--file", "path", metavar="PATH", help="Only events about PATH (its changes, and events that name it).")
 @click.option("--grep", metavar="TEXT", help="Only events whose content contains TEXT (case-insensitive).")
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Only the last N matching events.")
+@click.option("--limit", type=whole_number(1), metavar="N", help="Only the last N matching events.")
 @json_option
 @pass_context
 @fails_cleanly

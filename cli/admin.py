@@ -8,9 +8,9 @@ import sys
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
+from cli.params import AGE, Age
 from ledger.errors import BadInput, Refused
 from ledger.location import resolve
-from projections import points
 
 
 @click.command("migrate")
@@ -42,23 +42,23 @@ def migrate(source: str, target: str, as_json: bool) -> None:
 
 @click.command("forget")
 @click.argument("task", required=False, metavar="[TASK]")
-@click.option("--older-than", "age", metavar="AGE", help="Forget every task idle longer than AGE (180d, 12h).")
+@click.option("--older-than", "age", type=AGE, metavar="AGE",
+              help="Forget every task idle longer than AGE (180d, 12h).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--actor", default="user", show_default=True, help="Who forgets (kept in the tombstone).")
 @json_option
 @pass_context
 @fails_cleanly
-def forget(ctx: Context, task: str | None, age: str | None, yes: bool, actor: str, as_json: bool) -> None:
+def forget(ctx: Context, task: str | None, age: Age | None, yes: bool, actor: str, as_json: bool) -> None:
     """Remove TASK's content irreversibly, from every store; only a tombstone stays.
 
     The tombstone keeps the number, id, sha256 of the title, when and by whom, so the
     ledger's own history stays honest. Events, snapshots, archives, the read model (rebuilt
     on next use), diff blobs and capture leftovers go. With --older-than AGE, every task
-    whose last event is older than AGE (a retention policy). Re-running on a forget that
-    was interrupted finishes it.
+    whose last event is older than AGE (a retention policy), and every forget that was
+    interrupted. Re-running on a forget that was interrupted finishes it. A missing or
+    unreadable archive does not stop it: a warning says what it held is not known.
     """
-    from datetime import UTC, datetime
-
     from ledger import forget as forgetting
     from ledger.registry import Entry, Tombstone
 
@@ -67,7 +67,7 @@ def forget(ctx: Context, task: str | None, age: str | None, yes: bool, actor: st
     ledger = ctx.ledger()
     targets: list[Entry | Tombstone]
     if age is not None:
-        targets = list(forgetting.stale(ledger, datetime.now(UTC) - points.parse_age(age)))
+        targets = [*forgetting.unfinished(ledger, ctx.location), *forgetting.stale(ledger, age.cutoff())]
     elif task is not None and task.lstrip("#").isdigit() and not any(
         e.number == int(task.lstrip("#")) for e in ledger.entries()
     ):
@@ -85,9 +85,14 @@ def forget(ctx: Context, task: str | None, age: str | None, yes: bool, actor: st
     by = f"{actor} ({getpass.getuser()})"
     done = [forgetting.forget(ledger, ctx.location, t, by, progress=lambda line: click.echo(line, err=True))
             for t in targets]
+    for d in done:
+        for lost in d.lost:
+            click.echo(f"trail: warning: #{d.tombstone.number}: {lost}; the source keys, sessions and diff blobs "
+                       "its events named are not known: those blobs and dead letters stay, and a re-import may "
+                       "bring those records back", err=True)
     if as_json:
         emit_json([{**d.tombstone.model_dump(mode="json"), "events_deleted": d.events,
-                    "files_removed": d.files_removed} for d in done])
+                    "files_removed": d.files_removed, "lost": list(d.lost)} for d in done])
         return
     for d in done:
         click.echo(f"Forgot #{d.tombstone.number}: {d.events} events deleted, {d.files_removed} files removed; "

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import click
 
 from cli.context import Context, fails_cleanly, pass_context
+from cli.params import AGE, Age
 from ledger import archive
-from projections import points
 
 
 @click.command("compact")
 @click.argument("task_ref", metavar="[TASK]", required=False)
 @click.option("--before", type=click.IntRange(min=2), metavar="N", help="Archive the events before position N.")
-@click.option("--older-than", "age", metavar="AGE", help="Archive the events older than AGE (30d, 12h, 90m).")
+@click.option("--older-than", "age", type=AGE, metavar="AGE", help="Archive the events older than AGE (30d, 12h, 90m).")
 @click.option("--dry-run", is_flag=True, help="Print what would move and the space saved; change nothing.")
 @click.option("--verify", "check", is_flag=True, help="Check the archives and the hash chain across them.")
 @click.option(
@@ -26,7 +24,7 @@ from projections import points
 @pass_context
 @fails_cleanly
 def compact_command(
-    ctx: Context, task_ref: str | None, before: int | None, age: str | None, dry_run: bool, check: bool, gc: bool,
+    ctx: Context, task_ref: str | None, before: int | None, age: Age | None, dry_run: bool, check: bool, gc: bool,
     threshold: int,
 ) -> None:
     """Move a task's oldest events to a Parquet archive beside the ledger.
@@ -53,7 +51,7 @@ def compact_command(
     if (before is None) == (age is None):
         raise click.UsageError("give exactly one of --before N and --older-than AGE")
     if age is not None:
-        before = archive.boundary_older_than(ledger, entry.task_id, datetime.now(UTC) - points.parse_age(age))
+        before = archive.boundary_older_than(ledger, entry.task_id, age.cutoff())
     assert before is not None
     live = archive.live_from(ledger, entry.task_id)
     if before <= live:
@@ -72,13 +70,13 @@ def compact_command(
     click.echo(f"archived {what} to {done.path} (sha256 {done.sha256})")
 
 
-def _gc(ctx: Context, task_ref: str | None, age: str | None, threshold: int, dry_run: bool) -> None:
+def _gc(ctx: Context, task_ref: str | None, age: Age | None, threshold: int, dry_run: bool) -> None:
     from ledger import artifacts
 
     if age is None:
         raise click.UsageError("--gc-artifacts needs --older-than AGE")
     task_id = ctx.entry(task_ref).task_id if task_ref else None
-    cutoff = datetime.now(UTC) - points.parse_age(age)
+    cutoff = age.cutoff()
     done = artifacts.collect(ctx.ledger(), ctx.location, cutoff, task_id, threshold, dry_run,
                              progress=lambda line: click.echo(line, err=True))
     verb = "would collect" if dry_run else "collected"

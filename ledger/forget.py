@@ -1,20 +1,31 @@
 """Forgetting a task: its content leaves every store irreversibly; a tombstone stays.
 
-Order, so that an interruption is finished by running the same command again:
+Order, so that an interruption at any point is finished by running the same command again
+(each step ends at a crash point, ``forget:<step>``, that tests kill the process at):
 
-1. the registry records a ``TaskForgotten`` tombstone (number, id, sha256 of the title,
-   when, by whom): from here on the task is gone from `trail list`, and the ledger's
-   own log says that, when and by whom it was forgotten;
-2. in one transaction of the ledger's store (``LedgerStore.delete_task``): the task's
-   events and snapshots are deleted, its registry entry is rewritten without title or
-   slug, the registry's snapshots (which hold titles) are deleted, its archive index rows
-   go, and a sha256 of each source key it held is kept, so a re-import skips those records;
-3. the bytes are scrubbed (``reclaim_space(scrub=True)``): SQLite deletes with
-   ``secure_delete`` (freed pages are zeroed), the WAL is checkpointed and truncated, and
-   the file is vacuumed; PostgreSQL tables are rewritten with ``VACUUM FULL``;
-4. the files around the ledger: archives, the DuckDB read model (rebuilt on next use),
-   the diff blob cache, capture inbox rows and dead letters of its sessions, and the
-   active-task pointer.
+1. ``tombstoned``: the registry records a ``TaskForgotten`` tombstone (number, id, sha256 of
+   the title, when, by whom): from here on the task is gone from `trail list`, and the
+   ledger's own log says that, when and by whom it was forgotten;
+2. ``journaled``: what of the task lives outside its event rows (archive files, sessions,
+   diff blobs, sha256 of its source keys) is read from its events and written to a journal,
+   ``$TRAIL_HOME/forgetting/<task id>.json``, before anything is deleted: the rows that tell
+   where those traces are go in step 4, so a re-run reads the journal instead. The journal
+   holds ids, hashes and paths, never content. An archive that is missing or unreadable is
+   noted (its events' keys are lost) and never stops the forget;
+3. ``archives-removed``: the archive files (and this machine's cached copies), found by the
+   journal and by the task's number in the file names, go *before* the index rows that find them;
+4. ``rows-deleted``: in one transaction of the ledger's store (``LedgerStore.delete_task``):
+   the task's events and snapshots, its archive index rows (on PostgreSQL with the archives'
+   bytes) and the registry's snapshots (which hold titles) are deleted, its registry entry is
+   rewritten without title or slug, and the hashes of its source keys are kept, so a
+   re-import skips those records;
+5. ``scrubbed``: ``reclaim_space(scrub=True)``: SQLite deletes with ``secure_delete`` (freed
+   pages are zeroed), the WAL is checkpointed and truncated, and the file is vacuumed;
+   PostgreSQL tables are rewritten with ``VACUUM FULL``;
+6. the files around the ledger, one step each: ``readmodel-removed`` (the DuckDB read model,
+   rebuilt on next use), ``blobs-removed`` (its diff baselines), ``deadletters-removed`` (dead
+   letters of its sessions), ``inbox-cleared`` (capture inbox rows of its sessions),
+   ``pointer-cleared`` (active-task pointers); then the journal goes.
 
 Limits, in docs/lifecycle.md: branches of a task are tasks of their own (forget them
 too); PostgreSQL's own write-ahead log and backups are the server's to expire.
@@ -23,25 +34,33 @@ too); PostgreSQL's own write-ahead log and backups are the server's to expire.
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
 
 import orjson
+from eventsourcing.utils import TopicError
 
 from ledger import archive, refs
 from ledger import events as ev
 from ledger.capture.inbox import inbox_path
-from ledger.errors import NotFound
+from ledger.crashpoints import crash_point
+from ledger.errors import NotFound, TrailError
 from ledger.location import Location
 from ledger.registry import Entry, Tombstone
 from ledger.store import Ledger
 from ledger.stores.base import key_hash
 
 FORGOTTEN_TITLE = "[forgotten]"
+JOURNALS = "forgetting"
+"""The folder under ``$TRAIL_HOME`` that holds the journal of each forget under way."""
+STEPS = ("tombstoned", "journaled", "archives-removed", "rows-deleted", "scrubbed", "readmodel-removed",
+         "blobs-removed", "deadletters-removed", "inbox-cleared", "pointer-cleared")
+"""The crash points of ``forget``, in order (``crash_point(f"forget:{step}")``)."""
 
 
 @dataclass(frozen=True)
@@ -49,24 +68,58 @@ class Forgotten:
     tombstone: Tombstone
     events: int
     files_removed: int
+    lost: tuple[str, ...] = ()
+    """Archives that could not be read: what their events named (source keys, sessions, blobs) is not known."""
 
 
 @dataclass(frozen=True)
 class _Traces:
-    """What of the task lives outside its event rows, found before the rows go."""
+    """What of the task lives outside its event rows, found before the rows go (the journal's content)."""
 
     sessions: frozenset[str]
     blobs: frozenset[str]
     archives: tuple[Path, ...]
     keys: frozenset[str]
     """sha256 of each source key the task's events held (``stores.base.key_hash``)."""
+    lost: tuple[str, ...]
+
+    def dump(self) -> bytes:
+        return orjson.dumps({
+            "sessions": sorted(self.sessions), "blobs": sorted(self.blobs), "keys": sorted(self.keys),
+            "archives": [str(p) for p in self.archives], "lost": list(self.lost),
+        })
+
+    @classmethod
+    def load(cls, raw: bytes) -> _Traces:
+        data = orjson.loads(raw)
+        return cls(frozenset(data["sessions"]), frozenset(data["blobs"]), tuple(Path(p) for p in data["archives"]),
+                   frozenset(data["keys"]), tuple(data["lost"]))
+
+
+def _readable_events(ledger: Ledger, task_id: UUID, lost: list[str]) -> Iterator[ev.TaskEvent]:
+    """Every event of the task that can still be read: each archive on its own, then the live log."""
+    found = archive.archives(ledger, task_id)
+    for part in found:
+        if not part.path.exists():
+            lost.append(f"archive {part.path} (positions {part.first}-{part.last}) is missing")
+            continue
+        import duckdb  # only a compacted task pays for loading it
+
+        try:
+            # Listed whole before yielding, so a file that breaks halfway adds nothing twice.
+            yield from list(archive.archived_events(ledger, task_id, part.first - 1, part.last, [part]))
+        except (TrailError, ValueError, TopicError, duckdb.Error) as exc:
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            lost.append(f"archive {part.path} (positions {part.first}-{part.last}) cannot be read: {reason}")
+    yield from ledger.events.get(task_id, gt=found[-1].last if found else None)  # type: ignore[misc]
 
 
 def _traces(ledger: Ledger, task_id: UUID) -> _Traces:
     sessions: set[str] = set()
     blobs: set[str] = set()
     keys: set[str] = set()
-    for event in ledger.task_events(task_id):
+    lost: list[str] = []
+    for event in _readable_events(ledger, task_id, lost):
         if isinstance(event, ev.ConversationLinked):
             sessions.add(event.session_id)
         elif isinstance(event, ev.FileChanged):
@@ -77,7 +130,28 @@ def _traces(ledger: Ledger, task_id: UUID) -> _Traces:
     paths: list[Path] = []
     for found in archive.archives(ledger, task_id):
         paths += [found.path, found.path.with_suffix(".manifest.json")]
-    return _Traces(frozenset(sessions), frozenset(blobs), tuple(paths), frozenset(keys))
+    return _Traces(frozenset(sessions), frozenset(blobs), tuple(paths), frozenset(keys), tuple(lost))
+
+
+def journal_path(location: Location, task_id: UUID) -> Path:
+    return location.home / JOURNALS / f"{task_id}.json"
+
+
+def _journaled(ledger: Ledger, location: Location, task_id: UUID) -> _Traces:
+    """The task's traces: from the journal of an interrupted forget, else read now and journaled first."""
+    path = journal_path(location, task_id)
+    if path.is_file():
+        # Written before the first deletion, so it holds all a later read could find, and more.
+        return _Traces.load(path.read_bytes())
+    traces = _traces(ledger, task_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("wb") as handle:
+        handle.write(traces.dump())
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)  # whole or absent: a torn journal would lose the traces for good
+    return traces
 
 
 def _tombstoned_entry(raw: bytes, number: int) -> bytes | None:
@@ -98,62 +172,95 @@ def _remove(path: Path) -> int:
         return 0
 
 
-def _scrub_files(ledger: Ledger, location: Location, traces: _Traces) -> int:
-    removed = sum(_remove(p) for p in traces.archives)
+def _remove_archives(ledger: Ledger, number: int, traces: _Traces) -> int:
+    """The journal's archive files, and any file named for the task's number in the archive folder
+    (``task-N-FIRST-LAST.parquet``, its manifest, temporary files of a compaction or a cache fetch)."""
+    directory = archive.archive_dir(ledger)
+    named = [*directory.glob(f"task-{number}-*"), *directory.glob(f".task-{number}-*")] if directory.is_dir() else []
+    return sum(_remove(p) for p in {*traces.archives, *named})
+
+
+def _remove_read_model(location: Location) -> int:
     from projections.readmodel import readmodel_path
 
     model = readmodel_path(location)  # rebuilt from the ledger on next use: no forgotten row survives
-    removed += sum(_remove(p) for p in (model, model.with_name(model.name + ".wal")))
+    return sum(_remove(p) for p in (model, model.with_name(model.name + ".wal")))
+
+
+def _remove_blobs(location: Location, traces: _Traces) -> int:
     blobs = location.home / "blobs"
-    removed += sum(_remove(blobs / digest[:2] / digest) for digest in traces.blobs)
+    return sum(_remove(blobs / digest[:2] / digest) for digest in traces.blobs)
+
+
+def _remove_dead_letters(location: Location, traces: _Traces) -> int:
+    removed = 0
     deadletters = location.home / "deadletter"
-    if deadletters.is_dir():
+    if traces.sessions and deadletters.is_dir():
         for letter in deadletters.glob("*.json"):
             text = letter.read_text(errors="replace")
             if any(session in text for session in traces.sessions):
                 removed += _remove(letter)
-    inbox = inbox_path(location)  # the hook's queue: the ledger file, or a local file for a server ledger
-    if traces.sessions and inbox.is_file():
-        con = sqlite3.connect(inbox, timeout=30)
-        try:
-            with con:
-                for session in traces.sessions:
-                    con.execute(
-                        "DELETE FROM capture_inbox WHERE json_extract(payload, '$.session_id') = ?", (session,)
-                    )
-        except sqlite3.OperationalError as exc:
-            if "no such table" not in str(exc):
-                raise
-        finally:
-            con.close()
     return removed
+
+
+def _clear_inbox(location: Location, traces: _Traces) -> None:
+    inbox = inbox_path(location)  # the hook's queue: the ledger file, or a local file for a server ledger
+    if not traces.sessions or not inbox.is_file():
+        return
+    con = sqlite3.connect(inbox, timeout=30)
+    try:
+        with con:
+            for session in traces.sessions:
+                con.execute("DELETE FROM capture_inbox WHERE json_extract(payload, '$.session_id') = ?", (session,))
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+    finally:
+        con.close()
 
 
 def forget(
     ledger: Ledger, location: Location, entry: Entry | Tombstone, by: str,
     progress: Callable[[str], None] | None = None,
 ) -> Forgotten:
-    """Forget one task (an ``Entry``, or a ``Tombstone`` whose wipe was interrupted)."""
+    """Forget one task (an ``Entry``, or a ``Tombstone`` whose forget was interrupted)."""
     say = progress or (lambda _: None)
-    traces = _traces(ledger, entry.task_id)
+    number, task_id = entry.number, entry.task_id
     if isinstance(entry, Entry):
         tombstone = Tombstone(
-            number=entry.number, task_id=entry.task_id, at=datetime.now(UTC), by=by,
+            number=number, task_id=task_id, at=datetime.now(UTC), by=by,
             title_sha256=hashlib.sha256(entry.title.encode()).hexdigest(),
         )
         ledger.mark_forgotten(tombstone)
-        say(f"#{entry.number}: tombstone recorded")
+        say(f"#{number}: tombstone recorded")
     else:
         tombstone = entry
-    deleted = ledger.store.delete_task(
-        entry.task_id, entry.number, traces.keys, lambda raw: _tombstoned_entry(raw, entry.number)
-    )
+    crash_point("forget:tombstoned")
+    traces = _journaled(ledger, location, task_id)
+    crash_point("forget:journaled")
+    removed = _remove_archives(ledger, number, traces)
+    crash_point("forget:archives-removed")
+    deleted = ledger.store.delete_task(task_id, number, traces.keys, lambda raw: _tombstoned_entry(raw, number))
+    crash_point("forget:rows-deleted")
     ledger.store.reclaim_space(scrub=True)  # no byte of the deleted rows stays readable in the files
-    say(f"#{entry.number}: {deleted} events deleted and scrubbed")
-    removed = _scrub_files(ledger, location, traces)
-    refs.clear(location, entry.task_id)
-    say(f"#{entry.number}: {removed} files removed")
-    return Forgotten(tombstone, deleted, removed)
+    crash_point("forget:scrubbed")
+    say(f"#{number}: {deleted} events deleted and scrubbed")
+    removed += _remove_read_model(location)
+    crash_point("forget:readmodel-removed")
+    removed += _remove_blobs(location, traces)
+    crash_point("forget:blobs-removed")
+    removed += _remove_dead_letters(location, traces)
+    crash_point("forget:deadletters-removed")
+    _clear_inbox(location, traces)
+    crash_point("forget:inbox-cleared")
+    refs.clear(location, task_id)
+    crash_point("forget:pointer-cleared")
+    journal = journal_path(location, task_id)
+    _remove(journal)
+    if journal.parent.is_dir() and not any(journal.parent.iterdir()):
+        journal.parent.rmdir()
+    say(f"#{number}: {removed} files removed")
+    return Forgotten(tombstone, deleted, removed, traces.lost)
 
 
 def stale(ledger: Ledger, cutoff: datetime) -> list[Entry]:
@@ -172,3 +279,11 @@ def pending(ledger: Ledger, number: int) -> Tombstone:
         if tombstone.number == number:
             return tombstone
     raise NotFound(f"no task #{number}, forgotten or not")
+
+
+def unfinished(ledger: Ledger, location: Location) -> list[Tombstone]:
+    """Tombstones whose forget was interrupted: a journal is left, or the task still has stored events."""
+    return [
+        t for t in ledger.tombstones()
+        if journal_path(location, t.task_id).is_file() or next(iter(ledger.events.get(t.task_id, limit=1)), None)
+    ]

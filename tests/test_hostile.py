@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.capture import claude_code, codex
+from ledger.capture.jsonl import MAX_DEPTH, MAX_LINE
 from ledger.capture.writer import append_unseen
 from ledger.location import Location
 from ledger.store import open_ledger
@@ -93,7 +94,7 @@ def _hook(home: Path, payload: bytes) -> subprocess.CompletedProcess[bytes]:
 
 @pytest.mark.sqlite_only("measures the SQLite file's size")
 def test_nasty_files_import_with_clear_reasons_and_bounded_storage(home: Path, tmp_path: Path) -> None:
-    huge = "x" * (50 * 1024 * 1024)
+    huge = "x" * (20 * 1024 * 1024)
     deep = "[" * 100_000 + "]" * 100_000
     records = [
         _good_prompt(0),
@@ -109,6 +110,8 @@ def test_nasty_files_import_with_clear_reasons_and_bounded_storage(home: Path, t
         json.dumps({"type": "user", "message": 42}),
         json.dumps(["a", "list"]),
         '{"type": "user", "uuid": "torn", "message": {"role": "us',
+        json.dumps({"type": "user", "message": {"role": "user", "content": "y" * (MAX_LINE + 10)}}),
+        "[" * 950 + "]" * 950,  # valid JSON, but deeper than anything downstream can walk
         _good_prompt(1),
     ]
     transcript = tmp_path / "nasty.jsonl"
@@ -116,15 +119,16 @@ def test_nasty_files_import_with_clear_reasons_and_bounded_storage(home: Path, t
     proc = run_trail("import", "claude-code", str(transcript), "--json", home=home)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
-    skipped_lines = {s["line"] for s in report["skipped"]}
-    assert {4, 5, 8} <= skipped_lines  # too deep, not JSON, torn: each named by its line
+    skipped = {s["line"]: s["reason"] for s in report["skipped"]}
+    assert {4, 5, 8, 9, 10} <= set(skipped)  # too deep, not JSON, torn, too long, too deep: each named by its line
+    assert "longer than" in skipped[9] and "nested deeper than" in skipped[4] and "nested deeper than" in skipped[10]
     assert all(s["reason"] for s in report["skipped"])
     assert report["events"].get("CommandRan") == 1 and report["events"].get("RequirementStated", 0) >= 1
     db = home / "ledger.db"
     run_trail("verify", home=home, check=True)
     size = db.stat().st_size + (db.with_name("ledger.db-wal").stat().st_size
                                 if db.with_name("ledger.db-wal").exists() else 0)
-    assert size < 5 * 1024 * 1024, f"50 MB of output was stored whole ({size} bytes)"
+    assert size < 5 * 1024 * 1024, f"20 MB of output was stored whole ({size} bytes)"
     cmd = json.loads(run_trail("log", "1", "--type", "CommandRan", "--json", home=home, check=True).stdout)[0]
     assert cmd["stdout"]["size"] == len(huge) and cmd["stdout"]["truncated"] is True
     assert cmd["stdout"]["sha256"] == hashlib.sha256(huge.encode()).hexdigest()
@@ -158,3 +162,110 @@ def test_hook_with_no_ledger_dir_yet(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stderr == b""
 
 
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth - 1):
+        value = [value]
+    return {"x": value}  # ``depth`` levels in all, the object included
+
+
+def test_json_depth_is_bounded_before_parsing_and_names_the_line(tmp_path: Path) -> None:
+    assert MAX_DEPTH < 900  # what is refused below must stay within the parser's own reach
+    lines_ = [
+        json.dumps({"type": "user", "uuid": "d1", "sessionId": SESSION, "message": {"role": "user", "content": "ok"},
+                    "extra": _nested(MAX_DEPTH - 1)}),
+        json.dumps({"type": "user", "uuid": "d2", "extra": _nested(MAX_DEPTH + 1)}),
+        json.dumps({"type": "user", "uuid": "d3", "extra": _nested(950)}),
+        json.dumps({"type": "user", "uuid": "d4", "message": {"role": "user", "content": "[" * 5000}}),  # in a string
+    ]
+    session = claude_code.map_transcript(list(enumerate(lines_, 1)), "deep")
+    reasons = {s.line: s.reason for s in session.skipped}
+    assert set(reasons) == {2, 3}
+    assert all(r == f"JSON nested deeper than {MAX_DEPTH} levels" for r in reasons.values())
+    # Codex: arguments are JSON inside a JSON string, bounded the same way; the call still maps.
+    rollout = [json.dumps({"type": "session_meta", "timestamp": "2026-01-01T00:00:00Z", "payload": {"id": SESSION}}),
+               json.dumps({"type": "response_item", "payload": {"type": "function_call", "name": "mcp_tool",
+                           "call_id": "c1", "arguments": "[" * 10_000 + "]" * 10_000}}),
+               json.dumps({"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1",
+                           "output": "[" * 10_000}})]
+    mapped = codex.map_rollout(list(enumerate(rollout, 1)), "deep")
+    assert [cls.__name__ for cls, _ in mapped.items].count("ToolResult") == 1
+
+
+@pytest.mark.sqlite_only("reads the dead-letter folder next to the SQLite ledger")
+def test_deep_hook_payload_is_refused_in_one_line_and_doctor_says_so(home: Path) -> None:
+    run_trail("start", "deep payloads", home=home, check=True)
+    deep = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "mcp__x__y",
+                       "tool_use_id": "toolu_deep", "tool_input": _nested(950), "tool_response": "ok"}).encode()
+    fine = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "mcp__x__y",
+                       "tool_use_id": "toolu_fine", "tool_input": _nested(MAX_DEPTH - 2), "tool_response": "ok"})
+    proc = _hook(home, deep)
+    assert proc.returncode == 0
+    err = proc.stderr.decode().strip().splitlines()
+    assert len(err) == 1 and f"nested deeper than {MAX_DEPTH}" in err[0], err
+    assert _hook(home, fine.encode()).stderr == b""
+    letters = list((home / "deadletter").glob("*.json"))
+    assert len(letters) == 1
+    doctor = run_trail("doctor", "--retry", home=home)
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stderr, doctor.stderr
+    lines_ = doctor.stderr.strip().splitlines()
+    assert len(lines_) == 1 and letters[0].name in lines_[0] and f"nested deeper than {MAX_DEPTH}" in lines_[0]
+    assert letters[0].exists()  # still there for whoever looks, never half-replayed
+    state = json.loads(run_trail("resume", "1", "--json", home=home, check=True).stdout)["state"]
+    assert state["counts"].get("ToolCalled") == 1  # the payload within the bound landed
+    run_trail("verify", home=home, check=True)
+
+
+_PEAK = """
+import resource, sys
+from cli.main import main
+sys.argv = ["trail", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _transcript(path: Path, outputs: int, size: int = 1 << 20) -> None:
+    """A session that ran ``outputs`` commands, each printing ``size`` bytes (in the result and its stdout)."""
+    with path.open("w") as out:
+        out.write(_good_prompt(0) + "\n")
+        for i in range(outputs):
+            body = f"output {i} ".ljust(79, "x") * (size // 80)
+            out.write(json.dumps({"type": "assistant", "uuid": f"a{i}", "sessionId": SESSION, "timestamp":
+                                  "2026-01-01T00:00:01Z", "message": {"role": "assistant", "content": [
+                                      {"type": "tool_use", "id": f"toolu_{i}", "name": "Bash",
+                                       "input": {"command": f"python gen.py {i}"}}]}}) + "\n")
+            out.write(json.dumps({"type": "user", "uuid": f"r{i}", "sessionId": SESSION, "timestamp":
+                                  "2026-01-01T00:00:02Z", "message": {"role": "user", "content": [
+                                      {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": body}]},
+                                  "toolUseResult": {"stdout": body, "stderr": "", "interrupted": False}}) + "\n")
+
+
+def _import_peak(transcript: Path, home: Path) -> tuple[int, dict[str, Any]]:
+    """Peak RSS (KiB) of a real `trail import` process, and its report."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DB", "TRAIL_DATABASE_URL")}
+    env.update(TRAIL_HOME=str(home), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _PEAK, "import", "claude-code", str(transcript), "--json"],
+                          env=env, cwd=transcript.parent, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    peak = int(proc.stderr.rsplit("PEAK ", 1)[1].split()[0])
+    return peak, json.loads(proc.stdout)
+
+
+def test_import_memory_does_not_grow_with_the_transcript(tmp_path: Path) -> None:
+    small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
+    _transcript(small, 2)
+    _transcript(big, 100)  # ~200 MB: read whole, this took ~450 MB; streamed, what one line takes
+    assert big.stat().st_size > 190 * 1024 * 1024
+    floor, small_report = _import_peak(small, tmp_path / "h1")
+    peak, report = _import_peak(big, tmp_path / "h2")
+    assert small_report["events"]["CommandRan"] == 2 and report["events"]["CommandRan"] == 100
+    assert peak < 1.5 * floor, f"importing 200 MB peaked at {peak // 1024} MB; 2 MB at {floor // 1024} MB"

@@ -23,7 +23,7 @@ from ledger.store import open_ledger
 from ledger.stores.base import Archive
 from tests.conftest import run_trail
 
-pytestmark = pytest.mark.sqlite_only("tampers with SQLite rows directly")
+sqlite_rows = pytest.mark.sqlite_only("tampers with SQLite rows directly")
 
 
 def _record(location: Location, snapshot: bool = False) -> UUID:
@@ -84,6 +84,7 @@ def test_an_untouched_ledger_verifies_and_reads(home: Path, location: Location) 
         assert run_trail(*args, home=home).returncode == 0
 
 
+@sqlite_rows
 def test_cut_last_events_is_caught_by_the_anchor(home: Path, location: Location) -> None:
     task = _record(location)
     with sqlite3.connect(location.sqlite_path) as db:
@@ -94,6 +95,7 @@ def test_cut_last_events_is_caught_by_the_anchor(home: Path, location: Location)
         assert "truncated" in _refused(home, *args)
 
 
+@sqlite_rows
 def test_an_edit_with_the_chain_recomputed_is_caught_by_the_anchor(home: Path, location: Location) -> None:
     task = _record(location)
     db = sqlite3.connect(location.sqlite_path)
@@ -116,6 +118,7 @@ def test_an_edit_with_the_chain_recomputed_is_caught_by_the_anchor(home: Path, l
         assert "anchor" in _refused(home, *args)
 
 
+@sqlite_rows
 def test_the_external_head_catches_what_the_anchor_cannot(home: Path, location: Location) -> None:
     # The anchor row is in the same database: cut the log and the anchor together, and only a head
     # kept elsewhere (as `trail checkpoint` prints it) still tells.
@@ -140,6 +143,7 @@ def test_the_external_head_catches_what_the_anchor_cannot(home: Path, location: 
     assert bad.returncode == 2 and "--head 'not-a-hash'" in bad.stderr
 
 
+@sqlite_rows
 def test_a_forged_collected_tail_is_named(home: Path, location: Location) -> None:
     task = _record(location)
 
@@ -159,6 +163,7 @@ def test_a_forged_collected_tail_is_named(home: Path, location: Location) -> Non
         assert proc.returncode == 0 and "all 214 tests passed" not in proc.stdout
 
 
+@sqlite_rows
 def test_a_snapshot_content_edit_is_named(home: Path, location: Location) -> None:
     task = _record(location, snapshot=True)
 
@@ -172,6 +177,7 @@ def test_a_snapshot_content_edit_is_named(home: Path, location: Location) -> Non
         assert "snapshot" in _refused(home, *args)
 
 
+@sqlite_rows
 def test_a_malformed_snapshot_is_named_not_a_traceback(home: Path, location: Location) -> None:
     task = _record(location, snapshot=True)
     with sqlite3.connect(location.sqlite_path) as db:
@@ -182,6 +188,7 @@ def test_a_malformed_snapshot_is_named_not_a_traceback(home: Path, location: Loc
     assert "snapshot" in _refused(home, "resume", "1")
 
 
+@sqlite_rows
 def test_a_deleted_row_is_named_and_replay_refuses(home: Path, location: Location) -> None:
     task = _record(location)
     with sqlite3.connect(location.sqlite_path) as db:
@@ -190,6 +197,7 @@ def test_a_deleted_row_is_named_and_replay_refuses(home: Path, location: Locatio
     _reads_refuse(home, "missing", at=12)
 
 
+@sqlite_rows
 def test_a_registry_title_edit_is_named(home: Path, location: Location) -> None:
     _record(location)
 
@@ -229,6 +237,7 @@ def _forge_archived_snapshot(found: Archive) -> None:
         con.execute(f"COPY a TO '{found.path}' (FORMAT parquet)")
 
 
+@sqlite_rows
 def test_an_altered_archive_is_named_and_reads_refuse(home: Path, location: Location) -> None:
     found = _compacted(location)
     _forge_archived_snapshot(found)
@@ -238,6 +247,7 @@ def test_an_altered_archive_is_named_and_reads_refuse(home: Path, location: Loca
     assert "altered" in line
 
 
+@sqlite_rows
 def test_a_snapshot_edit_inside_an_archive_with_its_hashes_forged_is_named(home: Path, location: Location) -> None:
     # The archive rewritten and its index row and manifest made to match: only the fold can tell.
     found = _compacted(location)
@@ -250,3 +260,21 @@ def test_a_snapshot_edit_inside_an_archive_with_its_hashes_forged_is_named(home:
     brk = _verified(home)
     assert (brk["position"], brk["kind"]) == (5, "snapshot") and "state.title" in brk["detail"]
     assert "registry" in _refused(home, "replay", "1", "--at", "6")
+
+
+def test_cut_last_events_on_either_backend_is_caught_by_the_anchor(home: Path, location: Location) -> None:
+    task = _record(location)
+    if location.is_sqlite:
+        with sqlite3.connect(location.sqlite_path) as db:
+            db.execute("DELETE FROM stored_events WHERE originator_id = ? AND originator_version > 16", (task.hex,))
+    else:
+        import psycopg
+        from psycopg import sql
+
+        target = location.postgres()
+        with psycopg.connect(host=target.host, port=target.port, dbname=target.dbname, user=target.user,
+                             password=target.password) as conn:
+            conn.execute(sql.SQL("DELETE FROM {}.tasktrail_events WHERE originator_id = %s AND originator_version > 16")
+                         .format(sql.Identifier(target.schema)), (task,))
+    assert _verified(home)["kind"] == "truncated"
+    assert "truncated" in _refused(home, "resume", "1")

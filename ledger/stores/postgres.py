@@ -157,8 +157,21 @@ def setting_up(location: Location) -> Iterator[PostgresTarget]:
                 reason = " ".join(str(exc).split())
                 where = f"schema {target.schema!r} in {location.display}"
                 raise StoreUnavailable(f"cannot create {where}: {reason}") from None
+        else:
+            _refuse_another_applications(conn, target.schema, location.display)
         _create_own_tables(conn, target.schema)
         yield target
+
+
+def _refuse_another_applications(conn: psycopg.Connection[Any], schema: str, shown: str) -> None:
+    """A schema with tables and views but none of a ledger's is another application's: the library
+    would add its tables to it (as ``store._check_sqlite_path`` refuses such an SQLite file)."""
+    found = {row[0] for row in conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", (schema,)).fetchall()}
+    if found and not found & set(OWN_TABLES):
+        raise StoreUnavailable(f"{shown} is not a tasktrail ledger: schema {schema!r} holds {len(found)} other "
+                               f"table(s) and none of the ledger's; give the ledger its own with ?schema=NAME")
 
 
 def _create_own_tables(conn: psycopg.Connection[Any], schema: str) -> None:

@@ -60,6 +60,7 @@ def forget(ctx: Context, task: str | None, age: Age | None, yes: bool, actor: st
     unreadable archive does not stop it: a warning says what it held is not known.
     """
     from ledger import forget as forgetting
+    from ledger import refs
     from ledger.registry import Entry, Tombstone
 
     if (task is None) == (age is None):
@@ -68,10 +69,10 @@ def forget(ctx: Context, task: str | None, age: Age | None, yes: bool, actor: st
     targets: list[Entry | Tombstone]
     if age is not None:
         targets = [*forgetting.unfinished(ledger, ctx.location), *forgetting.stale(ledger, age.cutoff())]
-    elif task is not None and task.lstrip("#").isdigit() and not any(
-        e.number == int(task.lstrip("#")) for e in ledger.entries()
+    elif task is not None and (number := refs.task_number(task)) is not None and not any(
+        e.number == number for e in ledger.entries()
     ):
-        targets = [forgetting.pending(ledger, int(task.lstrip("#")))]  # finish an interrupted forget
+        targets = [forgetting.pending(ledger, number)]  # finish an interrupted forget
     else:
         targets = [ctx.entry(task)]
     if not targets:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from cli.context import Context, fails_cleanly, pass_context
+from cli.context import Context, fails_cleanly, pass_context, whole_number
 from cli.params import AGE, Age
 from ledger import archive
 
 
 @click.command("compact")
 @click.argument("task_ref", metavar="[TASK]", required=False)
-@click.option("--before", type=click.IntRange(min=2), metavar="N", help="Archive the events before position N.")
+@click.option("--before", type=whole_number(2), metavar="N", help="Archive the events before position N.")
 @click.option("--older-than", "age", type=AGE, metavar="AGE", help="Archive the events older than AGE (30d, 12h, 90m).")
 @click.option("--dry-run", is_flag=True, help="Print what would move and the space saved; change nothing.")
 @click.option("--verify", "check", is_flag=True, help="Check the archives and the hash chain across them.")
@@ -19,7 +19,7 @@ from ledger import archive
     "--gc-artifacts", "gc", is_flag=True,
     help="Instead: drop bulky payloads (outputs, diffs, tool results) of old events, keeping size and hash.",
 )
-@click.option("--threshold", type=click.IntRange(min=0), default=1024, show_default=True, metavar="BYTES",
+@click.option("--threshold", type=whole_number(0), default=1024, show_default=True, metavar="BYTES",
               help="With --gc-artifacts: collect payloads whose kept text is over BYTES.")
 @pass_context
 @fails_cleanly

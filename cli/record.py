@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from cli.context import Context, emit_json, fails_cleanly, pass_context
+from cli.context import Context, emit_json, fails_cleanly, pass_context, whole_number
 from ledger import events as ev
 from ledger import recording
 
@@ -21,6 +21,8 @@ actor_option = click.option(
     show_default=True,
     help="Who states this: user, system, agent:NAME or tool:NAME.",
 )
+because_option = click.option("--because", "because", type=whole_number(1), metavar="EVENT",
+                              help="Position of the intent or decision behind it.")
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print the appended event as JSON.")
 
 
@@ -91,7 +93,8 @@ def start(ctx: Context, title: str, no_switch: bool, actor: str, as_json: bool) 
 
 @click.command("require")
 @click.argument("text")
-@click.option("--replaces", type=int, metavar="POSITION", help="Reword the requirement recorded at POSITION.")
+@click.option("--replaces", type=whole_number(1), metavar="POSITION",
+              help="Reword the requirement recorded at POSITION.")
 @task_option
 @actor_option
 @json_flag
@@ -168,7 +171,7 @@ def _status(name: str, status: str, help_text: str, reason_required: bool = Fals
 
 @click.command("ran", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
-@click.option("--because", "because", type=int, metavar="EVENT", help="Position of the intent or decision behind it.")
+@because_option
 @task_option
 @actor_option
 @pass_context
@@ -201,7 +204,7 @@ def ran(ctx: Context, argv: tuple[str, ...], because: int | None, task_ref: str 
 
 @click.command("changed")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--because", "because", type=int, metavar="EVENT", help="Position of the intent or decision behind it.")
+@because_option
 @task_option
 @actor_option
 @json_flag
@@ -250,7 +253,7 @@ def changed(
 @click.argument("name")
 @click.argument("outcome", type=click.Choice(["passed", "failed", "error", "skipped"]))
 @click.option("--message", metavar="TEXT", help="The failure message or a summary.")
-@click.option("--duration-ms", type=click.IntRange(min=0), metavar="MS")
+@click.option("--duration-ms", type=whole_number(0), metavar="MS")
 @task_option
 @actor_option
 @json_flag

@@ -11,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ledger import events as ev
 from ledger.store import Ledger
 from tests.conftest import REPO, run_trail
@@ -239,3 +241,41 @@ def test_prompts_captured_live_are_not_added_again_by_an_import(home: Path, tmp_
     intents = json.loads(run_trail("log", "1", "--json", "--type", "RequirementStated", "--type", "CorrectionMade",
                                    "--type", "RequirementChanged", home=home, check=True).stdout)
     assert sorted(e["text"] for e in intents) == sorted(prompts)
+
+
+FULL_ANSWER = (
+    "import json, sys\nfrom ledger.capture.inbox import session_start_answer\n"
+    "sys.stdout.write(session_start_answer(json.loads(sys.argv[1]), sys.argv[2]))"
+)
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_session_start_from_the_brief_cache_is_the_full_answer_byte_for_byte(
+    home: Path, backend: str, agent: str
+) -> None:
+    """A fast SessionStart (ledger/briefcache.py) leaves its row queued; the full path, run next on the same
+    ledger, folds that row in and answers: the two answers must be the same bytes, for a new session (its link
+    lands one position on, at the row's time) and for a session already linked (nothing lands)."""
+    from tests.test_briefcache import trail
+
+    run_trail("demo", "--keep", home=home, check=True)
+    paused = {"session_id": f"{agent}-paused", "hook_event_name": "SessionStart", "source": "startup",
+              "cwd": str(home.parent)}
+    answered, fast = trail(home, "hook", agent, stdin=json.dumps(paused))
+    assert not fast and "additionalContext" in answered  # the paused task is reopened: only the full path does that
+    run_trail("resume", home=home, check=True)
+    for session in ("new-1", "new-1", "new-2"):
+        payload = {"session_id": f"{agent}-{session}", "hook_event_name": "SessionStart", "source": "startup",
+                   "cwd": str(home.parent), "transcript_path": f"/tmp/{session}.jsonl"}
+        answered, fast = trail(home, "hook", agent, stdin=json.dumps(payload))
+        assert fast == (backend == "sqlite"), session
+        full = subprocess.run([sys.executable, "-c", FULL_ANSWER, json.dumps(payload), agent], capture_output=True,
+                              text=True, env=_env(home), cwd=home.parent, timeout=60, check=True)
+        assert "additionalContext" in answered
+        assert answered == full.stdout
+        if fast:
+            context = json.loads(answered)["hookSpecificOutput"]["additionalContext"]
+            assert "# Task #1 Fix login timeout" in context and " [active" in context
+    log = run_trail("log", "1", "--type", "ConversationLinked", home=home, check=True).stdout
+    linked = [line.split()[-1] for line in log.splitlines()][-3:]
+    assert linked == [f"{agent}-paused", f"{agent}-new-1", f"{agent}-new-2"]

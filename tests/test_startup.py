@@ -96,6 +96,22 @@ def test_session_start_imports_only_what_it_uses(home: Path, backend: str, sourc
     assert not modules & {"click", *heavy}, sorted(modules & {"click", *heavy})
 
 
+@pytest.mark.sqlite_only("the brief cache answers for SQLite ledgers only")
+def test_resume_and_session_start_from_the_brief_cache_import_no_ledger_libraries(home: Path) -> None:
+    """The fast paths (ledger/briefcache.py) answer with the standard library alone; the full path ran first."""
+    run_trail("demo", "--keep", home=home, check=True)
+    start = {"session_id": "66666666-0000-4000-8000-000000000007", "hook_event_name": "SessionStart",
+             "source": "startup", "cwd": str(home.parent)}
+    _imported(["hook", "claude-code"], home, stdin=json.dumps(start))  # reopens the paused task: the full path
+    _, full = _imported(["resume"], home)
+    modules, out = _imported(["resume"], home)
+    assert out == full and not modules & {"click", "pydantic", "eventsourcing", "orjson", *ALWAYS_HEAVY}, sorted(
+        modules & {"click", "pydantic", "eventsourcing", "orjson", *ALWAYS_HEAVY})
+    modules, out = _imported(["hook", "claude-code"], home, stdin=json.dumps(start))  # linked already: fast
+    assert "Fix login timeout" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert not modules & {"click", "pydantic", "eventsourcing", "orjson", *ALWAYS_HEAVY}, sorted(modules)
+
+
 @pytest.mark.parametrize("url", ["sqlite:/x/ledger.db", "/y/ledger.db", "postgresql://u:p@h:5432/db?schema=s"])
 def test_the_inbox_checked_before_reads_is_the_one_drained(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from cli.context import inbox_file

@@ -46,6 +46,12 @@ def ledger_file() -> str:
     return os.path.join(home_dir(), "ledger.db")
 
 
+def sqlite_ledger() -> str | None:
+    """The ledger's own SQLite file (``ledger_file``), or None when the ledger is a server's or its URL unknown."""
+    value = os.environ.get("TRAIL_DB") or os.environ.get("TRAIL_DATABASE_URL") or ""
+    return None if "://" in value and not value.startswith("sqlite:") else ledger_file()
+
+
 def inbox_for_url(home: str, url: str) -> str:
     """The local inbox file of a server ledger: hooks stay local and fast, the next command folds it in."""
     import hashlib
@@ -130,13 +136,18 @@ def run(argv: list[str]) -> int:
             raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
         raw = sys.stdin.read()
         payload = parse(raw)  # once: a payload can be tens of MB
-        enqueue(ledger_file(), agent, payload)
+        row = enqueue(ledger_file(), agent, payload)
         queued = True
         if payload.get("hook_event_name") == "SessionStart":
-            # Answering with state needs the ledger: only this event pays for the heavy imports.
-            from ledger.capture.inbox import session_start_answer
+            # Answered from the brief cache when it provably holds the answer; else the ledger
+            # is loaded (only this event pays for the heavy imports), which refreshes the cache.
+            from ledger.briefcache import cached_session_start
 
-            answer = session_start_answer(payload, agent)
+            answer = cached_session_start(payload, agent, row)
+            if answer is None:
+                from ledger.capture.inbox import session_start_answer
+
+                answer = session_start_answer(payload, agent)
             if answer:
                 sys.stdout.write(answer)
     except Exception as exc:  # a hook must never break the agent: report, keep the payload, exit 0

@@ -13,7 +13,6 @@ for every agent.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -267,9 +266,12 @@ def drain(ledger: Ledger, location: Location) -> Drained:
 
 
 def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT) -> str:
-    """Drain at once and answer SessionStart with the task's brief as additional context ("" if none)."""
+    """Drain at once and answer SessionStart with the task's brief as additional context ("" if none).
+
+    What it answers is kept in the brief cache, from which the next SessionStart may answer alone."""
     import os
 
+    from ledger import briefcache
     from ledger.location import resolve
     from ledger.store import open_ledger
     from projections.brief import injection
@@ -278,14 +280,17 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
     ledger = open_ledger(location)
     try:
         drain(ledger, location)
+        watch = briefcache.watch(location, "session", cwd=str(payload.get("cwd") or os.getcwd()))
         task = task_for_session(ledger, location, agent, str(payload.get("session_id") or ""))
         if task is None:
+            if watch is not None:
+                watch.close()
             return ""
         state = ledger.state(task)
+        if watch is not None:
+            watch.keep(task, state)
         if state.position <= 2:  # opened and linked only: no history worth injecting
             return ""
-        return json.dumps(
-            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": injection(state)}}
-        )
+        return briefcache.session_start_json(injection(state))
     finally:
         ledger.close()

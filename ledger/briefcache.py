@@ -1,0 +1,433 @@
+"""The brief cache: `trail resume` and a SessionStart hook answer from it, without loading the ledger, while
+nothing they depend on has changed since the last full answer.
+
+Standard library only at import (``tests/test_startup.py`` keeps pydantic, eventsourcing, duckdb and
+psycopg out of the fast paths): a fast answer costs sqlite3 and a few small reads. The full paths
+(``cli.read.resume``, ``capture.inbox.session_start_answer``) store what they answered (``Watch.keep``);
+a fast path answers only when it can show the full path would answer the same bytes now:
+
+- the ledger is an SQLite file with no capture-inbox rows waiting (SessionStart: only its own row);
+- which task is meant is memoised from the full path's resolution, keyed by the bytes of
+  ``active.json``, the project and what was asked, and valid only while the task registry's last row
+  (hence every task's number, slug and being there at all) is the one it was resolved against;
+- the task's key is unchanged: a sha256 of the format, this code's sources (sizes and mtimes), the
+  ledger's real path, the task's last stored row (its version and whole state, chain hash included),
+  how many rows it has from which position, its latest snapshot row, its archive index rows and their
+  files' inode, size, mtime and ctime, the registry's last row, and the head anchor's row, which must
+  also agree with the last row. Anything that differs, is missing or fails to read takes the full
+  path, which refuses or answers (``ledger.reading``'s checks), and refreshes the cache.
+
+The file is one JSON document per ledger under ``TRAIL_HOME/cache`` (mode 0600), with a sha256 of its
+body and the ledger path: a corrupt, foreign or edited file is never shown. The brief holds nothing
+time-relative (times are absolute, to the minute); SessionStart's one moving part, the position and
+time of the ``ConversationLinked`` event a new session adds, is filled in at print time (``_new_session``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from ledger.capture.hook import sqlite_ledger
+from ledger.home import home_dir
+from ledger.project import current_project, project_of
+
+if TYPE_CHECKING:
+    from ledger.location import Location
+    from projections.state import TaskState
+
+FORMAT = 1
+"""Bumped when what the file holds changes meaning."""
+KEEP_TASKS = 16
+KEEP_MEMOS = 64
+LINKED = "tasktrail/ConversationLinked"
+"""``events.ConversationLinked.TOPIC``: a test pins the two together."""
+FORGOTTEN_KEYS = "tasktrail_forgotten_keys"
+ARCHIVES = "tasktrail_archives"
+HEADS = "tasktrail_heads"
+"""``stores.base`` table names, repeated because importing it loads eventsourcing; a test pins them."""
+SKIP_ENV = ("TRAIL_SNAPSHOT_EVERY", "TRAIL_CRASH_AT")
+"""Set, the full path runs: it checks the setting, or a test aims at its crash points."""
+SOURCES = ("ledger", "projections", "cli")
+
+
+class Miss(Exception):
+    """The cache cannot answer: take the full path."""
+
+
+def cached_resume(ref: str | None) -> str | None:
+    """What `trail resume [REF]` prints (no other option), or None when the full path must run."""
+    try:
+        with _opened() as (ledger, cache, con):
+            if _inbox(con, 1):
+                raise Miss("the capture inbox has rows to fold in first")
+            task = _memo(cache, con, ("resume", ref or "", current_project() or "", _pointers()))
+            text = str(_entry(cache, con, ledger, task)["resume"])
+    except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError):
+        return None
+    # click.echo strips ANSI sequences when stdout is no terminal: such a brief takes the full path.
+    return None if "\x1b" in text else text + "\n"
+
+
+def cached_session_start(payload: dict[str, Any], agent: str, row: int) -> str | None:
+    """The SessionStart answer for ``payload``, just queued as inbox row ``row``, or None (full path).
+
+    Taken only when that row is the inbox's only one and the full path's drain would append at most
+    the session's ``ConversationLinked``: the session is linked already to an active task (nothing is
+    appended), or it is new and its project's active task takes it (one event, which the brief shows
+    only as its last position and time)."""
+    try:
+        with _opened() as (ledger, cache, con):
+            rows = _inbox(con, 2)
+            if len(rows) != 1 or rows[0][0] != row or rows[0][1] != agent:
+                raise Miss("the inbox holds other rows")
+            received, queued = float(rows[0][2]), json.loads(rows[0][3])
+            session = queued.get("session_id")
+            # Redaction left the id alone (else the full path finds no link for the id it was given).
+            if not isinstance(session, str) or not session or session != payload.get("session_id"):
+                raise Miss("no plain session id")
+            linked = con.execute(
+                "SELECT originator_id FROM stored_events WHERE topic = ? AND json_extract(state, '$.agent') = ? "
+                "AND json_extract(state, '$.session_id') = ? ORDER BY rowid DESC LIMIT 1",
+                (LINKED, agent, session),
+            ).fetchone()
+            if linked is not None:
+                entry = _entry(cache, con, ledger, str(linked[0]))
+                if entry["status"] != "active":
+                    raise Miss("the task would be reopened")
+                return str(entry["linked"])
+            return _new_session(cache, con, ledger, queued, agent, session, received)
+    except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _new_session(
+    cache: dict[str, Any], con: sqlite3.Connection, ledger: str, queued: dict[str, Any], agent: str, session: str,
+    received: float,
+) -> str:
+    from datetime import UTC, datetime
+
+    if con.execute(_table_exists, (FORGOTTEN_KEYS,)).fetchone() and con.execute(
+        f"SELECT 1 FROM {FORGOTTEN_KEYS} WHERE key_sha256 = ?", (_key_hash((agent, session, "link")),)
+    ).fetchone():
+        raise Miss("the link belongs to a forgotten task")
+    transcript = queued.get("transcript_path")
+    if transcript is not None and not isinstance(transcript, str):
+        raise Miss("the link event would be refused")
+    project = project_of(str(queued["cwd"])) if queued.get("cwd") else None
+    if project is None:
+        raise Miss("no project")
+    task = _memo(cache, con, ("session", "", project, _pointers()))
+    entry = _entry(cache, con, ledger, task)
+    new = entry["new"]
+    if entry["status"] != "active" or not new:
+        raise Miss("the task would be reopened, or its brief cannot take the new event")
+    # The fold keeps the latest time seen; the brief shows it to the minute.
+    when = max(datetime.fromisoformat(entry["updated_at"]), datetime.fromtimestamp(received, UTC))
+    line = f"- last event [{new['position']}] at {when:%Y-%m-%d %H:%M UTC}"
+    context = str(new["context"])
+    if context.count(new["line"]) != 1 or len(line) != len(new["line"]):
+        raise Miss("the template does not hold its line once")
+    return session_start_json(context.replace(new["line"], line))
+
+
+def session_start_json(context: str) -> str:
+    """The hook's answer to SessionStart: ``context`` injected as additional context."""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
+
+
+# -- keeping what the full path answered ---------------------------------------------------------------
+
+
+class Watch:
+    """Brackets a full path's reads: what it answers is kept only if nothing was committed to the ledger
+    (``PRAGMA data_version``) and ``active.json`` did not change meanwhile, so key and answer agree."""
+
+    def __init__(self, ledger: str, con: sqlite3.Connection, memo: tuple[str, str, str]) -> None:
+        self.ledger, self.con, self.memo = ledger, con, memo
+        self.version = con.execute("PRAGMA data_version").fetchone()[0]
+        self.pointers = _pointers()
+
+    def keep(self, task_id: UUID, state: TaskState, printed: str | None = None) -> None:
+        """Store ``state``'s answers for ``task_id`` (``printed``: what `trail resume` printed for it, if it ran).
+
+        Never fails the command: a cache that cannot be written is a cache miss next time."""
+        try:
+            self._keep(task_id.hex, state, printed)
+        except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError):
+            pass
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def _keep(self, task: str, state: TaskState, printed: str | None) -> None:
+        from projections.brief import injection, render
+
+        if state.updated_at is None or (printed is not None and printed != render(state)):
+            return  # resume printed something else than the brief (a newer cli.read): do not guess
+        kind, ref, project = self.memo
+        memo_task = _session_pointer(self.ledger, project) if kind == "session" else task
+        con = self.con
+        con.execute("BEGIN")
+        key, registry, last = _task_key(con, self.ledger, task)
+        con.execute("COMMIT")
+        # Checked after every read: unchanged, nobody wrote between the full path's reads and the key's.
+        if con.execute("PRAGMA data_version").fetchone()[0] != self.version or _pointers() != self.pointers:
+            return
+        if last != state.position:
+            return
+        entry: dict[str, Any] = {
+            "key": key, "status": state.status, "updated_at": state.updated_at.isoformat(),
+            "resume": render(state) if printed is None else printed,
+            "linked": "" if state.position <= 2 else session_start_json(injection(state)),
+            "new": _template(state, injection) if state.status == "active" else None,
+        }
+        cache = _load(self.ledger) or {"tasks": {}, "memo": {}}
+        tasks = {k: v for k, v in cache["tasks"].items() if k != task}
+        tasks[task] = entry
+        memos = {k: v for k, v in cache["memo"].items() if v.get("registry") == registry}
+        if memo_task:
+            memos[_memo_id((kind, ref, project, self.pointers))] = {"task": memo_task, "registry": registry}
+        _store(self.ledger, {"tasks": dict(list(tasks.items())[-KEEP_TASKS:]),
+                             "memo": dict(list(memos.items())[-KEEP_MEMOS:])})
+
+
+def watch(location: Location, kind: str, ref: str | None = None, cwd: str | None = None) -> Watch | None:
+    """Start watching a full path's reads (after the ledger is open and its inbox folded), or None when
+    its answer is not cacheable (a PostgreSQL ledger, a setting the full path must check).
+
+    ``kind`` is "resume" (``ref`` as given) or "session" (``cwd``: the session's folder)."""
+    if not location.is_sqlite or any(os.environ.get(name) for name in SKIP_ENV):
+        return None
+    ledger = os.path.realpath(location.sqlite_path)
+    project = current_project() if kind == "resume" else project_of(cwd)
+    if project is None:
+        return None
+    try:
+        return Watch(ledger, _connect(ledger), (kind, ref or "", project))
+    except (OSError, sqlite3.Error):
+        return None
+
+
+def _template(state: TaskState, injection: Any) -> dict[str, Any] | None:
+    """The SessionStart answer once a new session's ``ConversationLinked`` lands: the injection of the state
+    one position on, in which only the last-event line's time can still differ (the fold's ``max`` of the
+    old time and the event's). That line keeps its length, so the budget drops the same lines."""
+    if state.updated_at is None:
+        return None
+    position = state.position + 1
+    moved = state.model_copy(update={"position": position})
+    line = f"- last event [{position}] at {state.updated_at:%Y-%m-%d %H:%M UTC}"
+    context = injection(moved)
+    if context.count(line) != 1 or position <= 2:
+        return None
+    return {"position": position, "line": line, "context": context}
+
+
+def _session_pointer(ledger: str, project: str) -> str | None:
+    """The task ``project``'s pointer names, as the inbox binds a new session (``refs.project_pointer``)."""
+    from ledger import refs
+    from ledger.location import resolve
+
+    found = refs.project_pointer(resolve(f"sqlite:{ledger}"), project)
+    return found.hex if found is not None else None
+
+
+# -- reading -----------------------------------------------------------------------------------------
+
+
+_table_exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+
+
+@contextmanager
+def _opened() -> Iterator[tuple[str, dict[str, Any], sqlite3.Connection]]:
+    """The ledger's real path, its cache, and a read-only connection in one read transaction."""
+    if any(os.environ.get(name) for name in SKIP_ENV):
+        raise Miss("a setting the full path checks")
+    path = sqlite_ledger()
+    if path is None:
+        raise Miss("not an SQLite ledger")
+    ledger = os.path.realpath(path)
+    cache = _load(ledger)
+    if cache is None:
+        raise Miss("no cache")
+    con = _connect(ledger)
+    try:
+        con.execute("BEGIN")  # one read transaction: every check sees the same ledger
+        yield ledger, cache, con
+    finally:
+        con.close()
+
+
+def _inbox(con: sqlite3.Connection, limit: int) -> list[Any]:
+    """The first ``limit`` capture-inbox rows (none when the hook never made the table)."""
+    if not con.execute(_table_exists, ("capture_inbox",)).fetchone():
+        return []
+    query = "SELECT id, agent, received, payload FROM capture_inbox ORDER BY id LIMIT ?"
+    return con.execute(query, (limit,)).fetchall()
+
+
+def _connect(ledger: str) -> sqlite3.Connection:
+    if not os.path.isfile(ledger):
+        raise Miss("no ledger file")
+    from urllib.parse import quote
+
+    return sqlite3.connect(f"file:{quote(ledger)}?mode=ro", uri=True, isolation_level=None, timeout=5)
+
+
+def _memo(cache: dict[str, Any], con: sqlite3.Connection, asked: tuple[str, str, str, str]) -> str:
+    memo = cache["memo"][_memo_id(asked)]
+    registry = con.execute(_LAST_ROW, (_REGISTRY,)).fetchone()
+    if registry is None or _digest(registry) != memo["registry"]:
+        raise Miss("the registry changed")
+    return str(memo["task"])
+
+
+def _entry(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, task: str) -> dict[str, Any]:
+    entry: dict[str, Any] = cache["tasks"][task]
+    key, _, _ = _task_key(con, ledger, task)
+    if entry["key"] != key:
+        raise Miss("the task changed")
+    return entry
+
+
+_LAST_ROW = ("SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ? "
+             "ORDER BY originator_version DESC LIMIT 1")
+_REGISTRY = "ee80e1b01e0d52feb7d0bd406ee24fbe"
+"""``registry.REGISTRY_ID`` as the store keeps it (a test pins it)."""
+
+
+def _task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str, int]:
+    """The task's key, the registry's last-row digest, and the task's last position."""
+    last = con.execute(_LAST_ROW, (task,)).fetchone()
+    registry = con.execute(_LAST_ROW, (_REGISTRY,)).fetchone()
+    if last is None or registry is None:
+        raise Miss("no such task")
+    snapshot = con.execute(
+        "SELECT originator_version, state FROM stored_snapshots WHERE originator_id = ? "
+        "ORDER BY originator_version DESC LIMIT 1", (task,)
+    ).fetchone()
+    archives: list[Any] = []
+    if con.execute(_table_exists, (ARCHIVES,)).fetchone():
+        for first, upto, path, sha, tip, count in con.execute(
+            f"SELECT first, last, path, sha256, head, events FROM {ARCHIVES} WHERE originator_id IN (?, ?) "
+            "ORDER BY first", (task, str(UUID(task)))
+        ):
+            # The full path hashes the file; its change time moves with any write to it, even a hidden one.
+            found = os.stat(os.path.join(os.path.dirname(ledger), path))
+            archives.append((first, upto, path, sha, tip, count, found.st_ino, found.st_size, found.st_mtime_ns,
+                             found.st_ctime_ns))
+    head: Any = None
+    if con.execute(_table_exists, (HEADS,)).fetchone():
+        head = con.execute(f"SELECT * FROM {HEADS} WHERE originator_id IN (?, ?)", (task, str(UUID(task)))).fetchone()
+        chain = json.loads(last[2]).get("chain")
+        if head is None or list(head[1:3]) != [last[0], chain]:
+            raise Miss("the head anchor disagrees with the last row")  # the full path says what is wrong
+    # A row cut from the middle leaves the positions with a gap, which the full path refuses.
+    span = con.execute("SELECT count(*), min(originator_version) FROM stored_events WHERE originator_id = ?",
+                       (task,)).fetchone()
+    parts = (FORMAT, _code(), ledger, task, _digest(last), _digest(registry), tuple(span),
+             _digest(snapshot) if snapshot else None, archives, list(head) if head else None)
+    return hashlib.sha256(repr(parts).encode()).hexdigest(), _digest(registry), int(last[0])
+
+
+def _digest(row: tuple[Any, ...]) -> str:
+    blob = hashlib.sha256()
+    for value in row:
+        blob.update(value if isinstance(value, bytes) else repr(value).encode())
+        blob.update(b"\x1f")
+    return blob.hexdigest()
+
+
+def _key_hash(key: tuple[str, str, str]) -> str:
+    """``stores.base.key_hash`` (a test pins the two together)."""
+    return hashlib.sha256("\x1f".join(key).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_code_print: str | None = None
+
+
+def _code() -> str:
+    """Sizes and mtimes of this checkout's sources: an upgrade (or an edit) never shows an older format."""
+    global _code_print
+    if _code_print is None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        seen = [sys.version]
+        for top in SOURCES:
+            for folder, dirs, files in os.walk(os.path.join(root, top)):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        found = os.stat(os.path.join(folder, name))
+                        seen.append(f"{folder}/{name}:{found.st_size}:{found.st_mtime_ns}")
+        _code_print = hashlib.sha256("\n".join(seen).encode()).hexdigest()
+    return _code_print
+
+
+def _pointers() -> str:
+    """A digest of ``active.json`` as it is now (the active tasks the full path resolved against)."""
+    try:
+        with open(os.path.join(home_dir(), "active.json"), "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except FileNotFoundError:
+        return "none"
+
+
+def _memo_id(asked: tuple[str, str, str, str]) -> str:
+    return hashlib.sha256("\x1f".join(asked).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# -- the file --------------------------------------------------------------------------------------------
+
+
+def cache_file(ledger: str) -> str:
+    """The cache of the ledger at real path ``ledger``."""
+    name = hashlib.sha256(ledger.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return os.path.join(home_dir(), "cache", f"briefs-{name}.json")
+
+
+def _seal(ledger: str, body: dict[str, Any]) -> str:
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(f"{FORMAT}\x1f{ledger}\x1f{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _load(ledger: str) -> dict[str, Any] | None:
+    """The cache body for ``ledger``, or None when there is none or it is not exactly what was stored."""
+    try:
+        with open(cache_file(ledger), encoding="utf-8") as handle:
+            found = json.load(handle)
+        body = found["body"]
+        if found["format"] != FORMAT or found["ledger"] != ledger or found["seal"] != _seal(ledger, body):
+            return None
+        if not isinstance(body.get("tasks"), dict) or not isinstance(body.get("memo"), dict):
+            return None
+        return dict(body)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store(ledger: str, body: dict[str, Any]) -> None:
+    """Write the cache whole (a temporary file renamed over it), readable by its owner only."""
+    path = cache_file(ledger)
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}")
+    document = {"format": FORMAT, "ledger": ledger, "seal": _seal(ledger, body), "body": body}
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, ensure_ascii=False)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,215 @@
+"""The brief cache (ledger/briefcache.py): `trail resume` answers from it only when the full path would print
+the same bytes, and never once anything it shows has changed, whichever way the change came in.
+
+Every case runs the real `trail` in a subprocess and reads what it imported: a fast answer loads no pydantic.
+The reference is the full path on the same ledger (`cli.app` directly, which has no fast path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger import briefcache
+from tests.conftest import REPO, run_trail
+
+FIXTURES = REPO / "tests" / "fixtures"
+HEAVY = {"pydantic", "pydantic_core", "eventsourcing", "duckdb", "psycopg", "click", "orjson"}
+PROBE = (
+    "import sys, json\n"
+    "sys.argv = ['trail', *json.loads(sys.argv[1])]\n"
+    "from cli.main import main\n"
+    "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
+    "sys.stdout.flush()\n"
+    "sys.stderr.write('\\nMODULES ' + json.dumps([code, sorted({m.split('.')[0] for m in sys.modules})]))\n"
+)
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DB", "TRAIL_CRASH_AT", "TRAIL_SNAPSHOT_EVERY")}
+    return {**env, "TRAIL_HOME": str(home), "PYTHONPATH": str(REPO)}
+
+
+def trail(home: Path, *args: str, stdin: str = "", cwd: Path | None = None) -> tuple[str, bool]:
+    """What a real `trail ARGS` printed, and whether it answered fast (without loading the ledger's libraries)."""
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], input=stdin, capture_output=True,
+                          text=True, env=_env(home), cwd=cwd or home.parent, timeout=60)
+    err, _, tail = proc.stderr.rpartition("\nMODULES ")
+    code, modules = json.loads(tail)
+    assert code in (0, None), err
+    return proc.stdout, not set(modules) & HEAVY
+
+
+def full_resume(home: Path, *args: str, cwd: Path | None = None) -> str:
+    """`trail resume` through the click app alone: the full path, whatever the cache holds."""
+    proc = subprocess.run([sys.executable, "-c", "from cli.app import cli; cli()", "resume", *args],
+                          capture_output=True, text=True, env=_env(home), cwd=cwd or home.parent, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def cache_files(home: Path) -> list[Path]:
+    return sorted((home / "cache").glob("briefs-*.json"))
+
+
+@pytest.fixture
+def demo(home: Path) -> Path:
+    run_trail("demo", "--keep", home=home, check=True)
+    return home
+
+
+def test_resume_answers_fast_with_the_same_bytes_as_the_full_path(demo: Path, backend: str) -> None:
+    first, fast = trail(demo, "resume")
+    assert not fast and "# Task #1 Fix login timeout" in first  # nothing cached yet
+    again, fast = trail(demo, "resume")
+    assert fast == (backend == "sqlite")  # a server ledger always takes the full path
+    assert again == first == full_resume(demo)
+    by_number, fast = trail(demo, "resume", "1")
+    assert not fast and by_number == first  # another question: resolved in full once, then kept
+    assert trail(demo, "resume", "#1") == (first, False) and trail(demo, "resume", "1") == (first, backend == "sqlite")
+    if backend == "sqlite":
+        [cache] = cache_files(demo)
+        assert stat.S_IMODE(cache.stat().st_mode) == 0o600 and stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("way", ["cli", "hook", "import", "process"])
+def test_every_way_in_shows_at_the_next_resume(demo: Path, way: str, tmp_path: Path) -> None:
+    trail(demo, "resume")
+    assert trail(demo, "resume")[1] or os.environ.get("TRAIL_DATABASE_URL")
+    if way == "cli":
+        run_trail("note", "Checked the staging logs: nothing new", home=demo, check=True)
+        shown = "Checked the staging logs: nothing new"
+    elif way == "hook":
+        payload = {"session_id": "77777777-0000-4000-8000-000000000007", "hook_event_name": "UserPromptSubmit",
+                   "prompt": "Also keep the login spinner under 200 ms", "cwd": str(demo.parent)}
+        assert trail(demo, "hook", "claude-code", stdin=json.dumps(payload))[0] == ""
+        shown = "Also keep the login spinner under 200 ms"
+    elif way == "import":
+        run_trail("import", "codex", str(FIXTURES / "codex-small.jsonl"), "--task", "1", home=demo, check=True)
+        shown = "last event ["
+    else:  # another process writes through the library, no `trail` command involved
+        script = ("from ledger.location import resolve; from ledger.store import open_ledger; from ledger import events"
+                  " as ev\nl = open_ledger(resolve()); t = l.entries()[0].task_id\n"
+                  "l.append(t, ev.NoteAdded, text='Written by another process'); l.close()")
+        subprocess.run([sys.executable, "-c", script], env=_env(demo), check=True, timeout=60)
+        shown = "Written by another process"
+    after, fast = trail(demo, "resume")
+    assert not fast and shown in after
+    assert after == full_resume(demo)
+    if way == "import":
+        assert "last event [19]" not in after
+
+
+def _tamper_cache(home: Path, change: str) -> None:
+    [cache] = cache_files(home)
+    document = json.loads(cache.read_text())
+    if change == "corrupt":
+        cache.write_bytes(cache.read_bytes()[:-40] + b"\x00garbage")
+    elif change == "edited":  # the brief changed, the seal left as it was
+        for entry in document["body"]["tasks"].values():
+            entry["resume"] = entry["resume"].replace("Fix login timeout", "Delete the database")
+        cache.write_text(json.dumps(document))
+    elif change == "foreign":  # a sound cache of another ledger, under this ledger's name
+        other = home / "elsewhere.db"
+        document["ledger"] = str(other)
+        document["seal"] = briefcache._seal(str(other), document["body"])
+        cache.write_text(json.dumps(document))
+    elif change == "resealed":  # edited and sealed again: the key no longer matches what is stored
+        for entry in document["body"]["tasks"].values():
+            entry["key"] = "0" * 64
+        document["seal"] = briefcache._seal(document["ledger"], document["body"])
+        cache.write_text(json.dumps(document))
+
+
+@pytest.mark.sqlite_only("writes the cache and the SQLite ledger's bytes directly")
+@pytest.mark.parametrize("change", ["corrupt", "edited", "foreign", "resealed"])
+def test_a_corrupt_foreign_or_tampered_cache_is_never_shown(demo: Path, change: str) -> None:
+    good, _ = trail(demo, "resume")
+    assert trail(demo, "resume") == (good, True)
+    _tamper_cache(demo, change)
+    shown, fast = trail(demo, "resume")
+    assert (shown, fast) == (good, False) and "Delete the database" not in shown
+    assert trail(demo, "resume") == (good, True)  # the full path wrote it anew
+
+
+def _ledger_sql(home: Path, sql: str, *args: object) -> None:
+    con = sqlite3.connect(home / "ledger.db")
+    with con:
+        con.execute(sql, args)
+    con.close()
+
+
+@pytest.mark.sqlite_only("edits the SQLite ledger's rows")
+@pytest.mark.parametrize("what", ["last row", "head anchor", "snapshot", "gap"])
+def test_a_changed_ledger_row_takes_the_full_path(demo: Path, what: str) -> None:
+    good, _ = trail(demo, "resume")
+    assert trail(demo, "resume") == (good, True)
+    if what == "last row":
+        _ledger_sql(demo, "UPDATE stored_events SET state = replace(state, 'end of day', 'end of week') "
+                          "WHERE originator_version = 19")
+    elif what == "head anchor":
+        _ledger_sql(demo, "UPDATE tasktrail_heads SET chain = ? WHERE version = 19", "f" * 64)
+    elif what == "gap":  # a row cut from the middle: the full path refuses the task
+        _ledger_sql(demo, "DELETE FROM stored_events WHERE originator_version = 10 AND topic LIKE 'tasktrail/%'")
+    else:
+        _ledger_sql(demo, "INSERT INTO stored_snapshots SELECT originator_id, 2, 'x', x'00' FROM stored_events "
+                          "WHERE originator_version = 19")
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(["resume"])], capture_output=True, text=True,
+                          env=_env(demo), cwd=demo.parent, timeout=60)
+    _, modules = json.loads(proc.stderr.rpartition("\nMODULES ")[2])
+    assert set(modules) & HEAVY  # the full path answered or refused: the cache did not stand in for it
+    assert proc.stdout != good or what == "snapshot"
+
+
+def test_the_active_task_and_the_project_are_followed(demo: Path, tmp_path: Path) -> None:
+    here = demo.parent
+    mine, _ = trail(demo, "resume")
+    trail(demo, "resume")
+    other = tmp_path / "other-project"
+    other.mkdir()
+    run_trail("start", "Port the importer to Rust", home=demo, cwd=other, check=True)
+    assert trail(demo, "resume", cwd=here)[0] == mine  # another project's new task changes nothing here
+    theirs, _ = trail(demo, "resume", cwd=other)
+    assert "Port the importer to Rust" in theirs and theirs == full_resume(demo, cwd=other)
+    run_trail("switch", "2", home=demo, cwd=here, check=True)
+    switched, fast = trail(demo, "resume", cwd=here)
+    assert not fast and switched == theirs
+
+
+def test_constants_match_the_modules_they_mirror() -> None:
+    from ledger.events import ConversationLinked
+    from ledger.registry import REGISTRY_ID
+    from ledger.stores import base
+
+    assert briefcache.LINKED == ConversationLinked.TOPIC and REGISTRY_ID.hex == briefcache._REGISTRY
+    assert (briefcache.FORGOTTEN_KEYS, briefcache.ARCHIVES, briefcache.HEADS) == (
+        base.FORGOTTEN_KEYS, base.ARCHIVES, base.HEADS)
+    key = ("claude-code", "session-\u00e9", "link")
+    assert briefcache._key_hash(key) == base.key_hash(key)
+
+
+@pytest.mark.sqlite_only("queues a row in the SQLite inbox by hand")
+def test_a_new_session_later_than_the_last_event_shows_its_own_time(demo: Path) -> None:
+    """The one part of a fast SessionStart filled in at print time: the new link's position and time."""
+    from ledger.capture.inbox import session_start_answer
+
+    seed = {"session_id": "seed", "hook_event_name": "SessionStart", "source": "startup", "cwd": str(demo.parent)}
+    trail(demo, "hook", "claude-code", stdin=json.dumps(seed))  # reopens the paused task, keeps the answer
+    payload = {"session_id": "later", "hook_event_name": "SessionStart", "source": "startup", "cwd": str(demo.parent)}
+    later = time.time() + 3 * 86_400
+    con = sqlite3.connect(demo / "ledger.db")
+    with con:
+        row = con.execute("INSERT INTO capture_inbox (agent, received, payload) VALUES (?, ?, ?)",
+                          ("claude-code", later, json.dumps(payload))).lastrowid
+    con.close()
+    fast = briefcache.cached_session_start(payload, "claude-code", int(row or 0))
+    assert fast is not None and time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(later)) in fast
+    assert fast == session_start_answer(payload, "claude-code")  # folds the row in, then answers in full

@@ -88,3 +88,42 @@ def test_forget_on_any_store_and_retention(home: Path, tmp_path: Path, location:
     assert json.loads(run_trail("list", "--json", home=home, check=True).stdout) == []
     bad = run_trail("forget", home=home)
     assert bad.returncode == 2 and "give a TASK or --older-than" in bad.stderr
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_a_missing_or_corrupt_archive_warns_and_never_blocks_forgetting(
+    home: Path, tmp_path: Path, location: Location, damage: str
+) -> None:
+    _plant(home, tmp_path / "work")
+    run_trail("compact", "2", "--before", "4", home=home, check=True)
+    archived = next(home.parent.rglob("task-2-1-3.parquet"))  # beside the ledger, or this machine's cache
+    if damage == "missing":
+        archived.unlink()
+    else:
+        archived.write_bytes(b"PAR1 not an archive any more")
+    done = run_trail("forget", "2", "--yes", "--json", home=home)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)[0]
+    assert out["number"] == 2 and out["events_deleted"] > 0
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("trail: warning:")]
+    if damage == "missing" and not location.is_sqlite:
+        # A server ledger keeps the archive's bytes in the database: the cache is filled again, nothing is lost.
+        assert out["lost"] == [] and warnings == []
+    else:
+        assert len(out["lost"]) == 1 and str(archived) in out["lost"][0], out
+        assert len(warnings) == 1 and str(archived) in warnings[0] and "not known" in warnings[0], done.stderr
+    # What the live log held is gone all the same (its diff blob too), and the archive file with it.
+    assert _files_with_marker(home) == []
+    assert not archived.exists()
+    assert run_trail("verify", home=home).returncode == 0
+    assert [t["number"] for t in json.loads(run_trail("list", "--json", home=home, check=True).stdout)] == [1]
+
+
+def test_an_age_too_long_ago_is_one_line(home: Path) -> None:
+    run_trail("start", "Keep this task", home=home, check=True)
+    for args in (["forget", "--older-than", "99999999999d", "--yes"], ["compact", "1", "--older-than", "99999999999d"],
+                 ["compact", "--gc-artifacts", "--older-than", "99999999999999h"], ["forget", "--older-than", "3w"]):
+        bad = run_trail(*args, home=home)
+        assert bad.returncode == 2, (args, bad.stderr)
+        assert len(bad.stderr.splitlines()) == 1 and bad.stderr.startswith("trail: --older-than"), (args, bad.stderr)
+    assert json.loads(run_trail("list", "--json", home=home, check=True).stdout)[0]["number"] == 1

@@ -21,7 +21,9 @@ from uuid import UUID
 import orjson
 from eventsourcing.persistence import PersistenceError
 
+from ledger import events as ev
 from ledger.chain import is_bounded
+from ledger.crashpoints import crash_point
 from ledger.errors import StoreUnavailable
 from ledger.location import Location
 from ledger.stores.base import GC_TOPICS
@@ -60,7 +62,8 @@ def collect(
     ledger: Ledger, location: Location, cutoff: datetime, task_id: UUID | None = None, threshold: int = THRESHOLD,
     dry_run: bool = False, progress: Callable[[str], None] | None = None,
 ) -> Collected:
-    """Collect payloads of events recorded before ``cutoff`` (of one task, or of all), in one transaction.
+    """Collect payloads of events recorded before ``cutoff`` (of one task, or of all), one transaction
+    per task, each after an ``OutputsCollected`` event recorded in that task says so.
 
     Snapshots taken after a collected event hold what the fold made of the old payload, so
     they go in the same transaction (a snapshot plus its tail must equal a full fold), and a
@@ -86,13 +89,27 @@ def collect(
 
     store = ledger.store
     try:
-        latest = store.rewrite_states(task_id, GC_TOPICS, rewrite, dry_run)
-        if events and not dry_run:
+        # A dry pass first: the tasks it would touch get an ``OutputsCollected`` before any tail goes,
+        # so no collected tail is ever without its record (a crash between leaves only the record).
+        touched = store.rewrite_states(task_id, GC_TOPICS, rewrite, dry_run=True)
+        if dry_run or not events:
+            return Collected(events, payloads, freed)
+        from ledger.store import Draft
+
+        for owner in touched:
+            ledger.write(owner, [(ev.OutputsCollected, {"before": cutoff, "threshold": threshold})],
+                         Draft.record_all)
+        crash_point("gc-artifacts:announced")
+        events = payloads = freed = looked = 0
+        latest: dict[UUID, int] = {}
+        for owner in touched:  # only the tasks announced: one that gained old outputs since has no record
+            latest.update(store.rewrite_states(owner, GC_TOPICS, rewrite, dry_run=False))
+        if events:
             say("gc-artifacts: giving the space back")
             store.reclaim_space()
     except PersistenceError as exc:
-        raise StoreUnavailable(f"gc-artifacts failed, nothing changed: {exc}") from exc
-    if events and not dry_run:
+        raise StoreUnavailable(f"gc-artifacts failed (tasks finished before it stay collected): {exc}") from exc
+    if events:
         for owner, version in latest.items():
             # With a version the library reads the store, not its in-memory cache of the old state.
             ledger.take_snapshot(owner, version=version)

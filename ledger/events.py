@@ -326,6 +326,18 @@ class EventsArchived(TaskEvent):
     head: str
 
 
+class OutputsCollected(TaskEvent):
+    """`trail compact --gc-artifacts` is about to drop the tails of this task's bulky outputs stamped
+    before ``before`` (kept tail over ``threshold`` bytes); their size and hashes stay.
+
+    Recorded before the tails go, so a collected tail is legitimate only with one of these in the
+    chain (``trail verify`` names any other as forged)."""
+
+    TOPIC = "tasktrail/OutputsCollected"
+    before: datetime
+    threshold: int = Field(ge=0)
+
+
 ACTIONS: tuple[type[TaskEvent], ...] = (ToolCalled, ToolResult, CommandRan, FileChanged, TestResult)
 """Events that change the world; each carries a ``because`` provenance link."""
 
@@ -353,6 +365,7 @@ CATALOGUE: tuple[type[TaskEvent], ...] = (
     ContextCompacted,
     AgentReplied,
     EventsArchived,
+    OutputsCollected,
 )
 """Every event type, in the order the docs list them."""
 

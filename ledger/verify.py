@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 from uuid import UUID
 
@@ -36,7 +37,7 @@ from eventsourcing.persistence import StoredEvent
 
 from ledger import archive, chain
 from ledger.errors import TrailError
-from ledger.events import Bounded
+from ledger.events import Bounded, OutputsCollected
 from ledger.mapper import PydanticMapper
 from ledger.stores.base import Head
 
@@ -116,6 +117,7 @@ def verify_task(ledger: Ledger, task_id: UUID, entry: Entry | None = None, expec
     walk = _Walk(ledger, task_id)
     try:
         walk.run()
+        walk.check_collected()
         walk.check_end(anchor, expect)
         if entry is not None:
             walk.check_entry(entry)
@@ -140,6 +142,10 @@ class _Walk:
         self.chains: list[str] = []
         self.opened: dict[str, Any] = {}
         self.task: Any = None
+        self.collected: list[tuple[int, datetime | None, str]] = []
+        """Outputs found collected: position, the event's time, the field."""
+        self.collected_before: datetime | None = None
+        """The latest ``before`` of the task's ``OutputsCollected`` events."""
 
     def run(self) -> None:
         rows: list[StoredEvent] = []
@@ -192,6 +198,12 @@ class _Walk:
             raise _Found(Break(position, kind, detail))
         if (forged := _filled_collected(state)) is not None:
             raise _Found(Break(position, "collected", f"{forged} is marked collected but holds text"))
+        if row.topic == OutputsCollected.TOPIC:
+            before = _stamp(state.get("before"))
+            if before is not None and (self.collected_before is None or before > self.collected_before):
+                self.collected_before = before
+        elif (emptied := _emptied_collected(state)) is not None:
+            self.collected.append((position, _stamp(state.get("timestamp")), emptied))
         if position == 1:
             self.opened = state
         try:
@@ -222,6 +234,13 @@ class _Walk:
             raise _Found(Break(position, "snapshot",
                                f"snapshot is not what the events up to it fold to (differs in {', '.join(differs)})"))
 
+    def check_collected(self) -> None:
+        """A collected output is legitimate only when an ``OutputsCollected`` of the task covers its time."""
+        for position, stamp, where in self.collected:
+            if stamp is None or self.collected_before is None or stamp >= self.collected_before:
+                raise _Found(Break(position, "collected", f"{where} is marked collected, but no recorded "
+                                   "collection (OutputsCollected) covers it"))
+
     def check_end(self, anchor: Head | None, expect: str | None) -> None:
         if anchor is not None:
             if anchor.version > self.count:
@@ -251,6 +270,29 @@ class _Walk:
 def _link(previous: str, stored: StoredEvent, state: dict[str, Any]) -> str:
     """The hash the row should carry, in the chain version its own ``chain`` names (``ledger.chain``)."""
     return chain.recompute(previous, stored.topic, stored.originator_id, stored.originator_version, state)
+
+
+def _stamp(value: Any) -> datetime | None:
+    try:
+        stamp = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
+
+
+def _emptied_collected(value: Any, where: str = "") -> str | None:
+    """The field of a stored state holding a collected output (its tail dropped), if any."""
+    if isinstance(value, dict):
+        if chain.is_bounded(value):
+            return (where or "an output") if value.get("collected") else None
+        for key, item in value.items():
+            if (found := _emptied_collected(item, f"{where}.{key}" if where else str(key))) is not None:
+                return found
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            if (found := _emptied_collected(item, f"{where}[{n}]")) is not None:
+                return found
+    return None
 
 
 def _filled_collected(value: Any, where: str = "") -> str | None:

@@ -73,6 +73,11 @@ def _said(event: ev.TaskEvent) -> str:
         case ev.TaskLinked():
             other = f"#{event.other_number}" if event.other_number else str(event.other)
             return f"linked {event.relation} {other}"
+        case ev.EventsArchived():
+            return f"archived events {event.first}-{event.last} to {event.archive}"
+        case ev.OutputsCollected():
+            return (f"collected output tails over {event.threshold} bytes of events before "
+                    f"{event.before:%Y-%m-%d %H:%M:%S}")
     return type(event).__name__
 
 

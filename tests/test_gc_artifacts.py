@@ -43,11 +43,15 @@ def test_gc_collects_old_bulky_payloads_and_keeps_everything_else(home: Path, lo
     assert run_trail("verify", home=home).returncode == 0  # the chain covers tails only by hash
     app = open_ledger(location)
     after = list(app.task_events(task.id))
-    assert [type(e) for e in after] == [type(e) for e in before_events]
+    # The events stay, plus the record of the collection, made before any tail went (verify needs it).
+    assert [type(e) for e in after] == [type(e) for e in before_events] + [ev.OutputsCollected]
+    recorded = after[-1]
+    assert isinstance(recorded, ev.OutputsCollected) and recorded.threshold == 1024
+    assert all(e.timestamp < recorded.before for e in before_events)
     cmd = next(e for e in after if isinstance(e, ev.CommandRan))
     assert cmd.stdout is not None and cmd.stdout.collected and cmd.stdout.tail == ""
     assert cmd.stdout.size == len(big_out) and cmd.stdout.sha256 == hashlib.sha256(big_out.encode()).hexdigest()
-    small = after[-1]
+    small = after[-2]
     assert isinstance(small, ev.CommandRan) and small.stdout is not None and small.stdout.tail == "ok\n"
     # Snapshot + tail still equals a full fold, and the brief says what was collected.
     assert app.state(task.id) == replay(after)

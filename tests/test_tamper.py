@@ -278,3 +278,32 @@ def test_cut_last_events_on_either_backend_is_caught_by_the_anchor(home: Path, l
                          .format(sql.Identifier(target.schema)), (task,))
     assert _verified(home)["kind"] == "truncated"
     assert "truncated" in _refused(home, "resume", "1")
+
+
+@sqlite_rows
+def test_a_tail_erased_and_marked_collected_without_a_recorded_collection_is_named(
+    home: Path, location: Location
+) -> None:
+    # The forgery a real collection looks like (tail gone, its hash kept): only the OutputsCollected
+    # event that `trail compact --gc-artifacts` records before it drops tails makes it legitimate.
+    task = _record(location)
+
+    def erase(state: dict[str, Any]) -> None:
+        out = state["stdout"]
+        original = hashlib.sha256(out["tail"].encode()).hexdigest()
+        state["stdout"] = {**out, "tail": "", "collected": True, "tail_sha256": original}
+
+    _rewrite(location.sqlite_path, task, 15, erase)
+    assert _verified(home) == {"position": 15, "kind": "collected", "detail": (
+        "stdout is marked collected, but no recorded collection (OutputsCollected) covers it")}
+
+
+def test_a_real_collection_records_itself_and_verifies(home: Path, location: Location) -> None:
+    _record(location)
+    proc = run_trail("compact", "--gc-artifacts", "--older-than", "0d", "--threshold", "0", home=home)
+    assert proc.returncode == 0, proc.stderr
+    log = run_trail("log", "1", "--type", "OutputsCollected", "--json", home=home)
+    assert log.returncode == 0, log.stderr
+    assert len(json.loads(log.stdout)) == 1
+    proc = run_trail("verify", "--json", home=home)
+    assert proc.returncode == 0, proc.stdout

@@ -307,3 +307,22 @@ def test_a_real_collection_records_itself_and_verifies(home: Path, location: Loc
     assert len(json.loads(log.stdout)) == 1
     proc = run_trail("verify", "--json", home=home)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_a_collection_killed_after_its_record_leaves_every_tail_and_verifies(
+    home: Path, location: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The record goes first: killed between it and the rewrite, the log holds a record and whole tails
+    # (true: nothing is collected that it does not cover), and a re-run collects.
+    _record(location)
+    monkeypatch.setenv("TRAIL_CRASH_AT", "gc-artifacts:announced")
+    killed = run_trail("compact", "--gc-artifacts", "--older-than", "0d", "--threshold", "0", home=home)
+    assert killed.returncode == -9
+    monkeypatch.delenv("TRAIL_CRASH_AT")
+    assert run_trail("verify", home=home).returncode == 0
+    log = json.loads(run_trail("log", "1", "--json", home=home, check=True).stdout)
+    assert [e["type"] for e in log].count("OutputsCollected") == 1
+    assert not any(isinstance(v, dict) and v.get("collected") for e in log for v in e.values())
+    again = run_trail("compact", "--gc-artifacts", "--older-than", "0d", "--threshold", "0", home=home, check=True)
+    assert "collected 0 payloads" not in again.stdout
+    assert run_trail("verify", home=home).returncode == 0

@@ -6,7 +6,9 @@ psycopg out of the fast paths): a fast answer costs sqlite3 and a few small read
 (``cli.read.resume``, ``capture.inbox.session_start_answer``) store what they answered (``Watch.keep``);
 a fast path answers only when it can show the full path would answer the same bytes now:
 
-- the ledger is an SQLite file with no capture-inbox rows waiting (SessionStart: only its own row);
+- the ledger is an SQLite file whose capture inbox holds no row that folding in would append from
+  (``_harmless``: only SessionStarts of sessions linked already to an active task), besides, for
+  SessionStart, its own row;
 - which task is meant is memoised from the full path's resolution, keyed by the bytes of
   ``active.json``, the project and what was asked, and valid only while the task registry's last row
   (hence every task's number, slug and being there at all) is the one it was resolved against;
@@ -35,7 +37,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger.capture.hook import sqlite_ledger
+from ledger.capture.hook import AGENTS, sqlite_ledger
 from ledger.home import home_dir
 from ledger.project import current_project, project_of
 
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
 FORMAT = 1
 """Bumped when what the file holds changes meaning."""
 KEEP_TASKS = 16
+INBOX_ROWS = 20
+"""More rows waiting than this: the full path folds them in rather than the cache vet each."""
 KEEP_MEMOS = 64
 LINKED = "tasktrail/ConversationLinked"
 """``events.ConversationLinked.TOPIC``: a test pins the two together."""
@@ -66,11 +70,11 @@ def cached_resume(ref: str | None) -> str | None:
     """What `trail resume [REF]` prints (no other option), or None when the full path must run."""
     try:
         with _opened() as (ledger, cache, con):
-            if _inbox(con, 1):
-                raise Miss("the capture inbox has rows to fold in first")
+            for _, agent, _, text in _inbox(con, INBOX_ROWS):
+                _harmless(cache, con, ledger, agent, json.loads(text))
             task = _memo(cache, con, ("resume", ref or "", current_project() or "", _pointers()))
             text = str(_entry(cache, con, ledger, task)["resume"])
-    except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError):
+    except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError, AttributeError):
         return None
     # click.echo strips ANSI sequences when stdout is no terminal: such a brief takes the full path.
     return None if "\x1b" in text else text + "\n"
@@ -79,33 +83,66 @@ def cached_resume(ref: str | None) -> str | None:
 def cached_session_start(payload: dict[str, Any], agent: str, row: int) -> str | None:
     """The SessionStart answer for ``payload``, just queued as inbox row ``row``, or None (full path).
 
-    Taken only when that row is the inbox's only one and the full path's drain would append at most
-    the session's ``ConversationLinked``: the session is linked already to an active task (nothing is
-    appended), or it is new and its project's active task takes it (one event, which the brief shows
-    only as its last position and time)."""
+    Taken only when every other inbox row is harmless (``_harmless``) and the full path's drain would
+    append at most the session's ``ConversationLinked``: the session is linked already to an active
+    task (nothing is appended), or it is new and its project's active task takes it (one event, which
+    the brief shows only as its last position and time)."""
     try:
         with _opened() as (ledger, cache, con):
-            rows = _inbox(con, 2)
-            if len(rows) != 1 or rows[0][0] != row or rows[0][1] != agent:
-                raise Miss("the inbox holds other rows")
-            received, queued = float(rows[0][2]), json.loads(rows[0][3])
-            session = queued.get("session_id")
+            ours = None
+            for found, queued_by, received, text in _inbox(con, INBOX_ROWS):
+                if found == row and queued_by == agent:
+                    ours = float(received), json.loads(text)
+                else:
+                    _harmless(cache, con, ledger, queued_by, json.loads(text))
+            if ours is None:
+                raise Miss("the row was folded in already")
+            received, queued = ours
+            session = _session(queued)
             # Redaction left the id alone (else the full path finds no link for the id it was given).
-            if not isinstance(session, str) or not session or session != payload.get("session_id"):
+            if session != payload.get("session_id"):
                 raise Miss("no plain session id")
-            linked = con.execute(
-                "SELECT originator_id FROM stored_events WHERE topic = ? AND json_extract(state, '$.agent') = ? "
-                "AND json_extract(state, '$.session_id') = ? ORDER BY rowid DESC LIMIT 1",
-                (LINKED, agent, session),
-            ).fetchone()
+            linked = _linked(con, agent, session)
             if linked is not None:
-                entry = _entry(cache, con, ledger, str(linked[0]))
-                if entry["status"] != "active":
-                    raise Miss("the task would be reopened")
-                return str(entry["linked"])
+                return str(_active(cache, con, ledger, linked)["linked"])
             return _new_session(cache, con, ledger, queued, agent, session, received)
     except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _harmless(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, agent: str, queued: Any) -> None:
+    """Miss unless folding this inbox row in appends nothing: a SessionStart of a session linked already
+    to a task that is active (its link is seen, SessionStart maps to no event, nothing is reopened)."""
+    if agent not in AGENTS or not isinstance(queued, dict) or queued.get("hook_event_name") != "SessionStart":
+        raise Miss("the capture inbox has rows to fold in first")
+    linked = _linked(con, agent, _session(queued))
+    if linked is None:
+        raise Miss("a new session would be linked")
+    _active(cache, con, ledger, linked)
+
+
+def _session(queued: dict[str, Any]) -> str:
+    session = queued.get("session_id")
+    if not isinstance(session, str) or not session:
+        raise Miss("no session id")
+    return session
+
+
+def _linked(con: sqlite3.Connection, agent: str, session: str) -> str | None:
+    """The task the session was last linked to (``writer.task_for_session``)."""
+    found = con.execute(
+        "SELECT originator_id FROM stored_events WHERE topic = ? AND json_extract(state, '$.agent') = ? "
+        "AND json_extract(state, '$.session_id') = ? ORDER BY rowid DESC LIMIT 1",
+        (LINKED, agent, session),
+    ).fetchone()
+    return str(found[0]) if found is not None else None
+
+
+def _active(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, task: str) -> dict[str, Any]:
+    entry = _entry(cache, con, ledger, task)
+    if entry["status"] != "active":
+        raise Miss("the task would be reopened")
+    return entry
 
 
 def _new_session(
@@ -269,11 +306,14 @@ def _opened() -> Iterator[tuple[str, dict[str, Any], sqlite3.Connection]]:
 
 
 def _inbox(con: sqlite3.Connection, limit: int) -> list[Any]:
-    """The first ``limit`` capture-inbox rows (none when the hook never made the table)."""
+    """The capture inbox's rows, fewer than ``limit`` (none when the hook never made the table)."""
     if not con.execute(_table_exists, ("capture_inbox",)).fetchone():
         return []
     query = "SELECT id, agent, received, payload FROM capture_inbox ORDER BY id LIMIT ?"
-    return con.execute(query, (limit,)).fetchall()
+    rows = con.execute(query, (limit,)).fetchall()
+    if len(rows) >= limit:
+        raise Miss("too many rows waiting")
+    return rows
 
 
 def _connect(ledger: str) -> sqlite3.Connection:

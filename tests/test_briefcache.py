@@ -213,3 +213,18 @@ def test_a_new_session_later_than_the_last_event_shows_its_own_time(demo: Path) 
     fast = briefcache.cached_session_start(payload, "claude-code", int(row or 0))
     assert fast is not None and time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(later)) in fast
     assert fast == session_start_answer(payload, "claude-code")  # folds the row in, then answers in full
+
+
+@pytest.mark.sqlite_only("the brief cache answers for SQLite ledgers only")
+def test_resume_looks_past_queued_rows_only_when_folding_them_appends_nothing(demo: Path) -> None:
+    start = {"session_id": "linked", "hook_event_name": "SessionStart", "source": "startup", "cwd": str(demo.parent)}
+    trail(demo, "hook", "claude-code", stdin=json.dumps(start))  # full path: reopens and links
+    brief, _ = trail(demo, "resume")
+    assert trail(demo, "hook", "claude-code", stdin=json.dumps(start))[1]  # linked already: fast, row left queued
+    assert trail(demo, "resume") == (brief, True) and brief == full_resume(demo)
+    new = {**start, "session_id": "new"}
+    assert trail(demo, "hook", "codex", stdin=json.dumps(new))[1]  # fast too, but its link is still to land
+    shown, fast = trail(demo, "resume")
+    assert not fast and shown != brief and shown == full_resume(demo)
+    log = run_trail("log", "--type", "ConversationLinked", home=demo, check=True).stdout
+    assert log.split()[-2:] == ["codex", "new"]

@@ -65,12 +65,13 @@ def why(ctx: Context, target: str, task_ref: str | None, as_json: bool) -> None:
 @fails_cleanly
 def diff(ctx: Context, task: str, a: str, b: str, as_json: bool) -> None:
     """What changed in TASK's state between points A and B (each as for `replay --at`)."""
+    from ledger import reading
     from projections import statediff
 
     entry = ctx.entry(task)
     ledger = ctx.ledger()
     pa, pb = _position(ctx, entry.task_id, a), _position(ctx, entry.task_id, b)
-    patch = statediff.diff(ledger.state(entry.task_id, at=pa), ledger.state(entry.task_id, at=pb))
+    patch = statediff.diff(reading.state(ledger, entry, at=pa), reading.state(ledger, entry, at=pb))
     if as_json:
         emit_json({"task": entry.number, "from": pa, "to": pb, "diff": patch})
         return

@@ -161,7 +161,7 @@ def build(state: Context) -> "MCPServer[Any]":
         the corrections (what an agent had wrong), the plan, what is failing, attempts and how they ended,
         decisions, where the work stopped, files and last results. Task state, not a chat replay: read it
         before continuing the task."""
-        return guarded(lambda: brief.render(ledger().state(entry_for(task, project).task_id), max_chars=max_chars))
+        return guarded(lambda: brief.render(reading.state(ledger(), entry_for(task, project)), max_chars=max_chars))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                                              open_world_hint=False))
@@ -269,8 +269,8 @@ def build(state: Context) -> "MCPServer[Any]":
             entry = entry_for(task, project)
             opened = ledger()
             position = reading.position(opened, entry.task_id, point)
-            then = opened.state(entry.task_id, at=position)
-            out: dict[str, Any] = {"task": entry.number, "at": position, "last": opened.state(entry.task_id).position,
+            then = reading.state(opened, entry, at=position)
+            out: dict[str, Any] = {"task": entry.number, "at": position, "last": reading.state(opened, entry).position,
                                    "brief": brief.render(then, max_chars=max_chars)}
             if include_state:
                 out["state"] = then.model_dump(mode="json")

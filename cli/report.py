@@ -36,17 +36,16 @@ def show(ctx: Context, task: str | None, target: Path, at: str | None) -> None:
     """Write TASK's report as one self-contained HTML page: status and next step, a timeline grouped by session
     and attempt, requirements with their earlier wordings, files with diffs and why, commands, tests,
     checkpoints and activity over time."""
+    from ledger import reading, verify
     from projections import points, report
 
     entry = ctx.entry(task)
     ledger = ctx.ledger()
-    last = ledger.state(entry.task_id)
-    position = last.position
-    if at:
-        point = points.parse(at)
-        position = points.locate(point, last.position, ledger.task_events(entry.task_id) if point.needs_events else ())
-    state = last if position == last.position else ledger.state(entry.task_id, at=position)
-    page = report.render(state, list(ledger.task_events(entry.task_id, upto=position)), total=last.position)
+    last = reading.state(ledger, entry)
+    events = verify.load_events(ledger, entry.task_id, entry.number)  # the page shows them all: checked
+    position = points.locate(points.parse(at), last.position, events) if at else last.position
+    state = last if position == last.position else reading.state(ledger, entry, at=position)
+    page = report.render(state, events[:position], total=last.position)
     data = page.encode()
     write_file(target, data)
     where = f" as of event {position} of {last.position}" if position != last.position else ""

@@ -173,8 +173,11 @@ def test_a_snapshot_content_edit_is_named(home: Path, location: Location) -> Non
     _rewrite(location.sqlite_path, task, 19, retitle, table="stored_snapshots")
     brk = _verified(home)
     assert (brk["position"], brk["kind"]) == (19, "snapshot") and "state.title" in brk["detail"]
-    for args in (("resume", "1"), ("replay", "1", "--at", "19")):
+    page = home / "report.html"
+    for args in (("resume", "1"), ("replay", "1", "--at", "19"), ("diff", "1", "3", "19"),
+                 ("show", "1", "--html", str(page))):
         assert "snapshot" in _refused(home, *args)
+    assert not page.exists()
 
 
 @sqlite_rows

@@ -23,9 +23,10 @@ Order, so that an interruption at any point is finished by running the same comm
    pages are zeroed), the WAL is checkpointed and truncated, and the file is vacuumed;
    PostgreSQL tables are rewritten with ``VACUUM FULL``;
 6. the files around the ledger, one step each: ``readmodel-removed`` (the DuckDB read model,
-   rebuilt on next use), ``blobs-removed`` (its diff baselines), ``deadletters-removed`` (dead
-   letters of its sessions), ``inbox-cleared`` (capture inbox rows of its sessions),
-   ``pointer-cleared`` (active-task pointers); then the journal goes.
+   rebuilt on next use), ``briefs-removed`` (the brief cache, refilled by the next resume),
+   ``blobs-removed`` (its diff baselines), ``deadletters-removed`` (dead letters of its
+   sessions), ``inbox-cleared`` (capture inbox rows of its sessions), ``pointer-cleared``
+   (active-task pointers); then the journal goes.
 
 Limits, in docs/lifecycle.md: branches of a task are tasks of their own (forget them
 too); PostgreSQL's own write-ahead log and backups are the server's to expire.
@@ -59,7 +60,7 @@ FORGOTTEN_TITLE = "[forgotten]"
 JOURNALS = "forgetting"
 """The folder under ``$TRAIL_HOME`` that holds the journal of each forget under way."""
 STEPS = ("tombstoned", "journaled", "archives-removed", "rows-deleted", "scrubbed", "readmodel-removed",
-         "blobs-removed", "deadletters-removed", "inbox-cleared", "pointer-cleared")
+         "briefs-removed", "blobs-removed", "deadletters-removed", "inbox-cleared", "pointer-cleared")
 """The crash points of ``forget``, in order (``crash_point(f"forget:{step}")``)."""
 
 
@@ -187,6 +188,15 @@ def _remove_read_model(location: Location) -> int:
     return sum(_remove(p) for p in (model, model.with_name(model.name + ".wal")))
 
 
+def _remove_brief_cache(location: Location) -> int:
+    """The brief cache (``ledger.briefcache``) holds whole briefs of recent tasks; it refills on the next resume."""
+    if not location.is_sqlite:
+        return 0  # only an SQLite ledger's briefs are cached
+    from ledger.briefcache import cache_file
+
+    return _remove(Path(cache_file(os.path.realpath(location.sqlite_path))))
+
+
 def _remove_blobs(location: Location, traces: _Traces) -> int:
     blobs = location.home / "blobs"
     return sum(_remove(blobs / digest[:2] / digest) for digest in traces.blobs)
@@ -247,6 +257,8 @@ def forget(
     say(f"#{number}: {deleted} events deleted and scrubbed")
     removed += _remove_read_model(location)
     crash_point("forget:readmodel-removed")
+    removed += _remove_brief_cache(location)
+    crash_point("forget:briefs-removed")
     removed += _remove_blobs(location, traces)
     crash_point("forget:blobs-removed")
     removed += _remove_dead_letters(location, traces)

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ledger import forget
 from ledger.location import Location
 from tests.conftest import REPO
@@ -163,3 +165,19 @@ def test_archive_a_killed_compaction_left_unrecorded_goes_too(home: Path, tmp_pa
     ok(trail(home, "forget", "1", "--yes"))
     assert files_with(home, marker(1)) == []
     assert files_with(home, "task-1-") == []
+
+
+@pytest.mark.sqlite_only("only an SQLite ledger's briefs are cached")
+def test_a_cached_brief_goes_when_killed_just_before_its_step(home: Path, tmp_path: Path) -> None:
+    """`trail resume` keeps whole briefs in TRAIL_HOME/cache (ledger/briefcache.py): title, requirements, next step."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ok(trail(home, "start", f"Task {marker(1)}", cwd=work))
+    ok(trail(home, "next", f"next step {marker(1)}", cwd=work))
+    ok(trail(home, "resume", cwd=work))
+    assert [p for p in files_with(home, marker(1)) if p.startswith("cache/")], files_with(home, marker(1))
+    killed = trail(home, "forget", "1", "--yes", env={"TRAIL_CRASH_AT": "forget:readmodel-removed"})
+    assert killed.returncode == -signal.SIGKILL
+    assert [p for p in files_with(home, marker(1)) if p.startswith("cache/")]  # the step it was killed before
+    ok(trail(home, "forget", "1", "--yes"))
+    assert files_with(home, marker(1)) == []

@@ -65,8 +65,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("cli.audit:diff", "What changed in TASK's state between points A and B (each as for `replay --at`)."),
     "branch": ("cli.audit:branch", "Start a new task TITLE from TASK's state at a point, to try another way from "
                "there."),
-    "verify": ("cli.audit:verify", "Walk the hash chain of TASK (default: every task) and report the first tampered "
-               "event."),
+    "verify": ("cli.audit:verify", "Walk the hash chain of TASK (default: every task) and report the first break: a "
+               "tampered, missing or cut event, a snapshot or task-list entry that is not what the events say, a "
+               "forged collected output, or an archive that is missing or altered. Each task's head is printed."),
     "import": ("cli.capture:import_group", "Import agent sessions after the fact (re-importing adds nothing new)."),
     "install": ("cli.capture:install_group", "Install live capture into an agent."),
     "uninstall": ("cli.capture:uninstall_group", "Remove live capture from an agent."),

@@ -77,7 +77,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("cli.mcp:mcp_command", "Serve the ledger to an MCP client over stdio (needs tasktrail[mcp])."),
     "demo": ("cli.demo:demo", "Record a realistic sample task, then print its resume brief."),
     "query": ("cli.analytics:query_command", "Run SQL over the read model (tables: events, tasks, files, attempts, "
-              "commands, tests, decisions)."),
+              "commands, tests, decisions, intents)."),
     "stats": ("cli.analytics:stats_command", "Named queries across tasks. QUERY is one of: files, failed-attempts, "
               "failing-commands, stalled, timelines, timeline (one task, by day). Without QUERY: all of them "
               "(timeline only with --task)."),

@@ -1,11 +1,11 @@
-"""Click parameter types shared by commands: a value is checked while the command line is parsed,
-so a bad one is one line on stderr (exit 2) before any work starts."""
+"""Click parameter types shared by commands: a value is checked while the command line is parsed, so a
+bad one is a usage error (one line on stderr naming the command and option, exit 2: ``cli.app``)
+before any work starts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import IO, Any
 
 import click
 
@@ -37,25 +37,15 @@ class AgeType(click.ParamType[Age, object]):
         if isinstance(value, Age):
             return value
         text = str(value)
-        option = param.opts[0] if param is not None and param.opts else "AGE"
         try:
-            age = Age(text, points.parse_age(text, option))
+            age = Age(text, points.parse_age(text))
             age.cutoff()
-        except BadSetting as exc:
-            raise BadOption(str(exc)) from None
-        except OverflowError:
+        except BadSetting:
+            self.fail(f"{text!r} is not an age like 30d, 12h or 90m", param, ctx)
+        except OverflowError:  # timedelta's limit, or the date before year 1
             oldest = (datetime.now(UTC) - datetime.min.replace(tzinfo=UTC)).days
-            raise BadOption(f"{option} {text} reaches back before year 1; give at most {oldest}d") from None
+            self.fail(f"{text} reaches back before year 1; give at most {oldest}d", param, ctx)
         return age
-
-
-class BadOption(click.ClickException):
-    """One line, as ``cli.context.fails_cleanly`` prints a TrailError (click's usage errors print the usage block)."""
-
-    exit_code = BadSetting.exit_code
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"trail: {self.format_message()}", err=True, file=file)
 
 
 AGE = AgeType()

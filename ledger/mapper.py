@@ -7,6 +7,9 @@ and runs the event class's ``upcast_vN_vN+1`` methods on read.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, cast
 from uuid import UUID
 
@@ -14,6 +17,8 @@ import orjson
 from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 from eventsourcing.utils import get_topic, resolve_topic
+
+_NONE: Mapping[int, Any] = {}
 
 
 class OrjsonTranscoder(Transcoder):
@@ -43,12 +48,35 @@ def stored_state(model: Any) -> dict[str, Any]:
     return state
 
 
+Prepared = Mapping[int, tuple[Any, dict[str, Any]]]
+"""Events whose stored state is already built, by the event's id: (the event, its state without id
+and version)."""
+
+
 class PydanticMapper(Mapper[UUID]):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._local = threading.local()
+
+    @contextmanager
+    def prepared(self, states: Prepared) -> Iterator[None]:
+        """While a save runs on this thread, store these events' states as built (``Task.trigger_event``
+        built each once, for its chain hash) instead of serialising the events again."""
+        self._local.states = states
+        try:
+            yield
+        finally:
+            self._local.states = {}
+
     def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
         model = cast(Any, domain_event)
-        state = stored_state(model)
-        state.pop("originator_id")
-        state.pop("originator_version")
+        found = getattr(self._local, "states", _NONE).get(id(model))
+        if found is not None and found[0] is model:  # the very event (an id is unique while it lives)
+            state = found[1]
+        else:
+            state = stored_state(model)
+            state.pop("originator_id")
+            state.pop("originator_version")
         data = self.transcoder.encode(state)
         if self.compressor:
             data = self.compressor.compress(data)

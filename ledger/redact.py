@@ -54,6 +54,10 @@ class Pattern(NamedTuple):
     (most text holds no secret, and every appended string is scanned). Empty: always run."""
     check: Callable[[re.Match[str]], bool] | None = None
     """A test of each match (entropy, a decoded payload): False keeps it. None: every match counts."""
+    gate: re.Pattern[str] | None = None
+    """Searched in an ASCII text lower-cased, after the hints: a regex that every match of ``regex``
+    contains a match of, but cheap where ``regex`` is not (no match: the regex is not run). Only
+    for ASCII text, where lower-casing is exactly what ``(?i)`` matches."""
 
 
 # -- tests of candidate matches ------------------------------------------------------------------
@@ -232,6 +236,8 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("-",),
+        # Its key word followed by = or a space; the pattern itself is slow on text full of dashes (diffs).
+        gate=re.compile(r"(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
     ),
     Pattern(
         "flag-password",  # mysql -pSECRET (no space: with one, -p prompts and the word is a database)
@@ -256,6 +262,9 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("passw", "passphrase", "secret", "token", "key", "credential"),
+        # The key word's end, then [:=]: the pattern tries every word start before it (most of the
+        # write path's redaction time on prose that merely mentions a token or a key).
+        gate=re.compile(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]"),
     ),
     # Any other assigned or quoted value random enough to be a key (detect-secrets' entropy measure).
     # Both scan the same runs of base64 characters (``_spans`` scans them once).
@@ -325,14 +334,16 @@ Span = tuple[int, int, str]
 def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     """The secrets in ``text``: every pattern's matches, overlapping ones merged (kind of the first
     pattern among them), markers already in the text left alone."""
-    lower = ""
+    lower = text.lower()
+    present = _present_hints(lower, patterns)
+    ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], list[re.Match[str]]] = {}  # patterns sharing a regex scan once
     for rank, pattern in enumerate(patterns):
-        if pattern.hints:
-            lower = lower or text.lower()
-            if not any(hint in lower for hint in pattern.hints):
-                continue
+        if pattern.hints and present.isdisjoint(pattern.hints):
+            continue
+        if pattern.gate is not None and ascii_text and pattern.gate.search(lower) is None:
+            continue
         if pattern.regex not in scanned:
             scanned[pattern.regex] = list(pattern.regex.finditer(text))
         for match in scanned[pattern.regex]:
@@ -357,6 +368,20 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
         else:
             merged.append([start, end, rank])
     return [(start, end, patterns[rank].name) for start, end, rank in merged]
+
+
+_HINTS: dict[int, tuple[Sequence[Pattern], tuple[str, ...]]] = {}
+"""Every hint of a pattern list, by the list's id (the list kept with it, so the id stays its own)."""
+
+
+def _present_hints(lower: str, patterns: Sequence[Pattern]) -> frozenset[str]:
+    """The hints found in ``lower``: each looked for once per text, not once per pattern naming it."""
+    known = _HINTS.get(id(patterns))
+    if known is None or known[0] is not patterns:
+        if len(_HINTS) > 64:
+            _HINTS.clear()
+        known = _HINTS[id(patterns)] = (patterns, tuple(dict.fromkeys(h for p in patterns for h in p.hints)))
+    return frozenset(hint for hint in known[1] if hint in lower)
 
 
 def _apply(text: str, spans: list[Span]) -> str:
@@ -463,39 +488,74 @@ def redact_json(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
     return value
 
 
+class Redactor:
+    """Redaction of many values with one pattern list (a write's batch of events): the patterns are
+    looked up once, and a text met again (a tool name, a path, a repeated output) is scanned once."""
+
+    def __init__(self, patterns: tuple[Pattern, ...] | None = None) -> None:
+        self.patterns = patterns if patterns is not None else patterns_for(home_dir())
+        self._texts: dict[str, str] = {}
+        # Imported here so the capture hook can use redact_text without loading pydantic.
+        from pydantic import BaseModel
+
+        from ledger.events import SourceKey
+
+        self._model, self._source = BaseModel, SourceKey
+
+    def text(self, text: str) -> str:
+        """``redact_text`` of ``text`` (the same object when it holds no secret)."""
+        done = self._texts.get(text)
+        if done is None:
+            done = redact_text(text, self.patterns)
+            if len(text) < _MEMO_LIMIT:
+                self._texts[text] = done
+        return text if done == text else done
+
+    def value(self, value: Any) -> Any:
+        """Redact every string inside ``value`` (str, pydantic model, list, tuple, dict)."""
+        kind = type(value)
+        if kind is str:
+            return self.text(value)
+        if value is None or kind is int or kind is bool:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, self._source):
+            return value  # identifiers, not content: redacting could merge or split source keys
+        if isinstance(value, self._model):
+            update = {}
+            for name in type(value).model_fields:
+                old = getattr(value, name)
+                new = self.value(old)
+                if new is not old and new != old:
+                    update[name] = new
+            return value.model_copy(update=update) if update else value  # most values hold no secret
+        if isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
+            joint = redact_strings(value, self.patterns)  # an argv split across words, a key split across lines
+            return value if joint == list(value) else type(value)(joint)
+        if isinstance(value, tuple):
+            return tuple(self.value(v) for v in value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        return value
+
+    def fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """An event's fields with every string redacted (a new dict; the input is left alone)."""
+        return {name: self.value(value) for name, value in fields.items()}
+
+
+_MEMO_LIMIT = 4096
+"""Texts longer than this are not remembered by a ``Redactor`` (they seldom repeat)."""
+
+
 def redact_value(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
     """Redact every string inside ``value`` (str, pydantic model, list, tuple, dict)."""
-    # Imported here so the capture hook can use redact_text without loading pydantic.
-    from pydantic import BaseModel
-
-    from ledger.events import SourceKey
-
-    if isinstance(value, str):
-        redacted = redact_text(value, patterns)
-        return value if redacted == value else redacted
-    if isinstance(value, SourceKey):
-        return value  # identifiers, not content: redacting could merge or split source keys
-    if isinstance(value, BaseModel):
-        update = {}
-        for name in type(value).model_fields:
-            old = getattr(value, name)
-            new = redact_value(old, patterns)
-            if new is not old and new != old:
-                update[name] = new
-        return value.model_copy(update=update) if update else value  # most values hold no secret
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
-        joint = redact_strings(value, patterns)  # an argv split across words, a key split across lines
-        return value if joint == list(value) else type(value)(joint)
-    if isinstance(value, tuple):
-        return tuple(redact_value(v, patterns) for v in value)
-    if isinstance(value, list):
-        return [redact_value(v, patterns) for v in value]
-    if isinstance(value, dict):
-        return {k: redact_value(v, patterns) for k, v in value.items()}
-    return value
+    return Redactor(patterns).value(value)
 
 
-def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """An event's fields with every string redacted (a new dict; the input is left alone)."""
-    patterns = patterns_for(home_dir())
-    return {name: redact_value(value, patterns) for name, value in fields.items()}
+def redact_fields(fields: dict[str, Any], redactor: Redactor | None = None) -> dict[str, Any]:
+    """An event's fields with every string redacted (a new dict; the input is left alone); with
+    ``redactor``, through that one (a batch's, shared by all its events)."""
+    return (redactor or Redactor()).fields(fields)

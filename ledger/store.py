@@ -32,7 +32,7 @@ from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.project import project_of
-from ledger.redact import redact_fields
+from ledger.redact import Redactor, redact_fields
 from ledger.registry import REGISTRY_ID, Entry, Registry, Tombstone
 from ledger.snapshot import ModelSnapshot
 from ledger.stores import LedgerStore, for_ledger
@@ -68,7 +68,8 @@ class _Redacted:
     """A write's items, redacted once for all its attempts; and, when first asked, their values' ids."""
 
     def __init__(self, items: Iterable[Item]) -> None:
-        self.items = [(event_class, redact_fields(fields)) for event_class, fields in items]
+        self.redactor = Redactor()  # one for the whole write: patterns looked up once, repeated texts scanned once
+        self.items = [(event_class, redact_fields(fields, self.redactor)) for event_class, fields in items]
         self._ids: set[int] | None = None
 
     def holds(self, value: Any) -> bool:
@@ -124,7 +125,7 @@ class Draft:
     def _clean(self, fields: dict[str, Any]) -> dict[str, Any]:
         # A value of the write's items is redacted already; anything else, from the caller, is redacted here.
         fresh = {name: value for name, value in fields.items() if not self._redacted.holds(value)}
-        return {**fields, **redact_fields(fresh)} if fresh else fields
+        return {**fields, **redact_fields(fresh, self._redacted.redactor)} if fresh else fields
 
 
 class Ledger(Application[UUID]):
@@ -234,14 +235,27 @@ class Ledger(Application[UUID]):
             for aggregate in aggregates if isinstance(aggregate, Task)
             for snapshot in aggregate.offered_snapshots()
         }
+        prepared = {
+            key: found for aggregate in aggregates if isinstance(aggregate, Task)
+            for key, found in aggregate.prepared_states().items()
+        }
         taken: list[ModelSnapshot] = []
         self._offered.snapshots, self._offered.taken = offered, taken
         try:
-            self.save(*aggregates)
+            with cast(PydanticMapper, self.mapper).prepared(prepared):
+                self.save(*aggregates)
         finally:
             self._offered.snapshots, self._offered.taken = {}, []
         if taken and self.snapshots is not None:
             self.snapshots.put(taken)
+        cache = self.repository.cache
+        if cache is not None:
+            # The library keeps a saved aggregate in its cache only without fast-forward; with it,
+            # the next command read this write's events back and folded each one again (a third of
+            # batched append time). What was just stored is exactly this version, so it is cached;
+            # fast-forward still brings in whatever another writer stores after it.
+            for aggregate in aggregates:
+                cache.put(aggregate.id, aggregate)
 
     def take_snapshot(
         self,

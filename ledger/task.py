@@ -9,8 +9,9 @@ appended event is linked into the task's hash chain before it is applied.
 
 from __future__ import annotations
 
+from copy import deepcopy
 from datetime import datetime
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
@@ -32,9 +33,17 @@ def task_id_for(number: int) -> UUID:
 
 def linked(previous: str, event: ev.TaskEvent) -> ev.TaskEvent:
     """``event`` with its chain hash set, given the previous event's hash."""
+    return sealed(previous, event)[0]
+
+
+def sealed(previous: str, event: ev.TaskEvent) -> tuple[ev.TaskEvent, dict[str, Any]]:
+    """``event`` with its chain hash set, and the state it is stored as (``ledger.mapper``: without id
+    and version). The event is serialised once: the chain hash is computed from that same dict."""
     state = stored_state(event)
+    del state["originator_id"], state["originator_version"]  # columns; the hash takes them apart
     digest = chain.seal(previous, get_topic(type(event)), event.originator_id, event.originator_version, state)
-    return event.model_copy(update={"chain": digest})
+    state["chain"] = digest  # the field keeps its place: the dict is what model_dump gives of the result
+    return event.model_copy(update={"chain": digest}), state
 
 
 class TaskBody(SnapshotBody):
@@ -104,22 +113,29 @@ class Task(Aggregate):
         self.head = chain.GENESIS
 
     def fold_event(self, event: ev.TaskEvent) -> None:
-        self.decision = advance(self.decision, event)
-        self.state = fold(self.state, event)
-        self.head = event.chain
+        # Both folds first, then both assigned: a fold that raises leaves the task as it was.
+        decision, state = advance(self.decision, event), fold(self.state, event)
+        self.decision, self.state, self.head = decision, state, event.chain
 
     def trigger_event(self, event_class: type[Any], **kwargs: Any) -> None:
-        # Extended, not replaced: the library builds the event (position, timestamp), applies it and
-        # queues it. The chain hash covers that built event, so it is linked after: the queued event
-        # becomes its linked copy and the head moves on. Nothing the fold keeps reads ``chain`` but
-        # ``head``, which is set here (and by the fold itself on replay).
-        previous = self.head
-        super().trigger_event(event_class, **kwargs)
-        pending = self.pending_events
-        event = linked(previous, cast(ev.TaskEvent, pending[-1]))
-        pending[-1] = event
-        self.head = event.chain
-        if self.snapshot_every and self.version % self.snapshot_every == 0:
+        # Replaces the library's own, which every event of a batch paid for: a topic-registration
+        # check, a copy of the arguments, then ``mutate``'s id and version checks of an event it had
+        # just numbered itself, before the fold; and the chain hash needed the event serialised
+        # again. Here the event is built at the next position (pydantic validates it: a refused
+        # event changes nothing), serialised once for both its chain hash and its stored row
+        # (``sealed``; handed to the mapper by ``prepared_states``), folded, and queued.
+        position = self.version + 1
+        kwargs["originator_id"] = self.id
+        kwargs["originator_version"] = position
+        if kwargs.get("timestamp") is None:
+            kwargs["timestamp"] = event_class.create_timestamp()
+        event, state = sealed(self.head, event_class(**kwargs))
+        self.fold_event(event)
+        self.version = position
+        self.modified_on = event.timestamp
+        self.pending_events.append(event)
+        self.__dict__.setdefault("prepared", {})[id(event)] = (event, state)
+        if self.snapshot_every and position % self.snapshot_every == 0:
             self.__dict__.setdefault("due_snapshots", []).append(TaskSnapshot.take(self))
 
     def copy_event(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
@@ -130,6 +146,20 @@ class Task(Aggregate):
         """The snapshots this task took of itself at each K-th position since it was read (taken once)."""
         due: list[TaskSnapshot] = self.__dict__.pop("due_snapshots", [])
         return due
+
+    def prepared_states(self) -> dict[int, tuple[ev.TaskEvent, dict[str, Any]]]:
+        """The stored state of each event recorded since the task was read, by the event's id (taken once)."""
+        prepared: dict[int, tuple[ev.TaskEvent, dict[str, Any]]] = self.__dict__.pop("prepared", {})
+        return prepared
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Task:
+        # The library hands each command a deep copy of the cached task; its folds are frozen
+        # models, replaced (never changed) by every event, so the copy shares them and copies the rest.
+        copy = object.__new__(type(self))
+        copy.__dict__.update({
+            name: value if type(value) in _SHARED else deepcopy(value, memo) for name, value in vars(self).items()
+        })
+        return copy
 
     def _check_reclassify(self, fields: dict[str, Any]) -> None:
         target, kind = fields.get("target"), fields.get("kind")
@@ -198,6 +228,9 @@ class Task(Aggregate):
 
 
 get_topic(TaskSnapshot)  # registers the explicit topic so stored snapshots resolve
+
+_SHARED = frozenset({DecisionState, TaskState, str, int, datetime, UUID})
+"""What a task's copy shares with it: frozen models and immutable values."""
 
 
 def _explicit(task: Task, position: int) -> ev.Provenance:

@@ -113,9 +113,9 @@ def test_items_are_redacted_once_per_write_not_per_retry(
 
     real = store.redact_fields
 
-    def counting(fields: dict[str, Any]) -> dict[str, Any]:
+    def counting(fields: dict[str, Any], *shared: Any) -> dict[str, Any]:
         calls.append(fields)
-        return real(fields)
+        return real(fields, *shared)
 
     monkeypatch.setattr(store, "redact_fields", counting)
     attempts: list[int] = []

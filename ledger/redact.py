@@ -335,13 +335,16 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     """The secrets in ``text``: every pattern's matches, overlapping ones merged (kind of the first
     pattern among them), markers already in the text left alone."""
     lower = text.lower()
-    present = _present_hints(lower, patterns)
+    always, by_hint = _plan(patterns)
+    ranks = set(always)
+    for hint, named in by_hint:  # each hint looked for once per text, not once per pattern naming it
+        if hint in lower:
+            ranks.update(named)
     ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], list[re.Match[str]]] = {}  # patterns sharing a regex scan once
-    for rank, pattern in enumerate(patterns):
-        if pattern.hints and present.isdisjoint(pattern.hints):
-            continue
+    for rank in sorted(ranks):
+        pattern = patterns[rank]
         if pattern.gate is not None and ascii_text and pattern.gate.search(lower) is None:
             continue
         if pattern.regex not in scanned:
@@ -370,18 +373,24 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     return [(start, end, patterns[rank].name) for start, end, rank in merged]
 
 
-_HINTS: dict[int, tuple[Sequence[Pattern], tuple[str, ...]]] = {}
-"""Every hint of a pattern list, by the list's id (the list kept with it, so the id stays its own)."""
+Plan = tuple[tuple[int, ...], tuple[tuple[str, tuple[int, ...]], ...]]
+"""The ranks of the patterns that always run, and for each hint the ranks of the patterns naming it."""
+_PLANS: dict[int, tuple[Sequence[Pattern], Plan]] = {}
+"""By the pattern list's id (the list kept with it, so the id stays its own)."""
 
 
-def _present_hints(lower: str, patterns: Sequence[Pattern]) -> frozenset[str]:
-    """The hints found in ``lower``: each looked for once per text, not once per pattern naming it."""
-    known = _HINTS.get(id(patterns))
+def _plan(patterns: Sequence[Pattern]) -> Plan:
+    known = _PLANS.get(id(patterns))
     if known is None or known[0] is not patterns:
-        if len(_HINTS) > 64:
-            _HINTS.clear()
-        known = _HINTS[id(patterns)] = (patterns, tuple(dict.fromkeys(h for p in patterns for h in p.hints)))
-    return frozenset(hint for hint in known[1] if hint in lower)
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        named: dict[str, list[int]] = {}
+        for rank, pattern in enumerate(patterns):
+            for hint in pattern.hints:
+                named.setdefault(hint, []).append(rank)
+        always = tuple(rank for rank, pattern in enumerate(patterns) if not pattern.hints)
+        known = _PLANS[id(patterns)] = (patterns, (always, tuple((h, tuple(r)) for h, r in named.items())))
+    return known[1]
 
 
 def _apply(text: str, spans: list[Span]) -> str:

@@ -17,10 +17,12 @@ from typing import Any
 from uuid import UUID
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import events as ev
+from ledger.capture import writer
 from ledger.errors import RuleBroken
 from ledger.location import resolve
 from ledger.registry import REGISTRY_ID
@@ -145,3 +147,38 @@ def test_a_refused_event_leaves_the_batch_and_the_cached_task_untouched(new_stor
     finally:
         app.close()
 
+
+
+def test_an_imports_writes_read_a_tasks_source_keys_once_unless_another_writer_came_between(
+    new_store: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = new_store()
+    app, other = open_ledger(resolve(url)), open_ledger(resolve(url))
+    try:
+        reads: list[int] = []
+        real = app.store.source_keys
+
+        def counting(task_id: UUID, upto: int) -> set[tuple[str, str, str]]:
+            reads.append(upto)
+            return real(task_id, upto)
+
+        monkeypatch.setattr(app.store, "source_keys", counting)
+
+        def notes(*records: str) -> list[writer.Item]:
+            return [(ev.NoteAdded, {"text": f"note {r}", "source": ev.SourceKey(agent="codex", session="s", record=r)})
+                    for r in records]
+
+        known: writer.Known = {}
+        task, opened = writer.open_with(app, "import", notes("1", "2"), cwd="/w", actor="agent:codex", known=known)
+        assert len(opened.items) == 2
+        assert len(writer.append_unseen(app, resolve(url), task, notes("2", "3"), known).items) == 1
+        assert len(writer.append_unseen(app, resolve(url), task, notes("3", "4"), known).items) == 1
+        assert reads == []  # the keys came from the import's own writes
+        other.append_many(task, notes("5"))  # another writer: the known keys are now behind
+        assert len(writer.append_unseen(app, resolve(url), task, notes("4", "5", "6"), known).items) == 1
+        assert reads == [6]  # read once, at the version it found
+        stored = [e.source.record for e in app.task_events(task) if e.source is not None]
+        assert stored == ["1", "2", "3", "4", "5", "6"]
+    finally:
+        app.close()
+        other.close()

@@ -86,27 +86,52 @@ class Appended:
     """Items the catalogue or the task's rules refused, with why; the rest still land."""
 
 
-def append_unseen(ledger: Ledger, location: Location, task_id: UUID, items: list[Item]) -> Appended:
+Known = dict[UUID, tuple[int, set[Key]]]
+"""Per task, the source keys it held at a version, as the writes of one import left them."""
+
+
+def append_unseen(
+    ledger: Ledger, location: Location, task_id: UUID, items: list[Item], known: Known | None = None
+) -> Appended:
     """Append the items whose source key the task does not hold yet, in one transaction.
 
     Items without a source are always appended. Written through ``Ledger.write``, which redacts the
     items once and re-runs the filter on a fresh read when another writer got there first.
+
+    ``known`` carries the task's keys from one write to the next (an import's batches and files):
+    the store is read only when the task is not at the version they were known at (its first write
+    in the import, or another writer's events since), and the keys this write stored are added.
     """
     forgotten = forgotten_keys(ledger)
+    after: list[tuple[int, set[Key]]] = []
 
     def decide(draft: Draft) -> Appended:
-        return record_unseen(draft, stored_keys(ledger, location, task_id, draft.version), forgotten)
+        held = known.get(task_id) if known is not None else None
+        stored = held[1] if held is not None and held[0] == draft.version else None
+        if stored is None:
+            stored = stored_keys(ledger, location, task_id, draft.version)
+        done = record_unseen(draft, set(stored), forgotten)
+        after[:] = [(draft.version, stored | _keys(done))]
+        return done
 
     _, outcome = ledger.write(task_id, items, decide)
+    if known is not None and after:
+        known[task_id] = after[0]  # only once the write is stored (``after`` is its last attempt's)
     return outcome
+
+
+def _keys(done: Appended) -> set[Key]:
+    """The source keys of what a write recorded."""
+    return {k for _, fields in done.items if (k := key_of(fields.get("source"))) is not None}
 
 
 def open_with(
     ledger: Ledger, title: str, items: list[Item], *, cwd: str | None, actor: str,
-    project: str | None = None, timestamp: Any = None,
+    project: str | None = None, timestamp: Any = None, known: Known | None = None,
 ) -> tuple[UUID, Appended]:
     """Open a task whose first events are ``items``, all in one transaction (``Ledger.write`` of a
     ``NewTask``): an import killed midway never leaves an empty task behind for a re-run to duplicate.
+    With ``known``, the new task's keys are added to it (``append_unseen``).
 
     When every item with a source belongs to a forgotten task, no task is opened (its title would
     bring the forgotten session back): ``ForgottenSession`` says so."""
@@ -121,6 +146,8 @@ def open_with(
     opening = NewTask(title, cwd=cwd, actor=actor, project=project, timestamp=timestamp)
     state, outcome = ledger.write(opening, items, lambda draft: record_unseen(draft, set(), forgotten))
     assert state.id is not None
+    if known is not None:
+        known[state.id] = (state.position, _keys(outcome))  # a new task holds just these
     return state.id, outcome
 
 

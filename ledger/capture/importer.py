@@ -28,6 +28,7 @@ from ledger.capture.jsonl import Lines
 from ledger.capture.writer import (
     Appended,
     ForgottenSession,
+    Known,
     append_unseen,
     open_with,
     task_for_records,
@@ -139,6 +140,7 @@ def import_files(
     sessions with a record at or after that time."""
     report = Report(files=len(files))
     numbers = {e.task_id: e.number for e in ledger.entries()}
+    known: Known = {}  # each task's source keys, read once per import and kept up by its writes
     batches = 0
     for path in import_order(agent, files):
         session = read_session(agent, path)
@@ -159,7 +161,7 @@ def import_files(
             title = session.title or f"{agent} session {session.session_id[:8] or path.stem}"
             try:
                 target, done = open_with(ledger, title, items[:BATCH], cwd=session.cwd, actor=f"agent:{agent}",
-                                         timestamp=_when(session.first_timestamp))
+                                         timestamp=_when(session.first_timestamp), known=known)
             except ForgottenSession as gone:
                 # The whole session belonged to a forgotten task: it stays forgotten, the import goes on.
                 report.skipped.append((str(path), 0, f"{len(items)} records of forgotten task #{gone.number}"))
@@ -174,12 +176,12 @@ def import_files(
         if target not in numbers:
             numbers.update({e.task_id: e.number for e in ledger.entries()})
         for start in range(0, len(items), BATCH):
-            _count(report, path, append_unseen(ledger, location, target, items[start : start + BATCH]))
+            _count(report, path, append_unseen(ledger, location, target, items[start : start + BATCH], known))
             batches += 1
             crash_point(f"import-batch-{batches}")
         if task is None and not session.is_subagent:
             # Also when a killed import left the task opened: the re-run settles it the same way.
-            _settle(ledger, location, agent, session, target, report, path)
+            _settle(ledger, location, agent, session, target, report, path, known)
         _point(location, ledger, target, session)
         report.tasks[numbers[target]] = ledger.state(target).title
         if progress:
@@ -228,7 +230,8 @@ def _wanted(session: Session, project: str | None, since: datetime | None) -> bo
 
 
 def _settle(
-    ledger: Ledger, location: Location, agent: Agent, session: Session, task: UUID, report: Report, path: Path
+    ledger: Ledger, location: Location, agent: Agent, session: Session, task: UUID, report: Report, path: Path,
+    known: Known,
 ) -> None:
     """Set a task to how its session ended: done when the agent finished a plan made after the user's
     last request, with nothing failing, and had the last word; else paused (the session is over, the
@@ -247,7 +250,7 @@ def _settle(
         "status": status, "reason": reason, "actor": "system", "timestamp": last,
         "source": ev.SourceKey(agent=agent, session=session.session_id or path.stem, record=f"status:{status}"),
     })
-    _count(report, path, append_unseen(ledger, location, task, [item]))
+    _count(report, path, append_unseen(ledger, location, task, [item], known))
 
 
 def _point(location: Location, ledger: Ledger, task: UUID, session: Session) -> None:

@@ -54,7 +54,7 @@ from ledger.errors import NotFound, TrailError
 from ledger.location import Location
 from ledger.registry import Entry, Tombstone
 from ledger.store import Ledger
-from ledger.stores.base import key_hash
+from ledger.stores.base import Archive, key_hash
 
 FORGOTTEN_TITLE = "[forgotten]"
 JOURNALS = "forgetting"
@@ -97,9 +97,8 @@ class _Traces:
                    frozenset(data["keys"]), tuple(data["lost"]))
 
 
-def _readable_events(ledger: Ledger, task_id: UUID, lost: list[str]) -> Iterator[ev.TaskEvent]:
-    """Every event of the task that can still be read: each archive on its own, then the live log."""
-    found = archive.archives(ledger, task_id)
+def _readable_events(ledger: Ledger, task_id: UUID, found: list[Archive], lost: list[str]) -> Iterator[ev.TaskEvent]:
+    """Every event of the task that can still be read: each of its archives ``found`` on its own, then the live log."""
     for part in found:
         if not part.path.exists():
             lost.append(f"archive {part.path} (positions {part.first}-{part.last}) is missing")
@@ -120,7 +119,8 @@ def _traces(ledger: Ledger, task_id: UUID) -> _Traces:
     blobs: set[str] = set()
     keys: set[str] = set()
     lost: list[str] = []
-    for event in _readable_events(ledger, task_id, lost):
+    found = archive.archives(ledger, task_id)
+    for event in _readable_events(ledger, task_id, found, lost):
         if isinstance(event, ev.ConversationLinked):
             sessions.add(event.session_id)
         elif isinstance(event, ev.FileChanged):
@@ -128,14 +128,16 @@ def _traces(ledger: Ledger, task_id: UUID) -> _Traces:
         if event.source is not None:
             sessions.add(event.source.session)
             keys.add(key_hash((event.source.agent, event.source.session, event.source.record)))
-    paths: list[Path] = []
-    for found in archive.archives(ledger, task_id):
-        paths += [found.path, found.path.with_suffix(".manifest.json")]
+    paths = [p for part in found for p in (part.path, part.path.with_suffix(".manifest.json"))]
     return _Traces(frozenset(sessions), frozenset(blobs), tuple(paths), frozenset(keys), tuple(lost))
 
 
 def journal_path(location: Location, task_id: UUID) -> Path:
     return location.home / JOURNALS / f"{task_id}.json"
+
+
+def _being_written(journal: Path) -> Path:
+    return journal.with_name(f".{journal.name}.tmp")
 
 
 def _journaled(ledger: Ledger, location: Location, task_id: UUID) -> _Traces:
@@ -146,7 +148,7 @@ def _journaled(ledger: Ledger, location: Location, task_id: UUID) -> _Traces:
         return _Traces.load(path.read_bytes())
     traces = _traces(ledger, task_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = _being_written(path)
     with tmp.open("wb") as handle:
         handle.write(traces.dump())
         handle.flush()
@@ -269,6 +271,7 @@ def forget(
     crash_point("forget:pointer-cleared")
     journal = journal_path(location, task_id)
     _remove(journal)
+    _remove(_being_written(journal))  # left by a kill while it was written
     if journal.parent.is_dir() and not any(journal.parent.iterdir()):
         journal.parent.rmdir()
     say(f"#{number}: {removed} files removed")

@@ -71,6 +71,8 @@ def test_a_ledger_written_before_chain_versions_still_verifies_and_grows_in_v2(l
     task = final.id.hex
     app.close()
     _as_v1(location.sqlite_path, task)
+    with sqlite3.connect(location.sqlite_path) as db:  # a ledger that old had no head anchor either
+        db.execute("DROP TABLE tasktrail_heads")
     old = _rows(location.sqlite_path, task)
     assert all(chain.version_of(orjson.loads(raw)["chain"]) == 1 for _, _, raw in old)
     previous = chain.GENESIS

@@ -196,13 +196,13 @@ class _Walk:
                     pass
             detail = "content does not match its hash" if kind == "altered" else "does not chain from the event before"
             raise _Found(Break(position, kind, detail))
-        if (forged := _filled_collected(state)) is not None:
+        if (forged := _collected(state, with_text=True)) is not None:
             raise _Found(Break(position, "collected", f"{forged} is marked collected but holds text"))
         if row.topic == OutputsCollected.TOPIC:
             before = _stamp(state.get("before"))
             if before is not None and (self.collected_before is None or before > self.collected_before):
                 self.collected_before = before
-        elif (emptied := _emptied_collected(state)) is not None:
+        elif (emptied := _collected(state)) is not None:
             self.collected.append((position, _stamp(state.get("timestamp")), emptied))
         if position == 1:
             self.opened = state
@@ -280,32 +280,19 @@ def _stamp(value: Any) -> datetime | None:
     return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
 
 
-def _emptied_collected(value: Any, where: str = "") -> str | None:
-    """The field of a stored state holding a collected output (its tail dropped), if any."""
+def _collected(value: Any, with_text: bool = False, where: str = "") -> str | None:
+    """The field of a stored state holding an output marked collected (and still holding text, when
+    ``with_text``), if any."""
     if isinstance(value, dict):
         if chain.is_bounded(value):
-            return (where or "an output") if value.get("collected") else None
+            held = value.get("collected") and (not with_text or value.get("tail"))
+            return (where or "an output") if held else None
         for key, item in value.items():
-            if (found := _emptied_collected(item, f"{where}.{key}" if where else str(key))) is not None:
+            if (found := _collected(item, with_text, f"{where}.{key}" if where else str(key))) is not None:
                 return found
     elif isinstance(value, list):
         for n, item in enumerate(value):
-            if (found := _emptied_collected(item, f"{where}[{n}]")) is not None:
-                return found
-    return None
-
-
-def _filled_collected(value: Any, where: str = "") -> str | None:
-    """The field of a stored state holding a collected output that still has text, if any."""
-    if isinstance(value, dict):
-        if chain.is_bounded(value):
-            return (where or "an output") if value.get("collected") and value.get("tail") else None
-        for key, item in value.items():
-            if (found := _filled_collected(item, f"{where}.{key}" if where else str(key))) is not None:
-                return found
-    elif isinstance(value, list):
-        for n, item in enumerate(value):
-            if (found := _filled_collected(item, f"{where}[{n}]")) is not None:
+            if (found := _collected(item, with_text, f"{where}[{n}]")) is not None:
                 return found
     return None
 
@@ -367,7 +354,7 @@ def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: En
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise _refuse(number, Break(at or 0, "undecodable", f"cannot be loaded: {_one_line(exc)}")) from None
     found = _anchor_problem(ledger, task_id, task, at)
-    if found is None and (forged := _filled_collected(task.state.model_dump())) is not None:
+    if found is None and (forged := _collected(task.state.model_dump(), with_text=True)) is not None:
         found = Break(task.version, "collected", f"{forged} is marked collected but holds text")
     if found is None and entry is not None:
         state = task.state

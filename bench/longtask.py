@@ -212,10 +212,12 @@ def live_bytes(db: Path) -> int:
         return int(pages * con.execute("PRAGMA page_size").fetchone()[0])
 
 
-def compaction_figures(ledger: Ledger, location: Location, db: Path, task: UUID, rng: random.Random) -> dict[str, Any]:
-    """Compact all but the last 1,000 events of ``task``: sizes, time, and reads on either side."""
+def compaction_figures(
+    ledger: Ledger, location: Location, db: Path, task: UUID, rng: random.Random, keep: int = 1_000
+) -> dict[str, Any]:
+    """Compact all but the last ``keep`` events of ``task``: sizes, time, and reads on either side."""
     head = ledger.state(task).position
-    before = head - 999
+    before = head - keep + 1
     with sqlite3.connect(db) as con:
         raw = con.execute(
             "SELECT sum(length(state)) FROM stored_events WHERE originator_id = ? AND originator_version < ?",

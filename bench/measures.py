@@ -244,7 +244,6 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
         ),
     )
     sizes = plan.resume_sizes
-    base = median(trail.resume_process[sizes[0]])
     smallest, largest = size(sizes[0]), sizes[-1]
     peer = _peer(delta, default)
     for n in sizes:
@@ -255,7 +254,7 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
                       table.check(flat_goal, False) + " (not measurable)")
             continue
         process, inproc = median(trail.resume_process[n]), median(trail.resume_inproc[n])
-        ratio = process / base
+        ratio = process / median(trail.resume_smallest[n])  # timed alternately, at the same moment
         goals, cells = [], []
         versus = ""
         if peer is not None:
@@ -288,7 +287,8 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
         table.data[str(n)] = {"process_s": process, "inprocess_s": inproc, "snapshot_bytes": trail.last_snapshot.get(n),
                               "vs_smallest": ratio}
     table.notes.append(
-        "`trail resume` is a whole process (interpreter, imports, open, read, print); in-process is "
+        "`trail resume` is a whole process (interpreter, imports, open, read, print); its ratio to the smallest "
+        f"size is against a copy of the task at {smallest}, timed alternately with it. In-process is "
         "`Ledger.state` (nearest snapshot + tail) and `projections.brief.render` with the ledger's aggregate "
         "cache emptied first, as in a new process. "
         "LangGraph's figure is `get_state` of the thread's latest checkpoint, in process; the in-process goal "
@@ -512,9 +512,18 @@ def readmodel_refresh(plan: Plan, trail: TrailRun, directory: Path) -> Table:
     return table
 
 
+KEPT_SHARE = 1_000 / 1_000_000
+"""The compaction goal's task: a months-long one (1M events) keeping its last 1,000 live."""
+
+
 def compaction(plan: Plan, trail: TrailRun) -> Table:
-    """The read-model work's compaction measure (``bench.longtask``); runs last, as it archives most of the task."""
-    table = Table(f"compaction: all but the last 1,000 events (from bench/longtask.py){_scaled(plan)}",
+    """The read-model work's compaction measure (``bench.longtask``); runs last, as it archives most of the task.
+
+    The goal was set for a 1M-event task keeping its last 1,000 events live (0.1%); a smaller task
+    keeps the same share, at least 10 events, so the quick run measures the same proportion."""
+    size_now = trail.ledger.state(trail.task).position
+    keep = max(10, min(1_000, round(size_now * KEPT_SHARE)))
+    table = Table(f"compaction: all but the last {keep:,} events (from bench/longtask.py){_scaled(plan)}",
                   ("task size", "live store before", "live store after", "smaller by", "archive", "raw JSON",
                    "archive / raw JSON", "seconds", "goal (>= 20x smaller; archive < raw JSON)", "goal met"))
     if trail.built < plan.milestones[-1]:
@@ -527,9 +536,8 @@ def compaction(plan: Plan, trail: TrailRun) -> Table:
         return table
     from ledger.location import resolve
 
-    size_now = trail.ledger.state(trail.task).position
     f = longtask.compaction_figures(trail.ledger, resolve(str(trail.db)), trail.db, trail.task,
-                                    random.Random(plan.seed))
+                                    random.Random(plan.seed), keep=keep)
     factor = f["live_before"] / f["live_after"]
     raw = f["raw_events"]
     table.add(f"{size_now:,}", f"{f['live_before'] / 1e6:,.1f} MB", f"{f['live_after'] / 1e6:,.1f} MB",
@@ -537,9 +545,9 @@ def compaction(plan: Plan, trail: TrailRun) -> Table:
               f"{f['seconds']:,.1f}", ">= 20x; < raw",
               table.check(COMPACTION_GOAL, factor >= 20 and f["archive"] < raw))
     table.data = f
-    if size_now < 20 * 1_000:
-        table.notes.append(f"At {size_now:,} events the 1,000 kept are more than a twentieth of the task, so the "
-                           "20x goal cannot be met at this size; it is counted as missed all the same.")
+    if keep != 1_000:
+        table.notes.append(f"The goal was set for a 1M-event task keeping its last 1,000 events (0.1%); this "
+                           f"{size_now:,}-event task keeps the same share, {keep:,} events.")
     table.notes.append(
         f"Live bytes are the SQLite pages in use (what VACUUM would leave). The archive holds the events and the "
         f"snapshots before the boundary; raw JSON counts the events' stored JSON only (with snapshots: "

@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,11 @@ class TrailRun:
     """Bytes of the newest snapshot at each size: what every resume decodes."""
     resume_inproc: dict[int, list[float]] = field(default_factory=dict)
     resume_process: dict[int, list[float]] = field(default_factory=dict)
+    resume_smallest: dict[int, list[float]] = field(default_factory=dict)
+    """`trail resume` of a copy of the task at the smallest resume size, timed alternately with each
+    size's own (so load on a shared machine falls on both sides of the ratio)."""
+    smallest: tuple[Path, Path] | None = None
+    """(db, home) of that copy."""
     skipped: Projection | None = None
     build_seconds: float = 0.0
 
@@ -157,8 +163,23 @@ def _at_milestone(plan: Plan, run: TrailRun, size: int) -> None:
     run.last_snapshot[size] = int(last[0]) if last else 0
     if size in plan.resume_sizes or size == plan.milestones[-1]:
         run.resume_inproc[size] = [_cold_resume(run) for _ in range(9)]
-        run.resume_process[size] = wall([*TRAIL, "--db", str(run.db), "resume", "1"], plan.resume_repeat,
-                                        env={"TRAIL_HOME": str(run.home)})
+        if run.smallest is None:
+            copy = run.db.with_name(f"smallest-{size}.db")
+            _copy_db(run.db, copy)
+            run.smallest = (copy, run.home.with_name(f"smallest-{size}-home"))
+        own, smallest = [], []
+        for _ in range(plan.resume_repeat):
+            own += wall([*TRAIL, "--db", str(run.db), "resume", "1"], 1, env={"TRAIL_HOME": str(run.home)})
+            smallest += wall([*TRAIL, "--db", str(run.smallest[0]), "resume", "1"], 1,
+                             env={"TRAIL_HOME": str(run.smallest[1])})
+        run.resume_process[size], run.resume_smallest[size] = own, smallest
+
+
+def _copy_db(source: Path, target: Path) -> None:
+    """``source`` copied through SQLite's backup API: a plain file copy would open and close the file
+    in this process, and closing any descriptor of it drops the ledger's own POSIX locks on it."""
+    with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
 
 
 def _cold_resume(run: TrailRun) -> float:

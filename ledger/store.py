@@ -230,6 +230,9 @@ class Ledger(Application[UUID]):
     def _save(self, *aggregates: Task | Registry) -> None:
         """``save``, handing the library the snapshots tasks took of themselves (``take_snapshot``);
         those it asks for are stored together, in one transaction, once the events are."""
+        for aggregate in aggregates:
+            if isinstance(aggregate, Task):
+                aggregate.fold_pending()
         offered = {
             (snapshot.originator_id, snapshot.originator_version): snapshot
             for aggregate in aggregates if isinstance(aggregate, Task)

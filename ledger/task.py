@@ -23,7 +23,7 @@ from ledger.decision_state import DecisionState, advance, from_view
 from ledger.errors import RuleBroken
 from ledger.mapper import stored_state
 from ledger.snapshot import ModelSnapshot, SnapshotBody
-from projections.state import TaskState, fold
+from projections.state import TaskState, replay
 
 
 def task_id_for(number: int) -> UUID:
@@ -76,7 +76,6 @@ class Task(Aggregate):
     Snapshot = TaskSnapshot  # type: ignore[assignment]
 
     decision: DecisionState
-    state: TaskState
     head: str
     snapshot_every: int = 0
     """K, set by the ledger that loaded this task: at every K-th position the task offers a
@@ -112,10 +111,33 @@ class Task(Aggregate):
         self.state = TaskState()
         self.head = chain.GENESIS
 
+    @property
+    def state(self) -> TaskState:
+        """The brief's view at this version (``fold_pending`` first)."""
+        self.fold_pending()
+        folded: TaskState = self.__dict__["_state"]
+        return folded
+
+    @state.setter
+    def state(self, value: TaskState) -> None:
+        self.__dict__["_state"] = value
+        self.__dict__["_unfolded"] = []
+
+    def fold_pending(self) -> None:
+        """Fold the events applied since the view was last read, all at once (``projections.state.replay``),
+        not one frozen state per event: a batch of appends, or the events read after a snapshot.
+        Saving calls it first, so a fold that raises stores nothing."""
+        unfolded: list[ev.TaskEvent] = self.__dict__["_unfolded"]
+        if unfolded:
+            # Folded first, then assigned: a fold that raises leaves the task as it was.
+            self.__dict__["_state"] = replay(unfolded, self.__dict__["_state"])
+            self.__dict__["_unfolded"] = []
+
     def fold_event(self, event: ev.TaskEvent) -> None:
-        # Both folds first, then both assigned: a fold that raises leaves the task as it was.
-        decision, state = advance(self.decision, event), fold(self.state, event)
-        self.decision, self.state, self.head = decision, state, event.chain
+        # The rules' state now (the next event's rules read it); the brief's view when it is read.
+        self.decision = advance(self.decision, event)
+        self.__dict__["_unfolded"].append(event)
+        self.head = event.chain
 
     def trigger_event(self, event_class: type[Any], **kwargs: Any) -> None:
         # Replaces the library's own, which every event of a batch paid for: a topic-registration
@@ -155,9 +177,11 @@ class Task(Aggregate):
     def __deepcopy__(self, memo: dict[int, Any]) -> Task:
         # The library hands each command a deep copy of the cached task; its folds are frozen
         # models, replaced (never changed) by every event, so the copy shares them and copies the rest.
+        # Events not yet folded are frozen too: the copy gets its own list of the same events.
         copy = object.__new__(type(self))
         copy.__dict__.update({
-            name: value if type(value) in _SHARED else deepcopy(value, memo) for name, value in vars(self).items()
+            name: value if type(value) in _SHARED else list(value) if name == "_unfolded" else deepcopy(value, memo)
+            for name, value in vars(self).items()
         })
         return copy
 

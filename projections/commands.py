@@ -8,6 +8,7 @@ file, so an unknown command always counts as work.
 
 from __future__ import annotations
 
+import re
 import shlex
 
 READERS = frozenset({
@@ -46,9 +47,20 @@ def _reads(words: list[str]) -> bool:
     return program in READERS
 
 
+_SHELL_SPECIAL = re.compile(r"['\"\\#();<>|&]|[^\S \t\r\n]")
+"""What makes shlex do more than split at whitespace: a quote, escape, comment or operator character,
+or whitespace other than the four shlex splits at (``str.split`` splits at more)."""
+
+
 def _tokens(line: str) -> list[str] | None:
     """The shell words of ``line``, operators (``|``, ``&&``, ``>``…) as words of their own; None when
     its quotes do not close."""
+    if not _SHELL_SPECIAL.search(line):
+        return line.split()  # what shlex gives such a line, without its per-character loop
+    return _shell_tokens(line)
+
+
+def _shell_tokens(line: str) -> list[str] | None:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:

@@ -7,7 +7,7 @@ a months-long task (commands, notes, checkpoints) keep a recent window plus coun
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -20,6 +20,12 @@ from projections import facts
 from projections.commands import command_head, is_probe
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
+
+FOLD_VERSION = 1
+"""Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
+changed): a snapshot records the version that made its view (``ledger.task.TaskBody``), and a view
+from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
+fails when the fold's output changes and this did not."""
 
 RECENT_COMMANDS = 20
 RECENT_NOTES = 20
@@ -34,6 +40,7 @@ RECENT_TESTS = 200
 RECENT_CONVERSATIONS = 20
 EDITORS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch")
 """Agent tools whose success is a file change, not a tool result."""
+_EDITOR_KEYS = frozenset(f"tool:{tool}" for tool in EDITORS)
 STOPPED_BY_USER = (STOPPED, "Error: " + STOPPED, INTERRUPTED)
 """How agents word a call the user rejected or interrupted (Claude Code; Codex's own words too)."""
 RECENT_FAILURES = 30
@@ -245,11 +252,17 @@ def _recent(items: tuple[Any, ...], item: Any, keep: int) -> tuple[Any, ...]:
     return (*items[-(keep - 1) :], item) if keep > 1 else (item,)
 
 
-def _latest(mapping: dict[str, Any], key: str, value: Any, keep: int) -> dict[str, Any]:
-    """``mapping`` with ``key`` moved to the end (the most recent) and only the last ``keep`` kept."""
-    out = {k: v for k, v in mapping.items() if k != key}
+def _latest(mapping: dict[str, Any], key: str, value: Any, keep: int, gone: str | None = None) -> dict[str, Any]:
+    """``mapping`` without ``gone``, with ``key`` moved to the end (the most recent) and only the last
+    ``keep`` kept."""
+    out = dict(mapping)  # one C-level copy; pops and the trim below keep the order of the rest
+    if gone is not None:
+        out.pop(gone, None)
+    out.pop(key, None)
     out[key] = value
-    return dict(list(out.items())[-keep:]) if len(out) > keep else out
+    while len(out) > keep:
+        del out[next(iter(out))]  # the oldest
+    return out
 
 
 def _failed(failures: tuple[Failure, ...], failure: Failure) -> tuple[Failure, ...]:
@@ -258,25 +271,30 @@ def _failed(failures: tuple[Failure, ...], failure: Failure) -> tuple[Failure, .
     return _recent(kept, failure, RECENT_FAILURES)
 
 
-def _resolved(failures: tuple[Failure, ...], key: str, position: int, line: str | None = None) -> tuple[Failure, ...]:
-    """``failures`` with the open ones of ``key`` marked passing since ``position``; with the command
-    ``line`` that passed, also commands of the same program and target run with other flags or paths
-    (`ruff check a/b.py` then `ruff check /abs/a/b.py`)."""
-    if not any(f.resolved_at is None for f in failures):
-        return failures  # the common case: nothing open, no command to parse
-    head = command_head(line) if line is not None else None
-
-    def matches(f: Failure) -> bool:
+def _resolved(
+    failures: tuple[Failure, ...], keys: Collection[str], position: int, line: str | None = None
+) -> tuple[Failure, ...]:
+    """``failures`` with the open ones of any of ``keys`` marked passing since ``position``; with the
+    command ``line`` that passed, also commands of the same program and target run with other flags or
+    paths (`ruff check a/b.py` then `ruff check /abs/a/b.py`). One pass whatever the number of keys;
+    ``failures`` itself when nothing changes."""
+    head: str | None = None  # the line's, parsed only once an open command failure needs it
+    resolved: list[Failure] | None = None
+    for i, f in enumerate(failures):
         if f.resolved_at is not None:
-            return False
-        if f.key == key:
-            return True
-        # Failures from snapshots taken before `head` was kept work it out here.
-        return head is not None and f.key.startswith("cmd:") and (f.head or command_head(f.what)) == head
-
-    if not any(matches(f) for f in failures):
-        return failures
-    return tuple(f.model_copy(update={"resolved_at": position}) if matches(f) else f for f in failures)
+            continue
+        if f.key not in keys:
+            if line is None or not f.key.startswith("cmd:"):
+                continue
+            if head is None:
+                head = command_head(line)
+            # Failures from snapshots taken before `head` was kept work it out here.
+            if (f.head or command_head(f.what)) != head:
+                continue
+        if resolved is None:
+            resolved = list(failures)
+        resolved[i] = f.model_copy(update={"resolved_at": position})
+    return failures if resolved is None else tuple(resolved)
 
 
 def _net(before: ev.FileOperation | None, now: ev.FileOperation) -> ev.FileOperation:
@@ -297,6 +315,88 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
     """The fields that ``event`` changes, by event type."""
     pos, at = event.originator_version, event.timestamp
     match event:
+        # The events an agent session is mostly made of first: each case is an isinstance check.
+        case ev.ToolCalled():
+            called = " ".join(shown(event.input).split())
+            return {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}"}
+        case ev.ToolResult():
+            key = f"tool:{event.tool}"
+            if event.ok:
+                # The same call, allowed now, is no longer blocked.
+                return {"failures": _resolved(state.failures, (key, f"blocked:{state.last_call}"), pos)}
+            output = shown(event.output)
+            if output.lstrip().startswith(STOPPED_BY_USER):
+                return {"tool_errors": state.tool_errors + 1}  # the user said no: a correction, not a failure
+            what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
+            if any(phrase in output[:300] for phrase in NOT_RUN):
+                key = f"blocked:{what}"  # it never ran: it needs the user's permission
+            failure = Failure(key=key, what=what, position=pos, at=at, output_tail=tail_lines(output, 3))
+            return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}
+        case ev.CommandRan():
+            run = facts.command_ran(event)
+            line = run.line
+            rec = CommandRecord(
+                position=pos,
+                line=line,
+                exit_code=event.exit_code,
+                duration_ms=event.duration_ms,
+                at=at,
+                output_tail=run.output_tail,
+            )
+            failed = run.failed
+            update: dict[str, Any] = {
+                "commands_total": state.commands_total + 1,
+                "commands_failed": state.commands_failed + int(failed),
+                "last_failed_command": rec if failed else state.last_failed_command,
+            }
+            key = "cmd:" + " ".join(line.split())
+            if failed and (_nothing_to_do(rec.output_tail) or is_probe(line)):
+                failed = False  # "nothing to commit": already done; `python -c …`: a probe, not the project
+            if run.read_only:
+                # A read that finds nothing (grep, rg, ls of a missing path) exits non-zero: not a failure.
+                update["read_only_commands"] = state.read_only_commands + 1
+                return update
+            if failed:
+                failure = Failure(key=key, what=line, head=command_head(line), position=pos, at=at,
+                                  exit_code=event.exit_code,
+                                  output_tail=rec.output_tail)
+                update["failures"] = _failed(state.failures, failure)
+            elif event.exit_code == 0:
+                update["failures"] = _resolved(state.failures, (key,), pos, line=line)
+            update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
+            return update
+        case ev.FileChanged():
+            prev = state.files.get(event.path)
+            touch = FileTouch(
+                path=event.path,
+                operation=_net(prev.operation if prev else None, event.operation),
+                position=pos,
+                at=at,
+                before_sha256=event.before_sha256,
+                after_sha256=event.after_sha256,
+                changes=(prev.changes if prev else 0) + 1,
+                diff_size=event.diff.size if event.diff else None,
+                attempt=facts.acting_attempt(event, state.open_attempt),
+            )
+            # order = order of last change; a renamed file's old path is gone
+            files = _latest(state.files, event.path, touch, RECENT_FILES, gone=event.renamed_from or None)
+            # A file edited is the editing tool working again.
+            return {"files": files, "failures": _resolved(state.failures, _EDITOR_KEYS, pos)}
+        case ev.TestResult():
+            t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message,
+                           passed=event.passed, failed=event.failed, errors=event.errors, skipped=event.skipped)
+            key = f"test:{event.name}"
+            # A test run read from the command just before it stands in for that command's entry.
+            earlier = tuple(f for f in state.failures if not (f.position == pos - 1 and f.key.startswith("cmd:")))
+            # A selection that ran no test at all ("205 deselected") is a mistyped filter, not a failure.
+            ran_nothing = event.outcome == "error" and not (event.passed or event.failed or event.errors)
+            if facts.tested(event).failing and not ran_nothing:
+                failure = Failure(key=key, what=f"test {event.name}", position=pos, at=at,
+                                  output_tail=event.message or "")
+                failures = _failed(earlier, failure)
+            else:
+                failures = _resolved(earlier, (key,), pos) if event.outcome == "passed" else earlier
+            return {"tests": _latest(state.tests, event.name, t, RECENT_TESTS), "failures": failures}
         case ev.TaskOpened():
             return {
                 "id": event.originator_id,
@@ -342,94 +442,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 for a in state.attempts
             )
             still_open = None if state.open_attempt == event.attempt else state.open_attempt
-            failed = int(facts.attempt_failed(event.outcome))
-            return {"attempts": attempts, "open_attempt": still_open, "attempts_failed": state.attempts_failed + failed}
-        case ev.ToolCalled():
-            called = " ".join(shown(event.input).split())
-            return {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}"}
-        case ev.ToolResult():
-            key = f"tool:{event.tool}"
-            if event.ok:
-                # The same call, allowed now, is no longer blocked.
-                return {"failures": _resolved(_resolved(state.failures, key, pos), f"blocked:{state.last_call}", pos)}
-            output = shown(event.output)
-            if output.lstrip().startswith(STOPPED_BY_USER):
-                return {"tool_errors": state.tool_errors + 1}  # the user said no: a correction, not a failure
-            what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
-            if any(phrase in output[:300] for phrase in NOT_RUN):
-                key = f"blocked:{what}"  # it never ran: it needs the user's permission
-            failure = Failure(key=key, what=what, position=pos, at=at, output_tail=tail_lines(output, 3))
-            return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}
-        case ev.CommandRan():
-            run = facts.command_ran(event)
-            line = run.line
-            rec = CommandRecord(
-                position=pos,
-                line=line,
-                exit_code=event.exit_code,
-                duration_ms=event.duration_ms,
-                at=at,
-                output_tail=run.output_tail,
-            )
-            failed = run.failed
-            update: dict[str, Any] = {
-                "commands_total": state.commands_total + 1,
-                "commands_failed": state.commands_failed + int(failed),
-                "last_failed_command": rec if failed else state.last_failed_command,
-            }
-            key = "cmd:" + " ".join(line.split())
-            if failed and (_nothing_to_do(rec.output_tail) or is_probe(line)):
-                failed = False  # "nothing to commit": already done; `python -c …`: a probe, not the project
-            if run.read_only:
-                # A read that finds nothing (grep, rg, ls of a missing path) exits non-zero: not a failure.
-                update["read_only_commands"] = state.read_only_commands + 1
-                return update
-            if failed:
-                failure = Failure(key=key, what=line, head=command_head(line), position=pos, at=at,
-                                  exit_code=event.exit_code,
-                                  output_tail=rec.output_tail)
-                update["failures"] = _failed(state.failures, failure)
-            elif event.exit_code == 0:
-                update["failures"] = _resolved(state.failures, key, pos, line=line)
-            update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
-            return update
-        case ev.FileChanged():
-            prev = state.files.get(event.path)
-            touch = FileTouch(
-                path=event.path,
-                operation=_net(prev.operation if prev else None, event.operation),
-                position=pos,
-                at=at,
-                before_sha256=event.before_sha256,
-                after_sha256=event.after_sha256,
-                changes=(prev.changes if prev else 0) + 1,
-                diff_size=event.diff.size if event.diff else None,
-                attempt=facts.acting_attempt(event, state.open_attempt),
-            )
-            files = state.files
-            if event.renamed_from:
-                files = {k: v for k, v in files.items() if k != event.renamed_from}
-            failures = state.failures
-            for tool in EDITORS:  # a file edited is the editing tool working again
-                failures = _resolved(failures, f"tool:{tool}", pos)
-            # order = order of last change
-            return {"files": _latest(files, event.path, touch, RECENT_FILES), "failures": failures}
-        case ev.TestResult():
-            t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message,
-                           passed=event.passed, failed=event.failed, errors=event.errors, skipped=event.skipped)
-            key = f"test:{event.name}"
-            # A test run read from the command just before it stands in for that command's entry.
-            earlier = tuple(f for f in state.failures if not (f.position == pos - 1 and f.key.startswith("cmd:")))
-            state = state.model_copy(update={"failures": earlier}) if len(earlier) != len(state.failures) else state
-            # A selection that ran no test at all ("205 deselected") is a mistyped filter, not a failure.
-            ran_nothing = event.outcome == "error" and not (event.passed or event.failed or event.errors)
-            if facts.tested(event).failing and not ran_nothing:
-                failure = Failure(key=key, what=f"test {event.name}", position=pos, at=at,
-                                  output_tail=event.message or "")
-                failures = _failed(state.failures, failure)
-            else:
-                failures = _resolved(state.failures, key, pos) if event.outcome == "passed" else state.failures
-            return {"tests": _latest(state.tests, event.name, t, RECENT_TESTS), "failures": failures}
+            ended_failed = int(facts.attempt_failed(event.outcome))
+            return {"attempts": attempts, "open_attempt": still_open,
+                    "attempts_failed": state.attempts_failed + ended_failed}
         case ev.CheckpointMarked():
             cp = Checkpoint(
                 position=pos,
@@ -504,20 +519,32 @@ def _reclassified(state: TaskState, event: ev.IntentReclassified) -> dict[str, A
     return {"requirements": requirements, "corrections": corrections}
 
 
-def fold(state: TaskState, event: ev.TaskEvent) -> TaskState:
-    """The state after ``event``. Pure: ``state`` is left as it was."""
+def _changes(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
+    """Every field ``event`` changes, its bookkeeping (position, time, counts) included."""
     name = type(event).__name__
     update = _fold_specific(state, event)
     update["position"] = event.originator_version
     # The latest time seen: a sub-agent's file imported after its session's brings earlier records.
     update["updated_at"] = max(state.updated_at, event.timestamp) if state.updated_at else event.timestamp
     update["counts"] = {**state.counts, name: state.counts.get(name, 0) + 1}
-    return state.model_copy(update=update)
+    return update
+
+
+def fold(state: TaskState, event: ev.TaskEvent) -> TaskState:
+    """The state after ``event``. Pure: ``state`` is left as it was."""
+    return state.model_copy(update=_changes(state, event))
 
 
 def replay(events: Iterable[ev.TaskEvent], state: TaskState | None = None) -> TaskState:
-    """Fold ``events`` onto ``state`` (an empty task when None)."""
-    current = state if state is not None else TaskState()
+    """Fold ``events`` onto ``state`` (an empty task when None): ``functools.reduce(fold, events, state)``,
+    without a new state per event. ``state`` is left as it was."""
+    # One private copy takes each event's changes in place, as ``model_copy(update=...)`` applies them
+    # to its copy; no one sees it before the end. The changes never mutate a value they were read from
+    # (collections are replaced, not edited), so ``state``'s values stay as they were.
+    current = state.model_copy() if state is not None else TaskState()
+    values, fields_set = current.__dict__, current.__pydantic_fields_set__
     for event in events:
-        current = fold(current, event)
+        update = _changes(current, event)
+        values.update(update)
+        fields_set.update(update)
     return current

@@ -58,6 +58,9 @@ class Pattern(NamedTuple):
     """Searched in an ASCII text lower-cased, after the hints: a regex that every match of ``regex``
     contains a match of, but cheap where ``regex`` is not (no match: the regex is not run). Only
     for ASCII text, where lower-casing is exactly what ``(?i)`` matches."""
+    needs: str = ""
+    """Characters one of which every match contains, looked for (each with ``in``, far cheaper than
+    any regex) before the gate: none in the text, the pattern is not run. Empty: no such test."""
 
 
 # -- tests of candidate matches ------------------------------------------------------------------
@@ -129,16 +132,30 @@ def _entropy_match(match: re.Match[str]) -> bool:
     return high_entropy(value)
 
 
+_ASCII_PRINTABLE = bytes(range(0x20, 0x7F)) + b"\n\r\t"
+"""The ASCII characters ``_decoded`` counts as printable (``str.isprintable``, or a line or tab break)."""
+_CONTROL = bytes(sorted(set(range(0x20)) - {0x09, 0x0A, 0x0D} | {0x7F}))
+"""The ASCII characters it does not."""
+
+
 def _decoded(token: str) -> str | None:
     """``token`` decoded from base64 (standard or URL-safe) when that gives text, else None."""
     try:
         data = (base64.urlsafe_b64decode if ("-" in token or "_" in token) else base64.b64decode)(
             token + "=" * (-len(token) % 4)
         )
+        # Each control byte is a character of its own that is not printable, and the text has at
+        # most as many characters as bytes: over 5% of them, and it cannot pass the test below
+        # (random bytes, most runs decoded, fail here, before a failed UTF-8 decode's exception).
+        if len(data) - len(data.translate(None, _CONTROL)) > 0.05 * len(data):
+            return None
         text = data.decode("utf-8")
     except (binascii.Error, ValueError):
         return None
-    printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
+    if data.isascii():  # the same count, without a Python step a character
+        printable = len(data) - len(data.translate(None, _ASCII_PRINTABLE))
+    else:
+        printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
     return text if text and printable >= 0.95 * len(text) else None
 
 
@@ -236,8 +253,9 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("-",),
-        # Its key word followed by = or a space; the pattern itself is slow on text full of dashes (diffs).
-        gate=re.compile(r"(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
+        # The dash, flag characters up to its key word's end, then = or a space: the pattern itself is
+        # slow on text full of dashes (diffs). Led by a literal, so the search skips to each dash.
+        gate=re.compile(r"-[a-z0-9_-]*?(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
     ),
     Pattern(
         "flag-password",  # mysql -pSECRET (no space: with one, -p prompts and the word is a database)
@@ -265,6 +283,7 @@ BUILTIN: tuple[Pattern, ...] = (
         # The key word's end, then [:=]: the pattern tries every word start before it (most of the
         # write path's redaction time on prose that merely mentions a token or a key).
         gate=re.compile(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]"),
+        needs=":=",
     ),
     # Any other assigned or quoted value random enough to be a key (detect-secrets' entropy measure).
     # Both scan the same runs of base64 characters (``_spans`` scans them once).
@@ -335,21 +354,21 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     """The secrets in ``text``: every pattern's matches, overlapping ones merged (kind of the first
     pattern among them), markers already in the text left alone."""
     lower = text.lower()
-    always, by_hint = _plan(patterns)
-    ranks = set(always)
-    for hint, named in by_hint:  # each hint looked for once per text, not once per pattern naming it
-        if hint in lower:
-            ranks.update(named)
     ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], list[re.Match[str]]] = {}  # patterns sharing a regex scan once
-    for rank in sorted(ranks):
+    for rank in sorted(_plan(patterns).ranks(lower)):
         pattern = patterns[rank]
+        if pattern.needs and not any(char in text for char in pattern.needs):
+            continue
         if pattern.gate is not None and ascii_text and pattern.gate.search(lower) is None:
             continue
-        if pattern.regex not in scanned:
-            scanned[pattern.regex] = list(pattern.regex.finditer(text))
-        for match in scanned[pattern.regex]:
+        matches = scanned.get(pattern.regex)
+        if matches is None:
+            matches = scanned[pattern.regex] = (
+                _runs(text) if pattern.regex is _RUN and ascii_text else list(pattern.regex.finditer(text))
+            )
+        for match in matches:
             start, end = match.span(pattern.group)
             if start < 0 or end <= start or text.startswith(MARKER_PREFIX, start):
                 continue
@@ -373,23 +392,78 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     return [(start, end, patterns[rank].name) for start, end, rank in merged]
 
 
-Plan = tuple[tuple[int, ...], tuple[tuple[str, tuple[int, ...]], ...]]
-"""The ranks of the patterns that always run, and for each hint the ranks of the patterns naming it."""
-_PLANS: dict[int, tuple[Sequence[Pattern], Plan]] = {}
+_RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+_RUN_MARKS = bytes(b"a"[0] if i in _RUN_CHARS else b"="[0] if i == b"="[0] else b" "[0] for i in range(256))
+"""Each byte as ``_RUN`` sees it: one of its run characters (a), a pad (=), anything else (space)."""
+_RUN_MARKED = re.compile(rb"aaaaaaaaaaaaaaaaa*={0,2}")
+"""``_RUN`` over the marks, written with a literal head (the search jumps to each 16 run characters)."""
+_RUN_FLOOR = b"a" * 16
+
+
+def _runs(text: str) -> list[re.Match[str]]:
+    """``list(_RUN.finditer(text))`` for an ASCII ``text``, found on its marks: ``_RUN`` tries a match
+    at each run character, so a text of words costs it a few steps a character; most texts (words,
+    short paths) hold no run at all, which one substring test of the marks tells."""
+    marks = text.encode("ascii").translate(_RUN_MARKS)
+    if _RUN_FLOOR not in marks:
+        return []
+    return [_RUN.match(text, run.start()) for run in _RUN_MARKED.finditer(marks)]  # type: ignore[misc]
+
+
+_RARE = "?&:./_-zqjxkvbywgpfmucldhrsniaote"
+"""Characters from rarest to commonest in text: a hint is looked for only where its rarest one is."""
+
+Hinted = tuple[tuple[str, frozenset[int]], ...]
+"""Hints, each with the ranks of the patterns naming it."""
+
+
+class _Plan(NamedTuple):
+    """How a pattern list's hints are looked for in a text (``ranks``). The hints are grouped by
+    their rarest character, and a group is looked at only when the text holds that character: a
+    one-character search is a memory scan that stops at the first one found, many times cheaper
+    than a search for a longer string, and most texts lack most groups' characters."""
+
+    always: frozenset[int]
+    """The ranks of the patterns that always run (no hints)."""
+    groups: tuple[tuple[str, Hinted], ...]
+    """Each rare character and the hints holding it."""
+
+    def ranks(self, lower: str) -> set[int]:
+        """The ranks of the patterns to run on a text, ``lower`` being the text lower-cased: those
+        that always run, and those naming a hint the text contains."""
+        ranks = set(self.always)
+        for char, hinted in self.groups:
+            if char in lower:
+                for hint, named in hinted:
+                    if not named <= ranks and hint in lower:  # one hint found is enough for a pattern
+                        ranks |= named
+        return ranks
+
+
+def _make_plan(patterns: Sequence[Pattern]) -> _Plan:
+    named: dict[str, set[int]] = {}
+    for rank, pattern in enumerate(patterns):
+        for hint in pattern.hints:
+            named.setdefault(hint, set()).add(rank)
+    groups: dict[str, list[tuple[str, frozenset[int]]]] = {}
+    for hint, ranks in named.items():
+        # Not in _RARE (find: -1) is rarer still; an empty hint is in every text (a group of its own).
+        rarest = min(hint, key=_RARE.find, default="")
+        groups.setdefault(rarest, []).append((hint, frozenset(ranks)))
+    always = frozenset(rank for rank, pattern in enumerate(patterns) if not pattern.hints)
+    return _Plan(always, tuple((char, tuple(hinted)) for char, hinted in groups.items()))
+
+
+_PLANS: dict[int, tuple[Sequence[Pattern], _Plan]] = {}
 """By the pattern list's id (the list kept with it, so the id stays its own)."""
 
 
-def _plan(patterns: Sequence[Pattern]) -> Plan:
+def _plan(patterns: Sequence[Pattern]) -> _Plan:
     known = _PLANS.get(id(patterns))
     if known is None or known[0] is not patterns:
         if len(_PLANS) > 64:
             _PLANS.clear()
-        named: dict[str, list[int]] = {}
-        for rank, pattern in enumerate(patterns):
-            for hint in pattern.hints:
-                named.setdefault(hint, []).append(rank)
-        always = tuple(rank for rank, pattern in enumerate(patterns) if not pattern.hints)
-        known = _PLANS[id(patterns)] = (patterns, (always, tuple((h, tuple(r)) for h, r in named.items())))
+        known = _PLANS[id(patterns)] = (patterns, _make_plan(patterns))
     return known[1]
 
 

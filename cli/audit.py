@@ -135,6 +135,7 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
     if as_json:
         emit_json([{
             "task": e.number, "events": r.events, "ok": r.ok, "head": r.head, "head_token": r.head_token,
+            "stale_snapshots": r.stale_snapshots,
             "anchor": None if r.anchor is None else {"position": r.anchor.version, "chain": r.anchor.chain},
             "break": None if r.first_break is None else {
                 "position": r.first_break.position, "kind": r.first_break.kind, "detail": r.first_break.detail},
@@ -143,7 +144,9 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
         for e, r in reports:
             if r.first_break is None:
                 anchored = "" if r.anchor is not None else " (no anchor recorded: a ledger from before anchors)"
-                click.echo(f"#{e.number} ok: {r.events} events, head {r.head_token}{anchored}")
+                stale = (f"; {r.stale_snapshots} snapshot(s) from an older fold, rebuilt on read"
+                         if r.stale_snapshots else "")
+                click.echo(f"#{e.number} ok: {r.events} events, head {r.head_token}{anchored}{stale}")
             else:
                 b = r.first_break
                 click.echo(f"#{e.number} BROKEN at position {b.position}: {b.kind} ({b.detail})")

@@ -13,6 +13,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from copy import deepcopy
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -37,7 +38,7 @@ from ledger.registry import REGISTRY_ID, Entry, Registry, Tombstone
 from ledger.snapshot import ModelSnapshot
 from ledger.stores import LedgerStore, for_ledger
 from ledger.task import Task, task_id_for
-from projections.state import TaskState
+from projections.state import FOLD_VERSION, TaskState
 
 SNAPSHOT_EVERY = 500
 """Events between automatic task snapshots (see bench/ for the measurement behind it).
@@ -353,15 +354,22 @@ class Ledger(Application[UUID]):
         # Below a compaction boundary the live store would silently answer with an older
         # version (pitfall 9), so those points are read from the archive.
         if at is not None and at < archive.live_from(self, task_id) - 1:
-            return archive.task_at(self, task_id, at)
+            return self._loaded(archive.task_at(self, task_id, at), latest=False)
         try:
             task: Task = self.repository.get(task_id, version=at)
         except AggregateNotFoundError as exc:
             raise NotFound(f"no task with id {task_id}") from exc
-        return self._loaded(task)
+        return self._loaded(task, latest=at is None)
 
-    def _loaded(self, task: Task) -> Task:
+    def _loaded(self, task: Task, latest: bool = True) -> Task:
         task.snapshot_every = self.snapshotting_intervals.get(Task, 0)
+        if task.fold_version != FOLD_VERSION:
+            # Read from a snapshot another version of the fold made: its view is rebuilt from the
+            # events. The cache keeps the rebuilt task (a copy: the caller may record on this one),
+            # so a process rebuilds it once; the task's next K-th snapshot is taken with this fold.
+            task.refold(self.task_events(task.id, upto=task.version))
+            if latest and self.repository.cache is not None:
+                self.repository.cache.put(task.id, deepcopy(task))
         return task
 
     def state(self, task_id: UUID, at: int | None = None) -> TaskState:

@@ -9,6 +9,7 @@ appended event is linked into the task's hash chain before it is applied.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from copy import deepcopy
 from datetime import datetime
 from typing import Any, ClassVar
@@ -23,7 +24,7 @@ from ledger.decision_state import DecisionState, advance, from_view
 from ledger.errors import RuleBroken
 from ledger.mapper import stored_state
 from ledger.snapshot import ModelSnapshot, SnapshotBody
-from projections.state import TaskState, replay
+from projections.state import FOLD_VERSION, TaskState, replay
 
 
 def task_id_for(number: int) -> UUID:
@@ -51,22 +52,30 @@ class TaskBody(SnapshotBody):
     head: str
     decision: DecisionState
     state: TaskState
+    fold_version: int
+    """The ``projections.state.FOLD_VERSION`` that folded ``state``: a view from another fold is
+    rebuilt from the events on read (``Ledger.task``), never shown."""
 
 
 class TaskSnapshot(ModelSnapshot):
     """A snapshot of a task: its decision state, the brief's view and the chain head at a position.
 
     v1 held the view alone (and the rules read it); v2 adds the decision state, derived from
-    the view when an older snapshot is read."""
+    the view when an older snapshot is read; v3 names the fold that made the view (snapshots
+    from before held the fold of version 1, the first to be numbered)."""
 
     TOPIC: ClassVar[str] = "tasktrail/TaskSnapshot"
-    class_version: ClassVar[int] = 2
+    class_version: ClassVar[int] = 3
     state: TaskBody
 
     @staticmethod
     def upcast_v1_v2(stored: dict[str, Any]) -> None:
         body = stored["state"]
         body["decision"] = from_view(body.get("state") or {})
+
+    @staticmethod
+    def upcast_v2_v3(stored: dict[str, Any]) -> None:
+        stored["state"]["fold_version"] = 1
 
 
 class Task(Aggregate):
@@ -78,6 +87,8 @@ class Task(Aggregate):
 
     decision: DecisionState
     head: str
+    fold_version: int
+    """The fold that made ``state`` (``TaskBody.fold_version``)."""
     snapshot_every: int = 0
     """K, set by the ledger that loaded this task: at every K-th position the task offers a
     snapshot of itself as it is then, so saving need not rebuild that version from the store."""
@@ -111,6 +122,7 @@ class Task(Aggregate):
         self.decision = DecisionState()
         self.state = TaskState()
         self.head = chain.GENESIS
+        self.fold_version = FOLD_VERSION
 
     @property
     def state(self) -> TaskState:
@@ -133,6 +145,12 @@ class Task(Aggregate):
             # Folded first, then assigned: a fold that raises leaves the task as it was.
             self.__dict__["_state"] = replay(unfolded, self.__dict__["_state"])
             self.__dict__["_unfolded"] = []
+
+    def refold(self, events: Iterable[ev.TaskEvent]) -> None:
+        """Rebuild the view from ``events`` (the task's, from its first up to its version) with this
+        code's fold: for a task read from a snapshot another fold made."""
+        self.state = replay(events, TaskState())
+        self.fold_version = FOLD_VERSION
 
     def fold_event(self, event: ev.TaskEvent) -> None:
         # The rules' state now (the next event's rules read it); the brief's view when it is read.

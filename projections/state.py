@@ -255,7 +255,7 @@ def _recent(items: tuple[Any, ...], item: Any, keep: int) -> tuple[Any, ...]:
 def _latest(mapping: dict[str, Any], key: str, value: Any, keep: int, gone: str | None = None) -> dict[str, Any]:
     """``mapping`` without ``gone``, with ``key`` moved to the end (the most recent) and only the last
     ``keep`` kept."""
-    out = dict(mapping)  # one C-level copy; pops and the trim below keep the order of the rest
+    out = mapping.copy()  # a C-level clone of its table (dict(mapping) re-inserts every key); pops and the trim keep the order of the rest
     if gone is not None:
         out.pop(gone, None)
     out.pop(key, None)

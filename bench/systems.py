@@ -12,7 +12,7 @@ import random
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,6 +205,9 @@ class FloorRun:
     batched_events: int = 0
     each_seconds: float = 0.0
     each_events: int = 0
+    promised_seconds: float = 0.0
+    promised_events: int = 0
+    """The batched floor's first ``append_events`` again, redacted and hash-chained (``append_promised``)."""
     disk: dict[int, int] = field(default_factory=dict)
 
 
@@ -222,6 +225,11 @@ def grow_floor(plan: Plan, directory: Path, log: Callable[[str], None]) -> Floor
         floor.checkpoint()
         run.disk[target] = disk_bytes(floor.path)
     floor.close()
+    promised = Floor(directory / "floor-promised.db", task=UUID(int=1).hex)  # the chain hashes a task id
+    for batch in _batched(workload.dicts(plan.seed, plan.append_events), BATCH):
+        run.promised_seconds += promised.append_promised(batch)
+        run.promised_events += len(batch)
+    promised.close()
     each = Floor(directory / "floor-each.db")
     run.each_seconds = each.append_each(workload.dicts(plan.seed, plan.each_events))
     run.each_events = plan.each_events
@@ -229,6 +237,17 @@ def grow_floor(plan: Plan, directory: Path, log: Callable[[str], None]) -> Floor
     log(f"floor: {run.batched_events / run.batched_seconds:,.0f} events/s batched, "
         f"{run.each_events / run.each_seconds:,.0f} one transaction each")
     return run
+
+
+def _batched(items: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 @dataclass

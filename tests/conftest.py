@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,4 +114,40 @@ def run_trail(*args: str, home: Path, cwd: Path | None = None, check: bool = Fal
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"trail {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+def run_here(*args: str, home: Path, cwd: Path | None = None, check: bool = False, stdin: str | None = None,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """As ``run_trail``, in this process: for set-up and reads where a fresh process is not what the test
+    is about (it saves ~0.4 s of start-up a command). It goes through the console script's own
+    ``cli.main.main`` (the lean hook, the brief cache, else the click app) with the same arguments,
+    variables, working directory and standard streams; each command opens the ledger afresh."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    variables: dict[str, str | None] = {"TRAIL_DB": None, "TRAIL_HOME": str(home), **(env or {})}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd or home.parent)
+        patch.setattr(sys, "argv", ["-c", *args])
+        with CliRunner().isolation(input=stdin, env=variables) as (out, err, _):
+            try:
+                main()
+                code = 0
+            except SystemExit as exited:  # as the interpreter turns it into an exit status
+                if exited.code is None or isinstance(exited.code, int):
+                    code = exited.code or 0
+                else:
+                    print(exited.code, file=sys.stderr)
+                    code = 1
+            except Exception:  # an uncaught error: a traceback and status 1, as a process would end
+                traceback.print_exc()
+                code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+    proc = subprocess.CompletedProcess(["trail", *args], code, stdout, stderr)
+    if check and code != 0:
+        raise AssertionError(f"trail {' '.join(args)} failed ({code}): {stderr}")
     return proc

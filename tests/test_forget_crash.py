@@ -8,7 +8,6 @@ found by name next to task 10's)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -17,13 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli.app import cli
 from ledger import forget
-from ledger.capture import hook as capture_hook
 from ledger.location import Location
-from tests.conftest import REPO
+from tests.conftest import REPO, run_here
 from tests.stores import Row, stored_rows
 
 
@@ -45,53 +41,38 @@ def trail(home: Path, *args: str, cwd: Path | None = None, stdin: str | None = N
 
 
 def ok(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 0, (done.args[3:], done.stderr[-2000:])
+    assert done.returncode == 0, (done.args, done.stderr[-2000:])
     return done.stdout
 
 
-def here(home: Path, *args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None,
-         why: str = "") -> str:
-    """`trail ARGS` in this process, for set-up and checks: the forgets under test still run (killed, then
-    again) in processes of their own; this saves a ~0.4 s start-up for each of the other ~120 commands."""
-    assert os.environ["TRAIL_HOME"] == str(home)  # the ``home`` fixture's, as the subprocesses get
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(cwd)
-        for name, value in (env or {}).items():
-            patch.setenv(name, value)
-        if args[0] == "hook":  # as cli.main routes it: the lean hook, never the click app
-            out = io.StringIO()
-            patch.setattr(sys, "stdin", io.StringIO(stdin or ""))
-            patch.setattr(sys, "stdout", out)
-            patch.setattr(sys, "stderr", io.StringIO())
-            assert capture_hook.run(list(args[1:])) == 0
-            return out.getvalue()
-        done = CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
-        assert done.exit_code == 0, (why, args, done.output)
-        return done.stdout
-
-
 def plant(home: Path, work: Path, number: int) -> None:
-    """Task ``number``, its marker in the live log, an archive, a diff blob, a waiting inbox row and a dead letter."""
+    """Task ``number``, its marker in the live log, an archive, a diff blob, a waiting inbox row and a dead letter.
+
+    Set-up, not what is tested: its commands run in this process (``run_here``), 8 a task."""
     mark, sid = marker(number), session(number)
     work.mkdir(parents=True)
     (work / "plan.py").write_text(f"PLAN = '{mark} in a file'\n")
-    assert f"#{number}" in here(home, "start", f"Task {mark}", cwd=work)
-    here(home, "changed", "plan.py", cwd=work)  # the file's content is kept in blobs/ to diff against
+
+    def trail(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+        return ok(run_here(*args, home=home, cwd=work, stdin=stdin, env=env))
+
+    assert f"#{number}" in trail("start", f"Task {mark}")
+    trail("changed", "plan.py")  # the file's content is kept in blobs/ to diff against
     hook = {"session_id": sid, "cwd": str(work)}
-    here(home, "hook", "claude-code", cwd=work,
-         stdin=json.dumps({**hook, "hook_event_name": "UserPromptSubmit", "prompt": f"prompt {mark}"}))
-    here(home, "note", f"note {mark}", cwd=work)  # folds the prompt in: the session is the task's now
-    here(home, "done", cwd=work)
+    trail("hook", "claude-code",
+          stdin=json.dumps({**hook, "hook_event_name": "UserPromptSubmit", "prompt": f"prompt {mark}"}))
+    trail("note", f"note {mark}")  # folds the prompt in: the session is the task's now
+    trail("done")
     # A done task takes no more work: a later tool call of its session waits in the inbox.
-    here(home, "hook", "claude-code", cwd=work, stdin=json.dumps(
+    trail("hook", "claude-code", stdin=json.dumps(
         {**hook, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": f"toolu_{number}",
          "tool_input": {"command": f"echo {mark}"}, "tool_response": {"stdout": mark, "stderr": ""}}))
     # A ledger that cannot be opened: the payload becomes a dead letter.
     unopenable = home.parent / "unopenable.db"
     unopenable.mkdir(exist_ok=True)
-    here(home, "hook", "claude-code", cwd=work, env={"TRAIL_DB": str(unopenable)},
-         stdin=json.dumps({**hook, "hook_event_name": "UserPromptSubmit", "prompt": f"late {mark}"}))
-    here(home, "compact", str(number), "--before", "4", cwd=work)
+    trail("hook", "claude-code", env={"TRAIL_DB": str(unopenable)},
+          stdin=json.dumps({**hook, "hook_event_name": "UserPromptSubmit", "prompt": f"late {mark}"}))
+    trail("compact", str(number), "--before", "4")
 
 
 def files_with(home: Path, text: str) -> list[str]:
@@ -163,7 +144,8 @@ def test_forget_killed_at_every_step_then_rerun_is_whole(home: Path, tmp_path: P
         left = files_with(home, marker(number)) + server_rows_with(location, marker(number))
         assert left == [], f"killed at {step}: task #{number} is still in {left}"
         assert any(f'"number":{number},'.encode() in r.state for r in tombstones(location)), step
-        here(home, "verify", cwd=tmp_path, why=step)
+        verified = run_here("verify", home=home, cwd=tmp_path)  # a check, in this process too
+        assert verified.returncode == 0, (step, verified.stdout, verified.stderr)
         assert not (home / forget.JOURNALS).exists(), step  # the journal goes when the forget is done
         # Every task not yet forgotten keeps each of its traces.
         for later in range(number + 1, keeper + 1):

@@ -17,7 +17,7 @@ from ledger.errors import StoreUnavailable
 from ledger.location import Location, resolve
 from ledger.store import Ledger, open_ledger
 from ledger.stores import store_class
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.stores import store_exists, stored_rows
 from tests.test_crash import SESSION, _transcript
 
@@ -34,8 +34,10 @@ def _long_task(ledger: Ledger, events: int) -> int:
 
 
 def _answers(home: Path, number: int, head: int, path: str) -> dict[str, Any]:
+    """What the read commands answer; in this process (``run_here``: each opens the ledger afresh),
+    while the compaction between two calls of this runs in a process of its own."""
     def trail(*args: str) -> Any:
-        return json.loads(run_trail(*args, "--json", home=home, check=True).stdout)
+        return json.loads(run_here(*args, "--json", home=home, check=True).stdout)
 
     return {
         "resume": trail("resume", str(number)),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ledger.location import Location
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.stores import chain_breaks, stored_rows
 
 MARKER = "ZEBRA-7f3a-do-not-keep"
@@ -19,8 +19,8 @@ def _plant(home: Path, work: Path) -> None:
     work.mkdir(exist_ok=True)
     (work / "secret_plan.py").write_text(f"PLAN = '{MARKER} in a file'\n")
 
-    def trail(*args: str) -> None:
-        run_trail(*args, home=home, cwd=work, check=True)
+    def trail(*args: str) -> None:  # set-up: in this process; the forgets under test run in processes of their own
+        run_here(*args, home=home, cwd=work, check=True)
 
     trail("start", "Keep this task")
     trail("require", "a requirement that must survive")
@@ -44,8 +44,8 @@ def test_forget_leaves_no_byte_of_the_task_anywhere(home: Path, tmp_path: Path, 
     work = tmp_path / "work"
     _plant(home, work)
     # Spread the task over every store: an archive, the read model, a compaction snapshot.
-    run_trail("compact", "2", "--before", "4", home=home, check=True)
-    run_trail("query", "SELECT count(*) FROM events", home=home, check=True)
+    run_here("compact", "2", "--before", "4", home=home, check=True)
+    run_here("query", "SELECT count(*) FROM events", home=home, check=True)
     planted = {p.name.split(".")[-1] if "." in p.name else p.parent.parent.name for p in _files_with_marker(home)}
     assert {"duckdb", "parquet", "blobs"} <= planted, planted  # read model, archive, diff cache
     assert planted & {"db", "db-wal"}, planted  # the live store
@@ -95,7 +95,7 @@ def test_a_missing_or_corrupt_archive_warns_and_never_blocks_forgetting(
     home: Path, tmp_path: Path, location: Location, damage: str
 ) -> None:
     _plant(home, tmp_path / "work")
-    run_trail("compact", "2", "--before", "4", home=home, check=True)
+    run_here("compact", "2", "--before", "4", home=home, check=True)
     archived = next(home.parent.rglob("task-2-1-3.parquet"))  # beside the ledger, or this machine's cache
     if damage == "missing":
         archived.unlink()

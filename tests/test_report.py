@@ -20,7 +20,7 @@ from ledger import events as ev
 from ledger.store import Ledger
 from projections import report
 from projections.state import replay
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
@@ -66,8 +66,8 @@ def _build_task(home: Path, work: Path) -> None:
     _git(work, "add", "auth.py")
     _git(work, "commit", "-qm", "base")
 
-    def trail(*args: str, check: bool = True) -> None:
-        run_trail(*args, home=home, cwd=work, check=check)
+    def trail(*args: str, check: bool = True) -> None:  # set-up: in this process (the report is under test)
+        run_here(*args, home=home, cwd=work, check=check)
 
     trail("start", f"Fix login timeout {HOSTILE}")
     trail("require", "Login must work on 3G")  # [2]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 
 READERS = frozenset({
     "ls", "ll", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ag", "nl", "pwd", "tree", "file",
@@ -69,6 +70,7 @@ def _shell_tokens(line: str) -> list[str] | None:
         return None
 
 
+@lru_cache(maxsize=1024)  # pure, and a task runs the same commands again and again
 def is_read_only(line: str) -> bool:
     """Whether the shell ``line`` only reads (every pipeline part a known reader, no file written)."""
     if not line.strip() or "$(" in line or "`" in line:
@@ -107,6 +109,7 @@ _SUBCOMMANDED = frozenset({
 })
 
 
+@lru_cache(maxsize=1024)  # pure; a failure's head is matched against every later success
 def command_head(line: str) -> str:
     """What a command runs, without its flags: the program, its subcommand and the base names of the
     paths it names (``cd /r && python -m pytest -q tests/t.py`` -> ``pytest t.py``). Two runs with

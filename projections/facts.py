@@ -45,8 +45,20 @@ def command_failed(exit_code: int | None) -> bool:
     return exit_code not in (0, None)
 
 
+_TAIL_WINDOW = 2048
+"""How much of a long text's end ``tail_lines`` reads first."""
+
+
 def tail_lines(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+    text = text.rstrip()
+    if len(text) > _TAIL_WINDOW:
+        # Once the window's end holds more than ``lines`` line breaks, the lines after its first
+        # break are the text's own (a cut \r\n only changes the partial first one): no need to split
+        # all of a long output.
+        window = text[-_TAIL_WINDOW:].splitlines()
+        if len(window) > lines:
+            return "\n".join(window[-lines:])
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def shown(text: ev.Bounded | None) -> str:
@@ -68,13 +80,19 @@ def output_tail(event: ev.CommandRan) -> str:
     """The last lines of stderr, or of stdout when stderr shows nothing; for a failed command, the
     lines that name the error when the end does not (a build's summary hides its TypeError)."""
     out = shown(event.stderr)
-    if not out.strip():
+    if not out or out.isspace():
         out = shown(event.stdout)
     tail = tail_lines(out)
-    if command_failed(event.exit_code) and not names_error(tail):
-        telling = [line for line in out.splitlines() if names_error(line)]
-        if telling:
-            return tail_lines("\n".join([*telling[-(OUTPUT_TAIL_LINES - 1) :], out.rstrip().splitlines()[-1]]))
+    # No line can name an error when the whole output does not (no error word spans a line break).
+    if command_failed(event.exit_code) and not names_error(tail) and names_error(out):
+        telling: list[str] = []
+        for line in reversed(out.splitlines()):  # the last ones are kept: read from the end
+            if names_error(line):
+                telling.append(line)
+                if len(telling) == OUTPUT_TAIL_LINES - 1:
+                    break
+        last = tail.rsplit("\n", 1)[-1]  # the output's last line
+        return tail_lines("\n".join([*reversed(telling), last]))
     return tail
 
 

@@ -255,7 +255,9 @@ def _recent(items: tuple[Any, ...], item: Any, keep: int) -> tuple[Any, ...]:
 def _latest(mapping: dict[str, Any], key: str, value: Any, keep: int, gone: str | None = None) -> dict[str, Any]:
     """``mapping`` without ``gone``, with ``key`` moved to the end (the most recent) and only the last
     ``keep`` kept."""
-    out = mapping.copy()  # a C-level clone of its table (dict(mapping) re-inserts every key); pops and the trim keep the order of the rest
+    # A C-level clone of the table (dict(mapping) re-inserts every key); the pops and the trim keep
+    # the order of the rest.
+    out = mapping.copy()
     if gone is not None:
         out.pop(gone, None)
     out.pop(key, None)
@@ -519,32 +521,34 @@ def _reclassified(state: TaskState, event: ev.IntentReclassified) -> dict[str, A
     return {"requirements": requirements, "corrections": corrections}
 
 
-def _changes(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
-    """Every field ``event`` changes, its bookkeeping (position, time, counts) included."""
-    name = type(event).__name__
-    update = _fold_specific(state, event)
-    update["position"] = event.originator_version
-    # The latest time seen: a sub-agent's file imported after its session's brings earlier records.
-    update["updated_at"] = max(state.updated_at, event.timestamp) if state.updated_at else event.timestamp
-    update["counts"] = {**state.counts, name: state.counts.get(name, 0) + 1}
-    return update
-
-
 def fold(state: TaskState, event: ev.TaskEvent) -> TaskState:
     """The state after ``event``. Pure: ``state`` is left as it was."""
-    return state.model_copy(update=_changes(state, event))
+    return replay((event,), state)
 
 
 def replay(events: Iterable[ev.TaskEvent], state: TaskState | None = None) -> TaskState:
     """Fold ``events`` onto ``state`` (an empty task when None): ``functools.reduce(fold, events, state)``,
     without a new state per event. ``state`` is left as it was."""
     # One private copy takes each event's changes in place, as ``model_copy(update=...)`` applies them
-    # to its copy; no one sees it before the end. The changes never mutate a value they were read from
-    # (collections are replaced, not edited), so ``state``'s values stay as they were.
+    # to its copy, and no one sees it before the end. The rules replace collections, never edit
+    # them, so the values ``state`` shares with the copy stay as they were.
     current = state.model_copy() if state is not None else TaskState()
     values, fields_set = current.__dict__, current.__pydantic_fields_set__
-    for event in events:
-        update = _changes(current, event)
+    counts = dict(current.counts)
+    latest = current.updated_at
+    last: ev.TaskEvent | None = None
+    for last in events:
+        update = _fold_specific(current, last)
         values.update(update)
         fields_set.update(update)
+        name = type(last).__name__
+        counts[name] = counts.get(name, 0) + 1
+        # The latest time seen: a sub-agent's file imported after its session's brings earlier records.
+        if latest is None or last.timestamp > latest:
+            latest = last.timestamp
+    if last is not None:
+        # No rule reads these three, so they are set once, for the last event.
+        bookkeeping = {"position": last.originator_version, "updated_at": latest, "counts": counts}
+        values.update(bookkeeping)
+        fields_set.update(bookkeeping)
     return current

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import shlex
 
-from projections.commands import command_head, is_probe, is_read_only
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from projections.commands import _tokens, command_head, is_probe, is_read_only
 
 
 @pytest.mark.parametrize("line", [
@@ -68,3 +72,22 @@ def test_other_work_has_another_head(one: str, other: str) -> None:
 def test_inline_scripts_are_probes() -> None:
     assert is_probe('cd test && uv run python -c "import x"') and is_probe("node -e 'console.log(1)'")
     assert not is_probe("python manage.py migrate") and not is_probe("pytest -c setup.cfg")
+
+
+# Words, every character shlex treats apart (quotes, escapes, comments, operators) and whitespace it
+# does and does not split at (str.split splits at more), mixed.
+shellish = st.text(alphabet=st.sampled_from(list("ab-./=*~$`{}!") + list("'\"\\#();<>|&") +
+                                            [" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\xa0",
+                                             "\u2003", "\u3000", "é"]), max_size=24)
+
+
+@settings(max_examples=2000)
+@given(line=shellish | st.text(max_size=24))
+def test_a_line_splits_into_the_words_shlex_finds(line: str) -> None:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        expected: list[str] | None = list(lexer)
+    except ValueError:
+        expected = None  # a quote left open
+    assert _tokens(line) == expected

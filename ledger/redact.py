@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import datetime
 import hashlib
 import json
 import math
@@ -599,20 +600,24 @@ class Redactor:
         kind = type(value)
         if kind is str:
             return self.text(value)
-        if value is None or kind is int or kind is bool:
+        if kind in _AS_IS:
             return value
+        names = _MODEL_FIELDS.get(kind)
+        if names is None:
+            names = _MODEL_FIELDS[kind] = self._fields_of(kind)
+        if names:
+            update = {}
+            stored = value.__dict__  # pydantic keeps each field's value here: no getattr a field
+            for name in names:
+                old = stored[name]
+                new = old if type(old) in _AS_IS else self.value(old)
+                if new is not old and new != old:
+                    update[name] = new
+            return value.model_copy(update=update) if update else value  # most values hold no secret
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, self._source):
             return value  # identifiers, not content: redacting could merge or split source keys
-        if isinstance(value, self._model):
-            update = {}
-            for name in type(value).model_fields:
-                old = getattr(value, name)
-                new = self.value(old)
-                if new is not old and new != old:
-                    update[name] = new
-            return value.model_copy(update=update) if update else value  # most values hold no secret
         if isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
             joint = redact_strings(value, self.patterns)  # an argv split across words, a key split across lines
             return value if joint == list(value) else type(value)(joint)
@@ -624,10 +629,23 @@ class Redactor:
             return {k: self.value(v) for k, v in value.items()}
         return value
 
+    def _fields_of(self, kind: type) -> tuple[str, ...]:
+        """The fields ``value`` walks in a model of class ``kind``: () for what is not a model, or is
+        a source key; a model with no fields is left as it is, as the walk over none would."""
+        if issubclass(kind, self._source) or not issubclass(kind, self._model):
+            return ()
+        return tuple(kind.model_fields)
+
     def fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """An event's fields with every string redacted (a new dict; the input is left alone)."""
         return {name: self.value(value) for name, value in fields.items()}
 
+
+_AS_IS = frozenset({type(None), int, bool, float, datetime.datetime, datetime.date})
+"""Types ``Redactor.value`` returns as they are, found by exact type (no string inside)."""
+_MODEL_FIELDS: dict[type, tuple[str, ...]] = {}
+"""By value class: the fields of a pydantic model (not a source key) ``Redactor.value`` walks, () for
+any other class. Classes live as long as the process; so do their field lists."""
 
 _MEMO_LIMIT = 4096
 """Texts longer than this are not remembered by a ``Redactor`` (they seldom repeat)."""

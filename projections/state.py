@@ -280,23 +280,18 @@ def _resolved(
     command ``line`` that passed, also commands of the same program and target run with other flags or
     paths (`ruff check a/b.py` then `ruff check /abs/a/b.py`). One pass whatever the number of keys;
     ``failures`` itself when nothing changes."""
-    head: str | None = None  # the line's, parsed only once an open command failure needs it
-    resolved: list[Failure] | None = None
-    for i, f in enumerate(failures):
-        if f.resolved_at is not None:
-            continue
-        if f.key not in keys:
-            if line is None or not f.key.startswith("cmd:"):
-                continue
-            if head is None:
-                head = command_head(line)
-            # Failures from snapshots taken before `head` was kept work it out here.
-            if (f.head or command_head(f.what)) != head:
-                continue
-        if resolved is None:
-            resolved = list(failures)
-        resolved[i] = f.model_copy(update={"resolved_at": position})
-    return failures if resolved is None else tuple(resolved)
+    if line is None:
+        hits = [i for i, f in enumerate(failures) if f.resolved_at is None and f.key in keys]
+    else:
+        # Failures from snapshots taken before `head` was kept work it out here.
+        hits = [i for i, f in enumerate(failures) if f.resolved_at is None and (
+            f.key in keys or (f.key.startswith("cmd:") and (f.head or command_head(f.what)) == command_head(line)))]
+    if not hits:
+        return failures
+    resolved = list(failures)
+    for i in hits:
+        resolved[i] = failures[i].model_copy(update={"resolved_at": position})
+    return tuple(resolved)
 
 
 def _net(before: ev.FileOperation | None, now: ev.FileOperation) -> ev.FileOperation:

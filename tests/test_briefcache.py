@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ledger import briefcache
-from tests.conftest import REPO, run_trail
+from tests.conftest import REPO, run_here, run_trail
 
 FIXTURES = REPO / "tests" / "fixtures"
 HEAVY = {"pydantic", "pydantic_core", "eventsourcing", "duckdb", "psycopg", "click", "orjson"}
@@ -62,7 +62,7 @@ def cache_files(home: Path) -> list[Path]:
 
 @pytest.fixture
 def demo(home: Path) -> Path:
-    run_trail("demo", "--keep", home=home, check=True)
+    run_here("demo", "--keep", home=home, check=True)  # set-up, in this process
     return home
 
 

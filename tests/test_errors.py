@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ledger.location import Location
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.stores import stored_rows
 
 
@@ -24,8 +24,8 @@ def _digest(location: Location) -> str:
 
 @pytest.fixture
 def two_tasks(home: Path, location: Location) -> Location:
-    run_trail("start", "Port the parser", home=home, check=True)
-    run_trail("start", "Port the lexer", home=home, check=True)
+    run_here("start", "Port the parser", home=home, check=True)  # set-up, in this process
+    run_here("start", "Port the lexer", home=home, check=True)
     return location
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import REPO, run_trail
+from tests.conftest import REPO, run_here, run_trail
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install -e '.[mcp]')")
 
@@ -71,8 +71,8 @@ def project(tmp_path: Path, home: Path) -> Path:
     (here / "src").mkdir()
     elsewhere = tmp_path / "other"
     (elsewhere / ".git").mkdir(parents=True)
-    run_trail("start", "Fix login timeout on slow networks", home=home, cwd=here, check=True)
-    run_trail("start", "Set up a Rust workspace", home=home, cwd=elsewhere, check=True)
+    run_here("start", "Fix login timeout on slow networks", home=home, cwd=here, check=True)  # set-up, in this process
+    run_here("start", "Set up a Rust workspace", home=home, cwd=elsewhere, check=True)
     return here
 
 

@@ -68,6 +68,7 @@ class Pattern(NamedTuple):
 
 _B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=")
 _HEX = re.compile(r"[0-9a-fA-F]+")
+_HEX_DIGITS = frozenset("0123456789abcdef")
 BASE64_ENTROPY_LIMIT = 4.5
 """``detect-secrets``' default limit for its Base64HighEntropyString plugin (bits per character)."""
 
@@ -354,11 +355,14 @@ Span = tuple[int, int, str]
 def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     """The secrets in ``text``: every pattern's matches, overlapping ones merged (kind of the first
     pattern among them), markers already in the text left alone."""
+    plan = _plan(patterns)
+    if plan.hex_quiet and _HEX.fullmatch(text):
+        return []  # a sha256, a commit id: most of an event's longer strings
     lower = text.lower()
     ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], list[re.Match[str]]] = {}  # patterns sharing a regex scan once
-    for rank in sorted(_plan(patterns).ranks(lower)):
+    for rank in sorted(plan.ranks(lower)):
         pattern = patterns[rank]
         if pattern.needs and not any(char in text for char in pattern.needs):
             continue
@@ -405,6 +409,8 @@ def _runs(text: str) -> list[re.Match[str]]:
     """``list(_RUN.finditer(text))`` for an ASCII ``text``, found on its marks: ``_RUN`` tries a match
     at each run character, so a text of words costs it a few steps a character; most texts (words,
     short paths) hold no run at all, which one substring test of the marks tells."""
+    if len(text) < 16:
+        return []  # shorter than any run
     marks = text.encode("ascii").translate(_RUN_MARKS)
     if _RUN_FLOOR not in marks:
         return []
@@ -428,6 +434,10 @@ class _Plan(NamedTuple):
     """The ranks of the patterns that always run (no hints)."""
     groups: tuple[tuple[str, Hinted], ...]
     """Each rare character and the hints holding it."""
+    hex_quiet: bool
+    """No pattern can match in a text of hex digits alone: each either has hints none of which is
+    made of hex digits alone (none is in such a text), or scans base64 runs with a check that turns
+    down hex (such a text is one run, a hex one, at its very start: no key, no decoding tried)."""
 
     def ranks(self, lower: str) -> set[int]:
         """The ranks of the patterns to run on a text, ``lower`` being the text lower-cased: those
@@ -452,7 +462,12 @@ def _make_plan(patterns: Sequence[Pattern]) -> _Plan:
         rarest = min(hint, key=_RARE.find, default="")
         groups.setdefault(rarest, []).append((hint, frozenset(ranks)))
     always = frozenset(rank for rank, pattern in enumerate(patterns) if not pattern.hints)
-    return _Plan(always, tuple((char, tuple(hinted)) for char, hinted in groups.items()))
+    hex_quiet = all(
+        (pattern.regex is _RUN and pattern.check in (_entropy_match, _base64_secret))
+        or (pattern.hints and not any(set(hint) <= _HEX_DIGITS for hint in pattern.hints))
+        for pattern in patterns
+    )
+    return _Plan(always, tuple((char, tuple(hinted)) for char, hinted in groups.items()), hex_quiet)
 
 
 _PLANS: dict[int, tuple[Sequence[Pattern], _Plan]] = {}

@@ -171,3 +171,21 @@ def test_decode_shortcuts_count_as_the_character_loop() -> None:
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
             token = encode(raw).decode().rstrip("=")
             assert redact._decoded(token) == _reference_decoded(token), raw
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789abcdefABCDEF", max_size=90))
+def test_hex_only_text_skipped_as_every_pattern_run_everywhere(text: str) -> None:
+    # _spans returns [] at once for a text of hex digits alone, as long as no pattern can match one.
+    assert _spans(text, BUILTIN) == _reference(text, BUILTIN, shortcuts=False)
+    mine = (Pattern("hex-key", re.compile(r"\b[0-9a-f]{40}\b")), *BUILTIN)  # a user pattern that can
+    assert _spans(text, mine) == _reference(text, mine, shortcuts=False)
+
+
+def test_a_pattern_that_can_match_hex_turns_the_hex_skip_off() -> None:
+    sha = hashlib.sha256(b"x").hexdigest()
+    mine = (Pattern("hex-key", re.compile(r"[0-9a-f]{64}")), *BUILTIN)
+    assert [kind for _, _, kind in _spans(sha, mine)] == ["hex-key"]
+    assert _spans(sha, (Pattern("hinted", re.compile(r"[0-9a-f]{64}"), hints=("ab",)), *BUILTIN)) == (
+        [(0, 64, "hinted")] if "ab" in sha else []
+    )

@@ -362,7 +362,13 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], list[re.Match[str]]] = {}  # patterns sharing a regex scan once
-    for rank in sorted(plan.ranks(lower)):
+    ranks = plan.ranks(lower)
+    if ranks is plan.always and plan.runs_only and ascii_text:
+        # No hint found, and what always runs scans base64 runs: a text without one (most) has none.
+        runs = scanned[_RUN] = _runs(text)
+        if not runs:
+            return []
+    for rank in sorted(ranks):
         pattern = patterns[rank]
         if pattern.needs and not any(char in text for char in pattern.needs):
             continue
@@ -438,16 +444,18 @@ class _Plan(NamedTuple):
     """No pattern can match in a text of hex digits alone: each either has hints none of which is
     made of hex digits alone (none is in such a text), or scans base64 runs with a check that turns
     down hex (such a text is one run, a hex one, at its very start: no key, no decoding tried)."""
+    runs_only: bool
+    """Every pattern that always runs scans base64 runs (``_RUN``) and has no needs or gate."""
 
-    def ranks(self, lower: str) -> set[int]:
+    def ranks(self, lower: str) -> frozenset[int]:
         """The ranks of the patterns to run on a text, ``lower`` being the text lower-cased: those
-        that always run, and those naming a hint the text contains."""
-        ranks = set(self.always)
+        that always run, and those naming a hint the text contains (``always`` itself when none)."""
+        ranks = self.always
         for char, hinted in self.groups:
             if char in lower:
                 for hint, named in hinted:
                     if not named <= ranks and hint in lower:  # one hint found is enough for a pattern
-                        ranks |= named
+                        ranks = ranks | named
         return ranks
 
 
@@ -467,7 +475,10 @@ def _make_plan(patterns: Sequence[Pattern]) -> _Plan:
         or (pattern.hints and not any(set(hint) <= _HEX_DIGITS for hint in pattern.hints))
         for pattern in patterns
     )
-    return _Plan(always, tuple((char, tuple(hinted)) for char, hinted in groups.items()), hex_quiet)
+    runs_only = all(
+        patterns[rank].regex is _RUN and not patterns[rank].needs and patterns[rank].gate is None for rank in always
+    )
+    return _Plan(always, tuple((char, tuple(hinted)) for char, hinted in groups.items()), hex_quiet, runs_only)
 
 
 _PLANS: dict[int, tuple[Sequence[Pattern], _Plan]] = {}

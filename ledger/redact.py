@@ -163,10 +163,21 @@ def _decoded(token: str) -> str | None:
 
 def _base64_secret(match: re.Match[str]) -> bool:
     token = match.group(0)
-    if _HEX.fullmatch(token):
-        return False  # a hash or an id, not encoded text
-    text = _decoded(token)
-    return text is not None and bool(_spans(text, _PLAIN))
+    verdict = _BASE64_VERDICTS.get(token)
+    if verdict is None:
+        text = None if _HEX.fullmatch(token) else _decoded(token)  # hex: a hash or an id, not encoded text
+        verdict = text is not None and bool(_spans(text, _PLAIN))
+        if len(token) <= 1024:
+            if len(_BASE64_VERDICTS) >= 4096:
+                _BASE64_VERDICTS.clear()
+            _BASE64_VERDICTS[token] = verdict
+    return verdict
+
+
+_BASE64_VERDICTS: dict[str, bool] = {}
+"""``_base64_secret`` by token: its verdict rests on the token alone, and runs recur from batch to
+batch (a batch's ``Redactor`` remembers only its own texts): the bench workload's 10 batches of
+1,000 events check 5,492 runs, 3,099 of them distinct."""
 
 
 # -- the built-in detectors, in priority order ---------------------------------------------------

@@ -1,10 +1,11 @@
 """The Task aggregate: decides whether a fact may be recorded, then appends it as an event.
 
 It keeps two folds of its events, apart: ``decision`` (``ledger.decision_state``), the small
-unbounded state its rules read, and ``state``, the brief's bounded view
-(``projections.state.TaskState``), carried along so a read needs no second replay. A snapshot
-holds both, each under its own model, and is versioned: older snapshots upcast on read. Each
-appended event is linked into the task's hash chain before it is applied.
+unbounded state its rules read, advanced by every event, and ``state``, the brief's bounded view
+(``projections.state.TaskState``), carried along so a read needs no second replay and folded in
+batches (the events since it was last read, when it is read). A snapshot holds both, each under
+its own model, with the version of the fold that made the view, and is versioned: older snapshots
+upcast on read. Each appended event is linked into the task's hash chain before it is applied.
 """
 
 from __future__ import annotations

@@ -122,7 +122,10 @@ def run_here(*args: str, home: Path, cwd: Path | None = None, check: bool = Fals
     """As ``run_trail``, in this process: for set-up and reads where a fresh process is not what the test
     is about (it saves ~0.4 s of start-up a command). It goes through the console script's own
     ``cli.main.main`` (the lean hook, the brief cache, else the click app) with the same arguments,
-    variables, working directory and standard streams; each command opens the ledger afresh."""
+    variables, working directory and standard streams; each command opens the ledger afresh.
+
+    Not in a test that holds the same SQLite ledger open here (the ``ledger`` fixture) while other
+    processes write to it: there, tests/test_hook.py's concurrent hooks found it "malformed"."""
     from click.testing import CliRunner
 
     from cli.main import main

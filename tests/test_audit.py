@@ -16,7 +16,7 @@ from ledger import sample
 from ledger.location import Location
 from ledger.store import open_ledger
 from projections import hunks, statediff, why
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.strategies import Step, histories, record_history
 
 
@@ -28,7 +28,7 @@ def _invoke(*args: str) -> str:
 
 def test_why_names_the_correction_and_decision_behind_the_sample_fix(home: Path) -> None:
     """The scenario from the audit issue, through real processes."""
-    assert run_trail("demo", "--keep", home=home).returncode == 0
+    assert run_here("demo", "--keep", home=home).returncode == 0
     out = run_trail("why", "auth/refresh.py", home=home, check=True).stdout
     assert "modified auth/refresh.py" in out
     assert "correction [10]" in out and "Don't touch the global client" in out

@@ -175,7 +175,7 @@ def test_the_active_task_and_the_project_are_followed(demo: Path, tmp_path: Path
     trail(demo, "resume")
     other = tmp_path / "other-project"
     other.mkdir()
-    run_trail("start", "Port the importer to Rust", home=demo, cwd=other, check=True)
+    run_here("start", "Port the importer to Rust", home=demo, cwd=other, check=True)
     assert trail(demo, "resume", cwd=here)[0] == mine  # another project's new task changes nothing here
     theirs, _ = trail(demo, "resume", cwd=other)
     assert "Port the importer to Rust" in theirs and theirs == full_resume(demo, cwd=other)

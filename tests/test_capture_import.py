@@ -20,7 +20,7 @@ from ledger.location import Location
 from ledger.store import Ledger
 from projections.brief import is_clutter, render
 from projections.commands import is_read_only
-from tests.conftest import SHARED, run_trail
+from tests.conftest import SHARED, run_here, run_trail
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -85,7 +85,7 @@ def test_resumed_session_joins_the_task_it_continues(home: Path) -> None:
 
 
 def test_task_option_attaches_to_an_existing_task(home: Path) -> None:
-    run_trail("start", "Existing work", home=home, check=True)
+    run_here("start", "Existing work", home=home, check=True)
     data = _import_json(home, "codex", FIXTURES / "codex-small.jsonl", extra=("--task", "1"))
     assert data["new_tasks"] == 0 and [t["number"] for t in data["tasks"]] == [1]
     missing = run_trail("import", "codex", str(FIXTURES / "codex-small.jsonl"), "--task", "9", home=home)

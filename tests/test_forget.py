@@ -120,7 +120,7 @@ def test_a_missing_or_corrupt_archive_warns_and_never_blocks_forgetting(
 
 
 def test_an_age_too_long_ago_is_one_line(home: Path) -> None:
-    run_trail("start", "Keep this task", home=home, check=True)
+    run_here("start", "Keep this task", home=home, check=True)
     for args in (["forget", "--older-than", "99999999999d", "--yes"], ["compact", "1", "--older-than", "99999999999d"],
                  ["compact", "--gc-artifacts", "--older-than", "99999999999999h"], ["forget", "--older-than", "3w"]):
         bad = run_trail(*args, home=home)

@@ -15,7 +15,7 @@ import pytest
 
 from ledger import events as ev
 from ledger.store import Ledger
-from tests.conftest import REPO, run_trail
+from tests.conftest import REPO, run_here, run_trail
 
 SESSION = "44444444-dddd-4eee-8fff-000000000004"
 
@@ -213,7 +213,7 @@ def test_hook_resolves_the_same_ledger_file_as_the_cli(monkeypatch: Any, tmp_pat
 
 
 def test_only_a_real_session_start_is_answered(home: Path) -> None:
-    run_trail("start", "Quiet prompts", home=home, check=True)
+    run_here("start", "Quiet prompts", home=home, check=True)
     hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Build the importer"}, home)
     run_trail("list", home=home, check=True)
     # A payload that merely holds the event's name as a value must not be answered with the brief.
@@ -225,7 +225,7 @@ def test_only_a_real_session_start_is_answered(home: Path) -> None:
 
 
 def test_prompts_captured_live_are_not_added_again_by_an_import(home: Path, tmp_path: Path) -> None:
-    run_trail("start", "Live then import", home=home, check=True)
+    run_here("start", "Live then import", home=home, check=True)
     prompts = ["Add CSV export", "Use semicolons as separator", "Add CSV export"]  # a repeat is its own prompt
     for text in prompts:
         hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": text}, home)
@@ -258,7 +258,7 @@ def test_session_start_from_the_brief_cache_is_the_full_answer_byte_for_byte(
     lands one position on, at the row's time) and for a session already linked (nothing lands)."""
     from tests.test_briefcache import trail
 
-    run_trail("demo", "--keep", home=home, check=True)
+    run_here("demo", "--keep", home=home, check=True)
     paused = {"session_id": f"{agent}-paused", "hook_event_name": "SessionStart", "source": "startup",
               "cwd": str(home.parent)}
     answered, fast = trail(home, "hook", agent, stdin=json.dumps(paused))

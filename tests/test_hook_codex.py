@@ -19,7 +19,7 @@ import pytest
 from ledger import events as ev
 from ledger.capture import codex
 from ledger.store import Ledger
-from tests.conftest import SHARED, run_trail
+from tests.conftest import SHARED, run_here, run_trail
 from tests.test_hook import _env
 from tests.test_routing import _repo, injected
 
@@ -118,7 +118,7 @@ def test_a_codex_session_start_is_answered_with_the_brief_within_the_cap(home: P
     if not root.is_dir():
         pytest.skip("../shared/fixtures is absent")
     app = _repo(tmp_path, "big")
-    run_trail("start", "Everything at once", home=home, cwd=app, check=True)
+    run_here("start", "Everything at once", home=home, cwd=app, check=True)
     files = [str(p) for p in sorted((root / "codex").glob("*.jsonl"))] + [
         str(p) for p in sorted((root / "claude-code").glob("*.jsonl"))
     ]

@@ -20,7 +20,7 @@ from ledger.capture.jsonl import MAX_DEPTH, MAX_LINE
 from ledger.capture.writer import append_unseen
 from ledger.location import Location
 from ledger.store import open_ledger
-from tests.conftest import REPO, run_trail
+from tests.conftest import REPO, run_here, run_trail
 
 SESSION = "33333333-aaaa-4bbb-8ccc-0000000000ff"
 
@@ -136,7 +136,7 @@ def test_nasty_files_import_with_clear_reasons_and_bounded_storage(home: Path, t
 
 @pytest.mark.sqlite_only("measures the SQLite ledger file's size after the inbox is folded in")
 def test_nasty_hook_payloads_never_block_and_never_crash(home: Path) -> None:
-    run_trail("start", "hook target", home=home, check=True)
+    run_here("start", "hook target", home=home, check=True)
     big = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "Bash",
                       "tool_use_id": "toolu_h1", "tool_input": {"command": "python gen.py"},
                       "tool_response": {"stdout": "y" * (50 * 1024 * 1024), "stderr": ""}}).encode()
@@ -196,7 +196,7 @@ def test_json_depth_is_bounded_before_parsing_and_names_the_line(tmp_path: Path)
 
 @pytest.mark.sqlite_only("reads the dead-letter folder next to the SQLite ledger")
 def test_deep_hook_payload_is_refused_in_one_line_and_doctor_says_so(home: Path) -> None:
-    run_trail("start", "deep payloads", home=home, check=True)
+    run_here("start", "deep payloads", home=home, check=True)
     deep = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "mcp__x__y",
                        "tool_use_id": "toolu_deep", "tool_input": _nested(950), "tool_response": "ok"}).encode()
     fine = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "mcp__x__y",
@@ -305,8 +305,8 @@ def test_every_bad_number_or_date_is_one_line_and_changes_nothing(home: Path, tm
     from cli.app import cli
 
     monkeypatch.chdir(tmp_path)
-    run_trail("start", "numbers", home=home, cwd=tmp_path, check=True)
-    run_trail("require", "a requirement", home=home, cwd=tmp_path, check=True)
+    run_here("start", "numbers", home=home, cwd=tmp_path, check=True)
+    run_here("require", "a requirement", home=home, cwd=tmp_path, check=True)
     before = run_trail("log", "1", "--json", home=home, cwd=tmp_path, check=True).stdout
     held = []
     for args in BAD_OPTIONS:

@@ -17,7 +17,7 @@ import pytest
 
 from ledger import events as ev
 from ledger.store import Ledger
-from tests.conftest import SHARED, run_trail
+from tests.conftest import SHARED, run_here, run_trail
 from tests.test_hook import _env
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -175,7 +175,7 @@ def test_every_session_start_source_injects_within_the_cap_on_a_task_from_every_
     if not root.is_dir():
         pytest.skip("../shared/fixtures is absent")
     app = _repo(tmp_path, "big")
-    run_trail("start", "Everything at once", home=home, cwd=app, check=True)
+    run_here("start", "Everything at once", home=home, cwd=app, check=True)
     for agent, folder in (("claude-code", "claude-code"), ("codex", "codex")):
         files = [str(p) for p in sorted((root / folder).glob("*.jsonl"))]
         run_trail("import", agent, *files, "--task", "1", home=home, cwd=app, check=True)

@@ -17,7 +17,7 @@ import click
 import pytest
 
 from cli.app import COMMANDS, cli, load
-from tests.conftest import REPO, run_trail
+from tests.conftest import REPO, run_here
 
 MODULES = ("cli.record", "cli.read", "cli.audit", "cli.capture", "cli.demo", "cli.analytics", "cli.compact",
            "cli.admin", "cli.mcp", "cli.report")
@@ -77,7 +77,7 @@ def test_help_imports_no_ledger_models(tmp_path: Path) -> None:
 
 
 def test_resume_imports_only_what_it_uses(home: Path, backend: str) -> None:
-    run_trail("demo", "--keep", home=home, check=True)
+    run_here("demo", "--keep", home=home, check=True)
     modules, out = _imported(["resume"], home)
     assert "# Task #1" in out
     assert "ledger.capture.claude_code" not in modules  # the inbox is empty: its parsers stay unloaded
@@ -87,7 +87,7 @@ def test_resume_imports_only_what_it_uses(home: Path, backend: str) -> None:
 
 @pytest.mark.parametrize("source", ["startup", "resume"])
 def test_session_start_imports_only_what_it_uses(home: Path, backend: str, source: str) -> None:
-    run_trail("demo", "--keep", home=home, check=True)  # the project's task, which a new session takes up
+    run_here("demo", "--keep", home=home, check=True)  # the project's task, which a new session takes up
     payload = {"session_id": "66666666-0000-4000-8000-000000000006", "hook_event_name": "SessionStart",
                "source": source}
     modules, out = _imported(["hook", "claude-code"], home, stdin=json.dumps(payload))
@@ -99,7 +99,7 @@ def test_session_start_imports_only_what_it_uses(home: Path, backend: str, sourc
 @pytest.mark.sqlite_only("the brief cache answers for SQLite ledgers only")
 def test_resume_and_session_start_from_the_brief_cache_import_no_ledger_libraries(home: Path) -> None:
     """The fast paths (ledger/briefcache.py) answer with the standard library alone; the full path ran first."""
-    run_trail("demo", "--keep", home=home, check=True)
+    run_here("demo", "--keep", home=home, check=True)
     start = {"session_id": "66666666-0000-4000-8000-000000000007", "hook_event_name": "SessionStart",
              "source": "startup", "cwd": str(home.parent)}
     _imported(["hook", "claude-code"], home, stdin=json.dumps(start))  # reopens the paused task: the full path

@@ -171,7 +171,7 @@ def test_a_forgotten_transcript_does_not_come_back_on_reimport(home: Path, locat
     assert json.loads(run_trail("list", "--json", home=home, check=True).stdout) == []
 
     # Pointed at another task, the same records are refused one by one, each saying why.
-    run_trail("start", "Elsewhere", home=home, check=True)
+    run_here("start", "Elsewhere", home=home, check=True)
     into = json.loads(run_trail("import", "claude-code", str(transcript), "--task", "2", "--json", home=home,
                                 check=True).stdout)
     assert into["events_total"] == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ledger.location import Location
 from ledger.store import open_ledger
-from tests.conftest import REPO, run_trail
+from tests.conftest import REPO, run_here
 
 SESSION = "22222222-aaaa-4bbb-8ccc-00000000beef"
 
@@ -98,18 +98,18 @@ def test_kill_9_during_import_never_corrupts_and_rerun_completes(tmp_path: Path)
     for step in ("import-opened", "import-batch-1", "import-batch-2", "import-batch-4", "import-batch-6"):
         proc = _import_cmd(home, transcript, crash_at=step)
         assert proc.wait(timeout=300) == -signal.SIGKILL, f"{step}: the crash point was never reached"
-        verify = run_trail("verify", home=home)
+        verify = run_here("verify", home=home)  # the checks run in this process
         assert verify.returncode == 0, verify.stdout + verify.stderr
         events = _events(home)
         keys = [source for _, source in events if source != "null"]
         assert len(keys) == len(set(keys)), "a source record landed twice"
-        assert len(json.loads(run_trail("list", "--json", home=home, check=True).stdout)) == 1  # never a second task
+        assert len(json.loads(run_here("list", "--json", home=home, check=True).stdout)) == 1  # never a second task
         seen_counts.append(len(events))
     assert seen_counts == sorted(seen_counts) and seen_counts[0] > 0  # progress is never lost between kills
     assert seen_counts[-1] < len(expected)
 
     assert _import_cmd(home, transcript).wait(timeout=300) == 0
     final = _events(home)
-    assert run_trail("verify", home=home).returncode == 0
-    assert len(json.loads(run_trail("list", "--json", home=home, check=True).stdout)) == 1
+    assert run_here("verify", home=home).returncode == 0
+    assert len(json.loads(run_here("list", "--json", home=home, check=True).stdout)) == 1
     assert Counter(final) == Counter(expected)

@@ -17,7 +17,7 @@ from ledger import events as ev
 from ledger.capture import claude_code
 from ledger.capture.shell_effects import file_effects
 from ledger.capture.testruns import recognise, test_item
-from tests.conftest import SHARED, run_trail
+from tests.conftest import SHARED, run_here, run_trail
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SRC = ev.SourceKey(agent="claude-code", session="s1", record="toolu_x")
@@ -254,7 +254,7 @@ def _import(home: Path, *paths: Path) -> dict[str, Any]:
 
 
 def _log(home: Path, number: int) -> list[dict[str, Any]]:
-    proc = run_trail("log", str(number), "--json", home=home, check=True)
+    proc = run_here("log", str(number), "--json", home=home, check=True)  # a read, in this process
     data: list[dict[str, Any]] = json.loads(proc.stdout)
     return data
 
@@ -384,7 +384,7 @@ def test_real_import_gives_test_results_replies_and_deleted_files(home: Path) ->
     assert removed, "the real transcripts hold edited files later removed with rm"
     checked = 0
     for task in data["tasks"]:
-        state = json.loads(run_trail("resume", str(task["number"]), "--json", home=home, check=True).stdout)["state"]
+        state = json.loads(run_here("resume", str(task["number"]), "--json", home=home, check=True).stdout)["state"]
         ids = {c.get("session_id") for c in state.get("conversations") or [] if isinstance(c, dict)}
         for session_id, paths in removed.items():
             if session_id in ids:

@@ -178,8 +178,8 @@ def test_every_session_start_source_injects_within_the_cap_on_a_task_from_every_
     run_here("start", "Everything at once", home=home, cwd=app, check=True)
     for agent, folder in (("claude-code", "claude-code"), ("codex", "codex")):
         files = [str(p) for p in sorted((root / folder).glob("*.jsonl"))]
-        run_trail("import", agent, *files, "--task", "1", home=home, cwd=app, check=True)
-    run_trail("next", "NEXT-STEP-MARKER: re-run the migration check", home=home, cwd=app, check=True)
+        run_here("import", agent, *files, "--task", "1", home=home, cwd=app, check=True)  # set-up, in this process
+    run_here("next", "NEXT-STEP-MARKER: re-run the migration check", home=home, cwd=app, check=True)
     assert len(run_trail("resume", home=home, cwd=app, check=True).stdout) > 10_000  # uncut, it would not fit
     for source in ALL_SOURCES:
         text = injected(send(home, app, f"s-{source}", "SessionStart", source=source))

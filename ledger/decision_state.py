@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_serializer
 
 from ledger import events as ev
 
@@ -38,40 +38,111 @@ class DecisionState(BaseModel):
     def is_intent(self, position: int) -> bool:
         return position in self.requirements or position in self.corrections or position in self.rewordings
 
+    @field_serializer("requirements", "rewordings", "corrections", "decisions", "attempts", when_used="json")
+    def _in_order(self, positions: frozenset[int]) -> list[int]:
+        # Stored in order: a set's own order depends on how it was built (one write or many), and
+        # the same state must give the same snapshot bytes however it was reached.
+        return sorted(positions)
+
+
+_SETS = ("requirements", "rewordings", "corrections", "decisions", "attempts")
+_VALUES = ("open_attempt", "last_intent", "last_decision", "status")
+
+
+class Rules:
+    """A decision state the aggregate advances in place: what its rules read, event by event.
+
+    ``advance`` on the frozen state copies every set it adds to, so a task with thousands of
+    decisions and attempts paid for all of them on each new one (a 1M-event import slowed to half
+    its early rate). The aggregate keeps one of these instead and freezes it only when the frozen
+    form is asked for (a snapshot, a caller); ``apply`` is the one definition of the rules' fold.
+    """
+
+    __slots__ = (*_SETS, *_VALUES)
+
+    requirements: set[int]
+    rewordings: set[int]
+    corrections: set[int]
+    decisions: set[int]
+    attempts: set[int]
+    open_attempt: int | None
+    last_intent: int | None
+    last_decision: int | None
+    status: ev.Status
+
+    def __init__(self, state: DecisionState) -> None:
+        for name in _SETS:
+            setattr(self, name, set(getattr(state, name)))
+        for name in _VALUES:
+            setattr(self, name, getattr(state, name))
+
+    def frozen(self) -> DecisionState:
+        # Built from a validated state by validated events: constructed, not validated again
+        # (validating every position of a long task's sets is what this class exists to avoid).
+        values: dict[str, Any] = {name: frozenset(getattr(self, name)) for name in _SETS}
+        values.update((name, getattr(self, name)) for name in _VALUES)
+        return DecisionState.model_construct(None, **values)
+
+    @property
+    def latest_requirement(self) -> int | None:
+        return max(self.requirements) if self.requirements else None
+
+    def is_intent(self, position: int) -> bool:
+        return position in self.requirements or position in self.corrections or position in self.rewordings
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Rules:
+        copy = object.__new__(Rules)
+        for name in _SETS:
+            setattr(copy, name, set(getattr(self, name)))
+        for name in _VALUES:
+            setattr(copy, name, getattr(self, name))
+        return copy
+
+    def apply(self, event: ev.TaskEvent) -> bool:
+        """Advance by ``event``, in place; whether anything changed."""
+        pos = event.originator_version
+        match event:
+            case ev.RequirementStated():
+                self.requirements.add(pos)
+                self.last_intent = pos
+            case ev.RequirementChanged():
+                self.rewordings.add(pos)
+                self.last_intent = pos
+            case ev.CorrectionMade():
+                self.corrections.add(pos)
+                self.last_intent = pos
+            case ev.IntentReclassified():
+                target = event.target
+                if not (target in self.requirements or target in self.corrections):
+                    return False  # a rewording stays one
+                self.requirements.discard(target)
+                self.corrections.discard(target)
+                if event.kind == "requirement":
+                    self.requirements.add(target)
+                elif event.kind == "correction":
+                    self.corrections.add(target)
+                else:
+                    self.rewordings.add(target)
+            case ev.DecisionRecorded():
+                self.decisions.add(pos)
+                self.last_decision = pos
+            case ev.AttemptStarted():
+                self.attempts.add(pos)
+                self.open_attempt = pos
+            case ev.AttemptEnded():
+                if self.open_attempt == event.attempt:
+                    self.open_attempt = None
+            case ev.StatusChanged():
+                self.status = event.status
+            case _:
+                return False
+        return True
+
 
 def advance(state: DecisionState, event: ev.TaskEvent) -> DecisionState:
     """The decision state after ``event``. Pure; events that decide nothing return ``state`` itself."""
-    pos = event.originator_version
-    update: dict[str, Any]
-    match event:
-        case ev.RequirementStated():
-            update = {"requirements": state.requirements | {pos}, "last_intent": pos}
-        case ev.RequirementChanged():
-            update = {"rewordings": state.rewordings | {pos}, "last_intent": pos}
-        case ev.CorrectionMade():
-            update = {"corrections": state.corrections | {pos}, "last_intent": pos}
-        case ev.IntentReclassified():
-            target = {event.target}
-            if not (event.target in state.requirements or event.target in state.corrections):
-                return state  # a rewording stays one
-            update = {"requirements": state.requirements - target, "corrections": state.corrections - target}
-            if event.kind == "requirement":
-                update["requirements"] = update["requirements"] | target
-            elif event.kind == "correction":
-                update["corrections"] = update["corrections"] | target
-            else:
-                update["rewordings"] = state.rewordings | target
-        case ev.DecisionRecorded():
-            update = {"decisions": state.decisions | {pos}, "last_decision": pos}
-        case ev.AttemptStarted():
-            update = {"attempts": state.attempts | {pos}, "open_attempt": pos}
-        case ev.AttemptEnded():
-            update = {"open_attempt": None if state.open_attempt == event.attempt else state.open_attempt}
-        case ev.StatusChanged():
-            update = {"status": event.status}
-        case _:
-            return state
-    return state.model_copy(update=update)
+    rules = Rules(state)
+    return rules.frozen() if rules.apply(event) else state
 
 
 def from_view(view: dict[str, Any]) -> dict[str, Any]:

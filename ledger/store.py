@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from ledger import archive
 from ledger import events as ev
-from ledger.decision_state import DecisionState
+from ledger.decision_state import DecisionState, Rules
 from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
@@ -105,6 +105,11 @@ class Draft:
     @property
     def decision(self) -> DecisionState:
         return self._task.decision
+
+    @property
+    def rules(self) -> Rules:
+        """The task's decision state as it advances through this write (``Task.rules``): read, never change."""
+        return self._task.rules
 
     @property
     def state(self) -> TaskState:

@@ -21,7 +21,7 @@ from eventsourcing.utils import get_topic
 
 from ledger import chain
 from ledger import events as ev
-from ledger.decision_state import DecisionState, advance, from_view
+from ledger.decision_state import DecisionState, Rules, from_view
 from ledger.errors import RuleBroken
 from ledger.mapper import stored_state
 from ledger.snapshot import ModelSnapshot, SnapshotBody
@@ -86,7 +86,6 @@ class Task(Aggregate):
     Created = ev.TaskOpened  # type: ignore[assignment]
     Snapshot = TaskSnapshot  # type: ignore[assignment]
 
-    decision: DecisionState
     head: str
     fold_version: int
     """The fold that made ``state`` (``TaskBody.fold_version``)."""
@@ -126,6 +125,25 @@ class Task(Aggregate):
         self.fold_version = FOLD_VERSION
 
     @property
+    def decision(self) -> DecisionState:
+        """What the rules read at this version, frozen (for a snapshot, or a caller to keep)."""
+        frozen: DecisionState | None = self.__dict__["_decision"]
+        if frozen is None:
+            frozen = self.__dict__["_decision"] = self.rules.frozen()
+        return frozen
+
+    @decision.setter
+    def decision(self, value: DecisionState) -> None:
+        self.__dict__["_rules"] = Rules(value)
+        self.__dict__["_decision"] = value
+
+    @property
+    def rules(self) -> Rules:
+        """What the rules read at this version, as the task advances it in place: read, never change."""
+        rules: Rules = self.__dict__["_rules"]
+        return rules
+
+    @property
     def state(self) -> TaskState:
         """The brief's view at this version (``fold_pending`` first)."""
         self.fold_pending()
@@ -154,8 +172,9 @@ class Task(Aggregate):
         self.fold_version = FOLD_VERSION
 
     def fold_event(self, event: ev.TaskEvent) -> None:
-        # The rules' state now (the next event's rules read it); the brief's view when it is read.
-        self.decision = advance(self.decision, event)
+        # The rules' state now, in place (the next event's rules read it); the brief's view when it is read.
+        if self.rules.apply(event):
+            self.__dict__["_decision"] = None  # frozen again when next asked for
         self.__dict__["_unfolded"].append(event)
         self.head = event.chain
 
@@ -212,7 +231,7 @@ class Task(Aggregate):
 
     def _check_reclassify(self, fields: dict[str, Any]) -> None:
         target, kind = fields.get("target"), fields.get("kind")
-        rules = self.decision
+        rules = self.rules
         current = (
             "requirement" if target in rules.requirements
             else "correction" if target in rules.corrections
@@ -242,7 +261,7 @@ class Task(Aggregate):
         """Append any catalogue event after checking the rules that involve state."""
         if event_class is ev.TaskOpened:
             raise RuleBroken("a task is opened once")
-        rules = self.decision
+        rules = self.rules
         if event_class is ev.AttemptStarted and rules.open_attempt is not None:
             raise RuleBroken(
                 f"attempt at position {rules.open_attempt} is still open; "
@@ -283,7 +302,7 @@ _SHARED = frozenset({DecisionState, TaskState, str, int, datetime, UUID})
 
 
 def _explicit(task: Task, position: int) -> ev.Provenance:
-    rules = task.decision
+    rules = task.rules
     if rules.is_intent(position):
         return ev.Provenance(attempt=rules.open_attempt, intent=position, explicit=True)
     if position in rules.decisions:

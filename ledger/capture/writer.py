@@ -27,6 +27,7 @@ from ledger.location import Location
 from ledger.stores.base import key_hash
 
 if TYPE_CHECKING:
+    from ledger.decision_state import Rules
     from ledger.store import Draft, Ledger
 
 Key = tuple[str, str, str]
@@ -168,7 +169,7 @@ def record_unseen(draft: Draft, seen: set[Key], forgotten: Forgotten | None = No
             continue
         if key is not None:
             seen.add(key)  # a source repeated inside one batch lands once
-        cls, values = _resolve(draft.decision.latest_requirement, event_class, fields)
+        cls, values = _resolve(draft.rules, event_class, fields)
         try:
             # A refused event leaves the task unchanged (events are validated before they
             # are applied), so the batch goes on.
@@ -180,9 +181,10 @@ def record_unseen(draft: Draft, seen: set[Key], forgotten: Forgotten | None = No
     return result
 
 
-def _resolve(latest: int | None, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:
+def _resolve(rules: Rules, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:
     """Turn the importer's ``LATEST_REQUIREMENT`` placeholder into a position (or a new requirement)."""
     if event_class is ev.RequirementChanged and fields.get("supersedes") == LATEST_REQUIREMENT:
+        latest = rules.latest_requirement  # only here: it is a max over every requirement
         if latest is None:
             return ev.RequirementStated, {k: v for k, v in fields.items() if k != "supersedes"}
         return event_class, {**fields, "supersedes": latest}

@@ -139,6 +139,17 @@ class Rules:
         return True
 
 
+RulesView = Rules | DecisionState
+"""What the rules read: the task's working copy when it has one, else the frozen state (same names)."""
+
+DECIDING = frozenset({
+    ev.RequirementStated, ev.RequirementChanged, ev.CorrectionMade, ev.IntentReclassified, ev.DecisionRecorded,
+    ev.AttemptStarted, ev.AttemptEnded, ev.StatusChanged,
+})
+"""The event types ``Rules.apply`` acts on (exact types: an isinstance check of a pydantic class is slow);
+the rest leave the decision state as it is."""
+
+
 def advance(state: DecisionState, event: ev.TaskEvent) -> DecisionState:
     """The decision state after ``event``. Pure; events that decide nothing return ``state`` itself."""
     rules = Rules(state)

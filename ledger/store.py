@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from ledger import archive
 from ledger import events as ev
-from ledger.decision_state import DecisionState, Rules
+from ledger.decision_state import DecisionState, RulesView
 from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
@@ -107,7 +107,7 @@ class Draft:
         return self._task.decision
 
     @property
-    def rules(self) -> Rules:
+    def rules(self) -> RulesView:
         """The task's decision state as it advances through this write (``Task.rules``): read, never change."""
         return self._task.rules
 

@@ -21,7 +21,7 @@ from eventsourcing.utils import get_topic
 
 from ledger import chain
 from ledger import events as ev
-from ledger.decision_state import DecisionState, Rules, from_view
+from ledger.decision_state import DECIDING, DecisionState, Rules, RulesView, from_view
 from ledger.errors import RuleBroken
 from ledger.mapper import stored_state
 from ledger.snapshot import ModelSnapshot, SnapshotBody
@@ -129,18 +129,18 @@ class Task(Aggregate):
         """What the rules read at this version, frozen (for a snapshot, or a caller to keep)."""
         frozen: DecisionState | None = self.__dict__["_decision"]
         if frozen is None:
-            frozen = self.__dict__["_decision"] = self.rules.frozen()
+            frozen = self.__dict__["_decision"] = self.__dict__["_rules"].frozen()
         return frozen
 
     @decision.setter
     def decision(self, value: DecisionState) -> None:
-        self.__dict__["_rules"] = Rules(value)
         self.__dict__["_decision"] = value
+        self.__dict__["_rules"] = None  # made from it when an event first advances it
 
     @property
-    def rules(self) -> Rules:
-        """What the rules read at this version, as the task advances it in place: read, never change."""
-        rules: Rules = self.__dict__["_rules"]
+    def rules(self) -> RulesView:
+        """What the rules read at this version: read, never change."""
+        rules: RulesView = self.__dict__["_rules"] or self.__dict__["_decision"]
         return rules
 
     @property
@@ -173,8 +173,12 @@ class Task(Aggregate):
 
     def fold_event(self, event: ev.TaskEvent) -> None:
         # The rules' state now, in place (the next event's rules read it); the brief's view when it is read.
-        if self.rules.apply(event):
-            self.__dict__["_decision"] = None  # frozen again when next asked for
+        if type(event) in DECIDING:
+            rules: Rules | None = self.__dict__["_rules"]
+            if rules is None:  # the first since the frozen state was set: one copy, then in place
+                rules = self.__dict__["_rules"] = Rules(self.__dict__["_decision"])
+            if rules.apply(event):
+                self.__dict__["_decision"] = None  # frozen again when next asked for
         self.__dict__["_unfolded"].append(event)
         self.head = event.chain
 

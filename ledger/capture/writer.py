@@ -27,7 +27,7 @@ from ledger.location import Location
 from ledger.stores.base import key_hash
 
 if TYPE_CHECKING:
-    from ledger.decision_state import Rules
+    from ledger.decision_state import RulesView
     from ledger.store import Draft, Ledger
 
 Key = tuple[str, str, str]
@@ -181,7 +181,7 @@ def record_unseen(draft: Draft, seen: set[Key], forgotten: Forgotten | None = No
     return result
 
 
-def _resolve(rules: Rules, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:
+def _resolve(rules: RulesView, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:
     """Turn the importer's ``LATEST_REQUIREMENT`` placeholder into a position (or a new requirement)."""
     if event_class is ev.RequirementChanged and fields.get("supersedes") == LATEST_REQUIREMENT:
         latest = rules.latest_requirement  # only here: it is a max over every requirement

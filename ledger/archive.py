@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,6 +33,8 @@ import orjson
 from eventsourcing.persistence import StoredEvent
 
 from ledger import events as ev
+from ledger.crashpoints import CRASH_ENV as CRASH_ENV  # re-exported: the tests aim at the steps below
+from ledger.crashpoints import crash_point
 from ledger.errors import NotFound, RuleBroken, TrailError
 from ledger.stores.base import Archive
 
@@ -43,8 +44,10 @@ if TYPE_CHECKING:
     from ledger.store import Ledger
     from ledger.task import Task
 
-CRASH_ENV = "TRAIL_CRASH_AT"
-"""Test seam: the name of a step after which ``compact`` kills its own process (kill -9)."""
+STEPS = ("archive-started", "archive-written", "manifest-written", "before-commit", "committed")
+"""Where ``compact`` kills its own process when ``TRAIL_CRASH_AT`` (``ledger.crashpoints``) names one: its
+archive half-written (a temporary file), whole, then named by its manifest, inside the transaction
+that swaps the rows for the marker, and after it."""
 
 
 class ArchiveError(TrailError):
@@ -220,11 +223,6 @@ def boundary_older_than(ledger: Ledger, task_id: UUID, cutoff: datetime) -> int:
     return low
 
 
-def _crash_point(step: str) -> None:
-    if os.environ.get(CRASH_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -251,6 +249,7 @@ def _write_parquet(rows: list[tuple[Any, ...]], target: Path) -> None:
             f"COPY (SELECT * FROM a ORDER BY kind, originator_version) TO '{literal}'"
             " (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 2048, ROW_GROUP_SIZE_BYTES 2000000)"
         )
+    crash_point("archive-started")
     with tmp.open("rb") as handle:
         os.fsync(handle.fileno())
     os.replace(tmp, target)
@@ -286,7 +285,7 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
     head = ledger.mapper.to_domain_event(found.events[-1][1]).chain  # type: ignore[attr-defined]
     say(f"writing {len(events)} events and {len(snapshots)} snapshots to {target}")
     _write_parquet(events + snapshots, target)
-    _crash_point("archive-written")
+    crash_point("archive-written")
     digest = _sha256(target)
     manifest = {
         "task_id": str(task_id),
@@ -303,7 +302,7 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
         "created_at": datetime.now(UTC).isoformat(),
     }
     _write_json(target.with_suffix(".manifest.json"), manifest)
-    _crash_point("manifest-written")
+    crash_point("manifest-written")
 
     # The state at the boundary stays live as a snapshot: reads from `last` on need no archive.
     snapshot = TaskSnapshot.take(ledger.task(task_id, at=last))
@@ -313,12 +312,12 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
     def commit(recorded: list[ev.TaskEvent]) -> None:
         marker = ledger.mapper.to_stored_event(recorded[0])
         # A lost race with another writer raises IntegrityError: the write path re-reads and tries again.
-        ledger.store.commit_archive(done, stored_snapshot, marker, before_commit=lambda: _crash_point("before-commit"))
+        ledger.store.commit_archive(done, stored_snapshot, marker, before_commit=lambda: crash_point("before-commit"))
 
     archived = {"archive": name, "sha256": digest, "first": first, "last": last, "events": len(events),
                 "head": head, "actor": "system"}
     ledger.write(task_id, [(ev.EventsArchived, archived)], Draft.record_all, persist=commit)
-    _crash_point("committed")
+    crash_point("committed")
     say("giving the space of the archived rows back")
     ledger.store.reclaim_space()
     return done

@@ -12,6 +12,7 @@ import random
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from copy import deepcopy
 from dataclasses import dataclass
@@ -165,6 +166,14 @@ class Ledger(Application[UUID]):
     def store(self) -> LedgerStore:
         """What the lifecycle needs beyond the library's recorders (``ledger.stores``), for this backend."""
         return for_ledger(self)
+
+    def close(self) -> None:
+        held: Path | None = self.__dict__.pop("_held", None)
+        if held is not None:
+            _HELD[held] -= 1
+            if not _HELD[held]:
+                del _HELD[held]
+        super().close()
 
     # -- writing ----------------------------------------------------------------
 
@@ -458,17 +467,29 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
             # The library's recorder plus the per-task head anchor (ledger/stores/sqlite.py).
             "APPLICATION_RECORDER_TOPIC": "ledger.stores.sqlite:AnchoredRecorder",
         }
-        _check_sqlite_path(path, create)
+        held = path.resolve()
+        if not _HELD[held]:
+            _check_sqlite_path(path, create)
+        ledger = _construct(ledger_class, env, location)
+        ledger.__dict__["_held"] = held
+        _HELD[held] += 1
+        return ledger
     elif location.is_postgres:
         from ledger.stores import postgres  # psycopg loads only for PostgreSQL ledgers
 
         with postgres.setting_up(location) as target:
             return _construct(ledger_class, postgres.library_env(target), location)
-    else:
-        raise StoreUnavailable(
-            f"unsupported ledger URL {location.display!r}; use a file path, sqlite:PATH or postgresql://..."
-        )
-    return _construct(ledger_class, env, location)
+    raise StoreUnavailable(
+        f"unsupported ledger URL {location.display!r}; use a file path, sqlite:PATH or postgresql://..."
+    )
+
+
+_HELD: Counter[Path] = Counter()
+"""SQLite ledgers this process has open (``open_ledger``), by resolved path. A file is checked only
+when none is open: the check reads its header through an ordinary descriptor, and closing any
+descriptor of a file drops every POSIX lock the process holds on it, SQLite's shared lock
+included; another process closing the ledger could then checkpoint and cut the WAL under the
+open one ("database disk image is malformed", seen with an in-process second open)."""
 
 
 def _construct(ledger_class: type[Ledger], env: dict[str, str], location: Location) -> Ledger:

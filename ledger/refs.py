@@ -44,9 +44,10 @@ def _project_key(location: Location, project: str) -> str:
 def project_pointer(location: Location, project: str) -> UUID | None:
     """The task set active in ``project`` or the nearest folder above it, with no fallback."""
     pointers = _read_pointers(location)
+    prefix = location.key + _PROJECT  # once: the key resolves the ledger's path on the disk
     here = project
     while True:
-        value = pointers.get(_project_key(location, here))
+        value = pointers.get(prefix + here)
         parent = os.path.dirname(here)
         if value is not None or parent == here:
             return UUID(value) if value else None
@@ -63,7 +64,8 @@ def active_task_id(location: Location, project: str | None = None) -> UUID | Non
         # The nearest project at or above: a folder without git inside a project is part of it.
         found = project_pointer(location, project)
         pointers = _read_pointers(location)
-        if found is not None or any(k.startswith(location.key + _PROJECT) for k in pointers):
+        prefix = location.key + _PROJECT  # once, not per pointer: the key resolves a path on the disk
+        if found is not None or any(k.startswith(prefix) for k in pointers):
             return found
     else:
         pointers = _read_pointers(location)

@@ -70,7 +70,7 @@ class Rules:
     last_decision: int | None
     status: ev.Status
 
-    def __init__(self, state: DecisionState) -> None:
+    def __init__(self, state: DecisionState | Rules) -> None:
         for name in _SETS:
             setattr(self, name, set(getattr(state, name)))
         for name in _VALUES:
@@ -91,12 +91,7 @@ class Rules:
         return position in self.requirements or position in self.corrections or position in self.rewordings
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Rules:
-        copy = object.__new__(Rules)
-        for name in _SETS:
-            setattr(copy, name, set(getattr(self, name)))
-        for name in _VALUES:
-            setattr(copy, name, getattr(self, name))
-        return copy
+        return Rules(self)  # its own sets; the values are immutable
 
     def apply(self, event: ev.TaskEvent) -> bool:
         """Advance by ``event``, in place; whether anything changed."""

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from ledger import archive
 from ledger import events as ev
-from ledger.decision_state import DecisionState, RulesView
+from ledger.decision_state import RulesView
 from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
@@ -102,10 +102,6 @@ class Draft:
     def version(self) -> int:
         """The position of the task's last event (read or recorded)."""
         return self._task.version
-
-    @property
-    def decision(self) -> DecisionState:
-        return self._task.decision
 
     @property
     def rules(self) -> RulesView:

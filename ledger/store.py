@@ -209,6 +209,7 @@ class Ledger(Application[UUID]):
             else:
                 assert isinstance(target, UUID)
                 task = self.task(target)
+                self._check_end(task)
             outcome = decide(Draft(task, redacted))
             if registry is not None:
                 registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
@@ -220,6 +221,14 @@ class Ledger(Application[UUID]):
             return task.state, outcome
 
         return self._retrying(attempt)
+
+    def _check_end(self, task: Task) -> None:
+        """Refuse to chain from a last event that is not what was recorded: an append after an edit or
+        insert outside tasktrail would otherwise bury it under events that verify from then on."""
+        from ledger import verify  # verify reads through this class
+
+        if (found := verify.end_problem(self, task.id, task.version, task.head)) is not None:
+            raise verify.refusal(task.state.number, found)
 
     def _retrying(self, command: Callable[[], T]) -> T:
         """Run ``command`` (which re-reads what it needs) until it wins any write race."""

@@ -39,6 +39,7 @@ from ledger import archive, chain
 from ledger.errors import TrailError
 from ledger.events import Bounded, OutputsCollected
 from ledger.mapper import PydanticMapper
+from ledger.registry import REGISTRY_ID
 from ledger.stores.base import Head
 from projections.state import FOLD_VERSION
 
@@ -263,6 +264,9 @@ class _Walk:
             if anchor.chain and self.chains[anchor.version - 1] != anchor.chain:
                 raise _Found(Break(anchor.version, "anchor",
                                    "the event there is not the one the anchor recorded (the log was rewritten)"))
+            if anchor.version < self.count:  # every insert moves the anchor in its own transaction
+                raise _Found(Break(anchor.version + 1, "anchor",
+                                   f"events past the anchor's position {anchor.version} (inserted outside tasktrail)"))
         if expect is not None:
             wanted, at = parse_head(expect)
             if at is not None and at > self.count:
@@ -343,7 +347,8 @@ def _one_line(exc: BaseException) -> str:
 # -- the quick checks reads make ----------------------------------------------------------------
 
 
-def _refuse(number: int | None, found: Break) -> LedgerBroken:
+def refusal(number: int | None, found: Break) -> LedgerBroken:
+    """The one-line refusal of a read (or a write) that met ``found``."""
     task = f"task #{number}" if number is not None else "task"
     return LedgerBroken(f"{task} is broken at position {found.position} ({found.kind}): {found.detail}; "
                         "run `trail verify` for the full check")
@@ -359,14 +364,14 @@ def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: En
     number = entry.number if entry is not None else None
     # The snapshot the load will start from is checked first, so an unreadable one is named as such.
     if (found := _snapshot_problem(ledger, task_id, at)) is not None:
-        raise _refuse(number, found)
+        raise refusal(number, found)
     try:
         task = ledger.task(task_id, at)
     except OriginatorVersionError as exc:
-        raise _refuse(number, Break(exc.args[1] if len(exc.args) > 1 else 0, "missing",
+        raise refusal(number, Break(exc.args[1] if len(exc.args) > 1 else 0, "missing",
                                     f"the events do not follow on ({_one_line(exc)})")) from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise _refuse(number, Break(at or 0, "undecodable", f"cannot be loaded: {_one_line(exc)}")) from None
+        raise refusal(number, Break(at or 0, "undecodable", f"cannot be loaded: {_one_line(exc)}")) from None
     found = _anchor_problem(ledger, task_id, task, at)
     if found is None and (forged := _collected(task.state.model_dump(), with_text=True)) is not None:
         found = Break(task.version, "collected", f"{forged} is marked collected but holds text")
@@ -375,7 +380,7 @@ def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: En
         if (problem := _entry_problem(entry, state.number, state.slug, state.title)) is not None:
             found = Break(1, "registry", problem)
     if found is not None:
-        raise _refuse(number, found)
+        raise refusal(number, found)
     return task
 
 
@@ -407,15 +412,53 @@ def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break 
 
 
 def _anchor_problem(ledger: Ledger, task_id: UUID, task: Task, at: int | None) -> Break | None:
+    return None if at is not None else end_problem(ledger, task_id, task.version, task.head)
+
+
+def end_problem(ledger: Ledger, task_id: UUID, version: int, head: str) -> Break | None:
+    """A latest load (``version`` events, the last with hash ``head``) held to the anchor: its end where
+    the anchor says, and its last event's content re-hashed, so a one-row edit or insert of the latest
+    event (the row a brief is made from) is refused."""
     anchor = ledger.store.head(task_id)
-    if anchor is None or at is not None:
+    if anchor is None:
+        # Every insert anchors its task in the same transaction, so a ledger that anchors at all (its
+        # task list has an anchor) and not this task lost the row to someone outside tasktrail.
+        if task_id != REGISTRY_ID and ledger.store.head(REGISTRY_ID) is not None:
+            return Break(version, "anchor", "the task's anchor is gone (deleted outside tasktrail)")
         return None
-    if task.version < anchor.version:
-        return Break(task.version + 1, "truncated",
-                     f"the anchor records position {anchor.version}, but the log ends at {task.version}")
-    if task.version == anchor.version and anchor.chain and task.head != anchor.chain:
+    if version < anchor.version:
+        return Break(version + 1, "truncated",
+                     f"the anchor records position {anchor.version}, but the log ends at {version}")
+    if version > anchor.version:
+        return Break(anchor.version + 1, "anchor",
+                     f"events past the anchor's position {anchor.version} (inserted outside tasktrail)")
+    if anchor.chain and head != anchor.chain:
         return Break(anchor.version, "anchor",
                      "the last event is not the one the anchor recorded (the log was rewritten)")
+    return _last_event_problem(ledger, task_id, anchor.version)
+
+
+def _last_event_problem(ledger: Ledger, task_id: UUID, position: int) -> Break | None:
+    """The last event's stored content against its own hash (one row and its predecessor's hash)."""
+    rows = ledger.recorder.select_events(task_id, gt=max(position - 2, 0), lte=position)
+    if not rows or rows[-1].originator_version != position:
+        return None  # not in the live store: the load above already failed on it
+    mapper = cast(PydanticMapper, ledger.mapper)
+    try:
+        if position == 1:
+            previous = chain.GENESIS
+        elif len(rows) == 2:
+            previous = str(mapper.decode_state(rows[0].state).get("chain", ""))
+        else:  # the event before was compacted: its hash is the archive's head
+            found = [a for a in archive.archives(ledger, task_id) if a.last == position - 1]
+            if not found:
+                return None
+            previous = found[-1].head
+        state = mapper.decode_state(rows[-1].state)
+    except Exception as exc:
+        return Break(position, "undecodable", f"cannot be read: {_one_line(exc)}")
+    if _link(previous, rows[-1], state) != state.get("chain"):
+        return Break(position, "altered", "the last event's content does not match its hash")
     return None
 
 
@@ -424,20 +467,14 @@ def check_events(ledger: Ledger, task_id: UUID, events: list[ev.TaskEvent], numb
     missing, an output marked collected holds text, or its end is not where the anchor says."""
     for expected, event in enumerate(events, start=1):
         if event.originator_version != expected:
-            raise _refuse(number, Break(expected, "missing", f"no event at position {expected}"))
+            raise refusal(number, Break(expected, "missing", f"no event at position {expected}"))
         for name in type(event).model_fields:
             value = getattr(event, name)
             if isinstance(value, Bounded) and value.collected and value.tail:
-                raise _refuse(number, Break(expected, "collected", f"{name} is marked collected but holds text"))
-    anchor = ledger.store.head(task_id)
-    if anchor is None:
-        return
-    if len(events) < anchor.version:
-        raise _refuse(number, Break(len(events) + 1, "truncated",
-                                    f"the anchor records position {anchor.version}, but the log ends at {len(events)}"))
-    if anchor.chain and events[anchor.version - 1].chain != anchor.chain:
-        raise _refuse(number, Break(anchor.version, "anchor",
-                                    "the event there is not the one the anchor recorded (the log was rewritten)"))
+                raise refusal(number, Break(expected, "collected", f"{name} is marked collected but holds text"))
+    found = end_problem(ledger, task_id, len(events), events[-1].chain if events else "")
+    if found is not None:
+        raise refusal(number, found)
 
 
 def load_events(ledger: Ledger, task_id: UUID, number: int | None = None) -> list[ev.TaskEvent]:
@@ -445,6 +482,6 @@ def load_events(ledger: Ledger, task_id: UUID, number: int | None = None) -> lis
     try:
         events = list(ledger.task_events(task_id))
     except (ValueError, TypeError, KeyError) as exc:
-        raise _refuse(number, Break(0, "undecodable", f"an event cannot be loaded: {_one_line(exc)}")) from None
+        raise refusal(number, Break(0, "undecodable", f"an event cannot be loaded: {_one_line(exc)}")) from None
     check_events(ledger, task_id, events, number)
     return events

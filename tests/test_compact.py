@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _env(path: Path, every: int) -> dict[str, str]:
     return {
         "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+        "APPLICATION_RECORDER_TOPIC": "ledger.stores.sqlite:AnchoredRecorder",  # as open_ledger has it
         "SQLITE_DBNAME": str(path),
         "SQLITE_LOCK_TIMEOUT": "5",
         "TRAIL_SNAPSHOT_EVERY": str(every),

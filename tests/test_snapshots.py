@@ -145,7 +145,8 @@ def ledger_with(every: int) -> Iterator[Ledger]:
 
 
 def _sqlite_env(path: Path) -> dict[str, str]:
-    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path), "SQLITE_LOCK_TIMEOUT": "5"}
+    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path), "SQLITE_LOCK_TIMEOUT": "5",
+            "APPLICATION_RECORDER_TOPIC": "ledger.stores.sqlite:AnchoredRecorder"}  # as open_ledger has it
 
 
 def snapshot_versions(ledger: Ledger, task: UUID) -> list[int]:

@@ -271,7 +271,7 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
     What it answers is kept in the brief cache, from which the next SessionStart may answer alone."""
     import os
 
-    from ledger import briefcache
+    from ledger import briefcache, verify
     from ledger.location import resolve
     from ledger.store import open_ledger
     from projections.brief import injection
@@ -286,7 +286,12 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
             if watch is not None:
                 watch.close()
             return ""
-        state = ledger.state(task)
+        try:
+            state = verify.checked_task(ledger, task).state  # what the agent is told must be what was recorded
+        except verify.LedgerBroken as broken:
+            if watch is not None:
+                watch.close()
+            return briefcache.session_start_json(f"tasktrail: not injecting the task's brief: {broken}")
         if watch is not None:
             watch.keep(task, state)
         if state.position <= 2:  # opened and linked only: no history worth injecting

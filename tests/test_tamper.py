@@ -416,3 +416,34 @@ def test_a_deleted_anchor_row_is_refused_by_every_read(home: Path, location: Loc
     # own anchor, can
     for args in (("resume",), ("resume", "1"), ("log", "1", "--json")):
         assert "anchor" in _refused(home, *args), args
+
+
+def _hook(home: Path, payload: dict[str, Any]) -> str:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
+        input=json.dumps(payload), capture_output=True, text=True,
+        env={**__import__("os").environ, "TRAIL_HOME": str(home)}, timeout=60, cwd=home.parent,
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout
+
+
+def test_hook_rows_of_a_tampered_task_wait_and_the_other_tasks_go_on(home: Path, location: Location) -> None:
+    task = _record(location)
+    run_trail("start", "Another task", home=home, check=True)
+    _hook(home, {"session_id": "session-b", "hook_event_name": "SessionStart", "source": "startup"})  # bound to #2
+    run_trail("switch", "1", home=home, check=True)
+    position, state = _last_state(location, task)
+    state["reason"] = "FORGED"
+    _execute(location, "UPDATE {events} SET state = %s WHERE originator_id = %s AND originator_version = %s",
+             (orjson.dumps(state), task, position))
+    # Queued first: a new session's prompt, which lands in the active task #1 (refused); then #2's.
+    _hook(home, {"session_id": "session-a", "hook_event_name": "UserPromptSubmit", "prompt": "Prompt for one"})
+    _hook(home, {"session_id": "session-b", "hook_event_name": "UserPromptSubmit", "prompt": "Prompt for two"})
+    second = run_trail("resume", "2", home=home)
+    assert second.returncode == 0 and "Prompt for two" in second.stdout, second.stderr
+    first = run_trail("resume", "1", home=home)
+    assert first.returncode == 5 and first.stdout == "" and "altered" in first.stderr

@@ -39,6 +39,7 @@ from ledger.capture.writer import (
 )
 from ledger.location import Location
 from ledger.project import project_of, within
+from ledger.verify import LedgerBroken
 
 if TYPE_CHECKING:
     from ledger.store import Ledger
@@ -249,6 +250,10 @@ def drain(ledger: Ledger, location: Location) -> Drained:
                 continue
             try:
                 task, done = _land(ledger, location, agent, binding, session, session_rows)
+            except LedgerBroken as broken:  # kept queued: the task's other readers refuse it, the rest go on
+                drained.waiting += len(session_rows)
+                drained.rejected.append(f"{len(session_rows)} hook rows kept: {broken}")
+                continue
             except ForgottenSession as gone:
                 drained.rejected.append(f"{len(session_rows)} hook rows of forgotten task #{gone.number}: dropped")
                 with conn:

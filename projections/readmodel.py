@@ -40,7 +40,7 @@ from ledger import events as ev
 from ledger.errors import TrailError
 from ledger.location import Location
 from ledger.mapper import stored_state
-from ledger.registry import RegistryCreated, RegistrySnapshot, TaskRegistered
+from ledger.registry import RegistryCreated, RegistrySnapshot, TaskForgotten, TaskRegistered
 from projections import facts
 
 if TYPE_CHECKING:
@@ -283,6 +283,8 @@ class _Batch:
     stored: dict[str, set[Key]] = field(default_factory=lambda: {t: set() for t in _KEYED_TABLES})
     """Keys read from an earlier batch's rows: replaced at commit."""
     count: int = 0
+    forgotten: set[str] = field(default_factory=set)
+    """Tasks whose tombstone (``TaskForgotten``) this batch read: every row of theirs goes at commit."""
 
     def _row(self, table: str, task_id: str, position: int | None) -> dict[str, Any] | None:
         """The row at ``position`` of ``task_id`` in a keyed table, from this batch or an earlier one."""
@@ -450,6 +452,11 @@ def _commit_batch(
         if batch.tasks:
             con.execute("DELETE FROM tasks WHERE task_id IN (SELECT unnest($1))", [sorted(batch.tasks)])
             _insert(con, "tasks", [t.values() for t in batch.tasks.values()])
+        if batch.forgotten:
+            # Another machine's forget deleted the task's events from a shared ledger; its tombstone is
+            # the one notification every read model still gets, so the rows this model holds go with it.
+            for table in (*_ROW_TABLES, *_KEYED_TABLES, "tasks"):
+                con.execute(f"DELETE FROM {table} WHERE task_id IN (SELECT unnest($1))", [sorted(batch.forgotten)])
         if tracking is not None:
             Position(con).insert_tracking(tracking)
         if archive_name is not None:
@@ -501,6 +508,8 @@ def refresh(ledger: Ledger, path: Path, *, rebuild: bool = False, batch_size: in
                 event = ledger.mapper.to_domain_event(notification)
                 if isinstance(event, ev.TaskEvent):
                     batch.add(notification.id, event)
+                elif isinstance(event, TaskForgotten):
+                    batch.forgotten.add(str(event.tombstone.task_id))
             # Ids may skip (PostgreSQL sequences): the next read starts after the last id seen.
             position = notifications[-1].id
             _commit_batch(con, batch, Tracking(ledger.name, position))

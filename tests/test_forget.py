@@ -129,3 +129,34 @@ def test_an_age_too_long_ago_is_one_line(home: Path) -> None:
         assert f"{args[0]}: Invalid value for '--older-than': " in bad.stderr, (args, bad.stderr)
         assert "year 1" in bad.stderr or "'3w' is not an age" in bad.stderr, (args, bad.stderr)
     assert json.loads(run_trail("list", "--json", home=home, check=True).stdout)[0]["number"] == 1
+
+
+def test_a_forget_reaches_another_machines_read_model_on_its_next_refresh(
+    home: Path, tmp_path: Path, location: Location
+) -> None:
+    # Two read models of one ledger (on PostgreSQL: two machines'); the forget runs beside one of them.
+    from ledger.store import open_ledger
+    from projections import readmodel
+
+    _plant(home, tmp_path / "work")
+    other = tmp_path / "other-machine" / "model.duckdb"
+
+    def marked() -> list[tuple[str, int]]:
+        ledger = open_ledger(location)
+        try:
+            readmodel.refresh(ledger, other)
+        finally:
+            ledger.close()
+        rows: list[tuple[str, int]] = []
+        for table in ("tasks", "events", "commands", "files"):
+            found = readmodel.query(other, f"SELECT count(*) FROM {table} WHERE CAST({table} AS VARCHAR) LIKE ?",
+                                    [f"%{MARKER}%"])
+            rows.append((table, int(found.rows[0][0])))
+        return [row for row in rows if row[1]]
+
+    assert {table for table, _ in marked()} >= {"tasks", "events"}  # the control: the other model holds it
+    run_trail("query", "SELECT count(*) FROM tasks", home=home, check=True)  # this machine's model too
+    run_trail("forget", "2", "--yes", home=home, check=True)
+    assert marked() == []
+    kept = readmodel.query(other, "SELECT title FROM tasks")
+    assert [row[0] for row in kept.rows] == ["Keep this task"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import time
 from collections.abc import Iterator
@@ -95,3 +96,40 @@ def test_schema_is_created_on_first_use_and_shared_by_urls(tmp_path: Path) -> No
         from tests.conftest import drop_schemas
 
         drop_schemas([resolve(url).postgres().schema])
+
+
+def test_the_local_inbox_name_holds_no_trace_of_the_password(tmp_path: Path) -> None:
+    from ledger.capture.hook import inbox_for_url
+
+    one = inbox_for_url(str(tmp_path), "postgresql://alice:first-secret@db.example:5432/trail")
+    other = inbox_for_url(str(tmp_path), "postgresql://alice:second-secret@db.example:5432/trail")
+    elsewhere = inbox_for_url(str(tmp_path), "postgresql://alice:first-secret@db.example:5432/other")
+    assert one == other != elsewhere  # the password does not enter the name; the database does
+    guess = hashlib.sha256(b"postgresql://alice:first-secret@db.example:5432/trail").hexdigest()[:16]
+    assert guess not in one
+
+
+def test_rows_queued_under_the_old_inbox_name_are_drained_and_the_file_goes(home: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ledger.capture.hook import inbox_for_url, legacy_inbox_for_url
+
+    url = os.environ.get("TRAIL_DATABASE_URL")
+    if not url:
+        pytest.skip("a server ledger's inbox: PostgreSQL only")
+    run_trail("start", "Inbox naming", home=home, check=True)
+    hook = subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
+        input=json.dumps({"session_id": "old-inbox", "hook_event_name": "UserPromptSubmit",
+                          "prompt": "Rows from before the rename"}),
+        capture_output=True, text=True, env=dict(os.environ), timeout=60, cwd=home.parent,
+    )
+    assert hook.returncode == 0, hook.stderr
+    new, old = Path(inbox_for_url(str(home), url)), Path(legacy_inbox_for_url(str(home), url))
+    os.replace(new, old)  # as an earlier release left it
+    resumed = run_trail("resume", home=home, check=True)
+    assert "Rows from before the rename" in resumed.stdout
+    assert not old.exists()

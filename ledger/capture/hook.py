@@ -53,7 +53,21 @@ def sqlite_ledger() -> str | None:
 
 
 def inbox_for_url(home: str, url: str) -> str:
-    """The local inbox file of a server ledger: hooks stay local and fast, the next command folds it in."""
+    """The local inbox file of a server ledger: hooks stay local and fast, the next command folds it in.
+
+    Named by a digest of the URL with its password masked (``Location.display``): a digest of the
+    whole URL let anyone who can list the folder guess the password offline."""
+    import hashlib
+    from pathlib import Path
+
+    from ledger.location import Location
+
+    masked = Location(url=url, home=Path(home)).display
+    return os.path.join(home, "inbox", hashlib.sha256(masked.encode()).hexdigest()[:16] + ".db")
+
+
+def legacy_inbox_for_url(home: str, url: str) -> str:
+    """Where releases before the masked digest queued a server ledger's rows: drained, then removed."""
     import hashlib
 
     return os.path.join(home, "inbox", hashlib.sha256(url.encode()).hexdigest()[:16] + ".db")

@@ -26,7 +26,7 @@ from ledger import refs
 from ledger.capture import claude_code, codex
 from ledger.capture.caps import restore
 from ledger.capture.classify import classify, clean_prompt
-from ledger.capture.hook import INBOX_DDL, inbox_for_url, spool
+from ledger.capture.hook import INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
 from ledger.capture.writer import (
@@ -229,9 +229,31 @@ def inbox_path(location: Location) -> Path:
 def drain(ledger: Ledger, location: Location) -> Drained:
     """Fold every inbox row whose session has a task into events; delete the rows folded."""
     drained = Drained()
+    if not location.is_sqlite:
+        legacy = Path(legacy_inbox_for_url(str(location.home), location.url))
+        if legacy.exists() and legacy != inbox_path(location):
+            _drain_file(ledger, location, legacy, drained)
+            _remove_if_empty(legacy)
     path = inbox_path(location)
-    if not path.exists():
-        return drained
+    if path.exists():
+        _drain_file(ledger, location, path, drained)
+    return drained
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Remove an inbox file (and its WAL files) once it holds no row."""
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        if conn.execute("SELECT count(*) FROM capture_inbox").fetchone()[0]:
+            return
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _drain_file(ledger: Ledger, location: Location, path: Path, drained: Drained) -> None:
     conn = sqlite3.connect(path, timeout=30)
     try:
         conn.execute(INBOX_DDL)
@@ -267,7 +289,6 @@ def drain(ledger: Ledger, location: Location) -> Drained:
             drained.tasks.add(task)
     finally:
         conn.close()
-    return drained
 
 
 def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT) -> str:

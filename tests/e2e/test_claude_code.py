@@ -62,6 +62,11 @@ class Session:
     """``trail resume --json`` right after it."""
 
     @property
+    def id(self) -> str:
+        """Claude Code's session id (``--continue`` keeps it: one transcript for the continued sessions)."""
+        return str(json.loads(self.stdout.splitlines()[-1])["session_id"])
+
+    @property
     def main(self) -> list[dict[str, Any]]:
         return anthropic.main_requests(self.requests)
 
@@ -265,7 +270,8 @@ def test_a_todowrite_plan_gives_the_next_session_its_next_step(flow: Flow) -> No
                                                                      "in_progress"]
     assert state["next_step"] == README_STEP and state["next_step_from"] == "plan"
     assert next_step_section(injected(flow.sessions["carry_on"].main[0])) == README_STEP
-    writes = events(flow.live_log, "PlanUpdated")
+    writes = [event for event in events(flow.live_log, "PlanUpdated")
+              if event["source"]["session"] == flow.sessions["todo"].id]
     sent = [use["id"] for use in tool_uses(flow.sessions["todo"].main[-1], "TodoWrite")]
     assert [event["source"]["record"].split("#")[0] for event in writes] == sent
 
@@ -319,7 +325,8 @@ def test_a_second_session_starts_with_the_brief(flow: Flow) -> None:
     # the new session sees the first session's work, the continued one the second's plan
     assert "calc.py" in injected(flow.sessions["todo"].main[0])
     assert next_step_section(injected(flow.sessions["carry_on"].main[0])) == README_STEP
-    # --continue is the same conversation: the model sees the earlier turns
+    # --continue is the same conversation (one session id, one transcript): the model sees the earlier turns
+    assert flow.sessions["carry_on"].id == flow.sessions["todo"].id != flow.sessions["plan"].id
     assert any("Added test_negative.py" in text for text in anthropic.texts(flow.sessions["carry_on"].main[0]))
 
 

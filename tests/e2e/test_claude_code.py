@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +35,7 @@ import pytest
 
 from tests.conftest import run_here
 from tests.e2e import anthropic, sandbox
+from tests.e2e.conftest import REQUIRED
 
 REQUIREMENT = "Fix the add function in calc.py so the tests pass, then add a test for negative numbers."
 PLAN = [("Reproduce the failing test", "Reproducing the failing test"),
@@ -135,10 +137,18 @@ def _todo_steps(repo: Path) -> list[Any]:
     ]
 
 
+def _missing(reason: str) -> None:
+    if REQUIRED:
+        pytest.fail(f"TRAIL_E2E_REQUIRED=1 but {reason}")
+    pytest.skip(reason)
+
+
 def _environment(home: Path, trail_home: Path) -> dict[str, str]:
     venv = Path(sys.executable).parent  # the venv running the tests holds the `trail` a user would have installed
     if not (venv / "trail").exists():
-        pytest.skip(f"no trail script beside {sys.executable}: run the tests with the venv's python")
+        _missing(f"no trail script beside {sys.executable}: run the tests with the venv's python")
+    if shutil.which("git") is None:
+        _missing("git is not on PATH")
     return {
         "PATH": os.pathsep.join([str(venv), "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(home), "TRAIL_HOME": str(trail_home), "LANG": "C.UTF-8",
@@ -290,7 +300,8 @@ def test_a_failing_then_passing_test_run(flow: Flow) -> None:
         text = "\n".join(anthropic.texts({"messages": [{"content": [result]}]}))
         assert ("Exit code 1" in text) is failed and ("1 passed" in text) is not failed
     tests = events(flow.live_log, "TestResult")[:2]
-    assert [test["outcome"] for test in tests] == ["failed", "passed"]
+    assert [(test["outcome"], test["failed"], test["passed"]) for test in tests] == [("failed", 1, 0),
+                                                                                      ("passed", 0, 1)]
     brief = session.after["brief"]
     assert "## Failed earlier, passing since" in brief and "test pytest: failed at" in brief
 

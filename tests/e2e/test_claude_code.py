@@ -330,6 +330,7 @@ def test_an_edit_and_a_write_are_file_changes(flow: Flow) -> None:
 
 
 def test_a_second_session_starts_with_the_brief(flow: Flow) -> None:
+    assert injected(flow.sessions["plan"].main[0]) == ""  # a project with no task yet gets no brief
     for name in ("todo", "carry_on"):
         session = flow.sessions[name]
         text = injected(session.main[0])

@@ -247,7 +247,9 @@ def mcp_json_change(install: bool) -> Change:
     path = project_root() / ".mcp.json"
     if install:
         name = shared_command(".mcp.json", "`claude mcp add --scope local tasktrail -- trail mcp`")
-        entry = {"type": "stdio", "command": name, "args": ["mcp"]}
+        # alwaysLoad: Claude Code 2.1 in print mode connects other servers in the background, so the first
+        # request often went out without tasktrail's tools; it waits (up to MCP_CONNECT_TIMEOUT_MS) for these
+        entry = {"type": "stdio", "command": name, "args": ["mcp"], "alwaysLoad": True}
 
     def edit(data: dict[str, Any]) -> dict[str, Any]:
         servers = dict(data.get("mcpServers") or {})

@@ -146,7 +146,8 @@ def test_mcp_registers_the_server_in_the_root_mcp_json(repo: Path, tmp_path: Pat
     assert refused.returncode == 1 and ".mcp.json" in refused.stderr
     assert trail("install", "claude-code", "--local", "--mcp", cwd=repo / "pkg", home=home, path=path).returncode == 0
     servers = json.loads(mcp_json.read_text())["mcpServers"]
-    assert servers == {"other": other, "tasktrail": {"type": "stdio", "command": "trail", "args": ["mcp"]}}
+    assert servers == {"other": other, "tasktrail": {"type": "stdio", "command": "trail", "args": ["mcp"],
+                                                      "alwaysLoad": True}}
     assert not (repo / "pkg" / ".mcp.json").exists()
     assert trail("uninstall", "claude-code", cwd=repo, home=home, path=path).returncode == 0
     assert json.loads(mcp_json.read_text()) == {"mcpServers": {"other": other}}

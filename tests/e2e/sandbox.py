@@ -142,7 +142,13 @@ def _serve(api: str, steps: list[Any], log: Path) -> ThreadingHTTPServer:
 
         do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _handle
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # an agent dropping a kept-alive connection at exit is not worth a traceback in the run's stderr
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                super().handle_error(request, client_address)
+
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -108,7 +108,10 @@ class Change:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text() if path.exists() else None
+        if not path.exists():
+            return None
+        with open(path, newline="") as handle:  # CRLF kept: a user's file comes back byte for byte
+            return handle.read()
     except OSError as exc:
         raise TrailError(f"cannot read {path}: {exc}") from exc
 
@@ -152,7 +155,8 @@ def apply(changes: list[Change], dry_run: bool) -> None:
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = change.path.with_name(change.path.name + ".trail-tmp")
-        tmp.write_text(change.after)
+        with open(tmp, "w", newline="") as handle:
+            handle.write(change.after)
         tmp.replace(change.path)  # atomic: the agent never reads a half-written file
         click.echo(f"{change.path}: updated")
 
@@ -513,14 +517,15 @@ def _user_trust_removed(path: Path, source: str) -> Change:
     return Change(path, before, before if text == (before or "") else (text if text.strip() else None))
 
 
-def codex_hook_problems() -> list[str]:
-    """Why Codex would skip any of tasktrail's installed hooks (user and this repository's .codex/)."""
+def codex_hook_problems() -> tuple[int, list[str]]:
+    """How many of tasktrail's hooks are installed for Codex (the user's and this repository's .codex/),
+    and why Codex would skip any of them."""
     config_path = codex_home() / "config.toml"
     try:
         config = _toml(config_path, _read(config_path))
     except TrailError as exc:
-        return [str(exc)]
-    found = []
+        return 0, [str(exc)]
+    count, found = 0, []
     for folder in dict.fromkeys((codex_home(), project_root() / ".codex")):
         path = folder / "hooks.json"
         try:
@@ -529,9 +534,10 @@ def codex_hook_problems() -> list[str]:
             found.append(str(exc))
             continue
         hooks = codextrust.command_hooks(codextrust.hooks_file(folder), settings, CODEX_SUFFIX)
+        count += len(hooks)
         if hooks:
             found += [f"{path}: {problem}" for problem in codextrust.problems(hooks, config)]
-    return list(dict.fromkeys(found))
+    return count, list(dict.fromkeys(found))
 
 
 def _note_mcp_extra() -> None:

@@ -35,10 +35,13 @@ def event_label(event: str) -> str:
 
 
 def hooks_file(folder: Path) -> str:
-    """The path Codex keys a folder's ``hooks.json`` by: absolute, with ``CODEX_HOME`` resolved as
-    Codex resolves it (its links followed)."""
-    path = folder / "hooks.json"
-    return str(path.resolve()) if folder.exists() else os.path.abspath(path)
+    """The path Codex keys a folder's ``hooks.json`` by: absolute; links followed where Codex follows them
+    (it canonicalises ``CODEX_HOME`` and the working directory, not ``~/.codex``: both checked with 0.171)."""
+    home = os.environ.get("CODEX_HOME")
+    default_home = not home and os.path.abspath(folder) == os.path.abspath(Path.home() / ".codex")
+    if default_home or not folder.exists():
+        return os.path.abspath(folder / "hooks.json")
+    return str(folder.resolve() / "hooks.json")
 
 
 def hook_key(source: str, event: str, group: int, handler: int) -> str:

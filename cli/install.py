@@ -537,6 +537,11 @@ def codex_hook_problems() -> tuple[int, list[str]]:
         count += len(hooks)
         if hooks:
             found += [f"{path}: {problem}" for problem in codextrust.problems(hooks, config)]
+        if hooks and folder != codex_home():
+            project = (config.get("projects") or {}).get(str(folder.parent), {})
+            if not (isinstance(project, dict) and project.get("trust_level") == "trusted"):
+                found.append(f"{path}: the project {folder.parent} is not trusted in {config_path} "
+                             "([projects.\"…\"] trust_level = \"trusted\"): Codex does not load its .codex/")
     return count, list(dict.fromkeys(found))
 
 

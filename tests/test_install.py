@@ -256,6 +256,9 @@ def test_codex_project_scope_writes_the_repository_codex_folder_and_the_trust_in
     assert "hooks" not in config  # Codex reads trust only from the user's own config.toml
     user = tomllib.loads((home / ".codex" / "config.toml").read_text())
     assert user == {"hooks": {"state": _expected_trust(repo / ".codex" / "hooks.json")}}
+    skipped = json.loads(trail("doctor", "--json", cwd=repo, home=home, path=path).stdout)["codex_hooks_skipped"]
+    assert [line.split(": ", 1)[1].split(" (")[0] for line in skipped] == [f"the project {repo} is not trusted in "
+                                                                           f"{home / '.codex' / 'config.toml'}"]
     assert trail("uninstall", "codex", "--project", cwd=repo, home=home, path=path).returncode == 0
     assert not (repo / ".codex").exists() and not (home / ".codex").exists()
 

@@ -211,10 +211,12 @@ def test_the_model_saw_the_failing_then_the_passing_run(flow: Flow) -> None:
 
 def test_an_mcp_record_lands_once_in_the_hooks_ledger_and_the_model_got_its_answer(flow: Flow) -> None:
     decisions = flow.state["decisions"]
-    assert [d["text"] for d in decisions] == [DECISION["text"]]
-    answers = [text for text in _outputs(flow.requests("first")[-1]).values() if "DecisionRecorded" in text
-               or "Decision" in text]
-    assert answers, "the model never received the record tool's answer"
+    assert [(d["text"], d["reason"]) for d in decisions] == [(DECISION["text"], DECISION["reason"])]
+    assert [e["type"] for e in flow.before_import].count("DecisionRecorded") == 1
+    answers = [text for text in _outputs(flow.requests("first")[-1]).values() if '"DecisionRecorded"' in text]
+    assert len(answers) == 1, "the model never received the record tool's answer"
+    answer = json.loads(answers[0].split("Output:\n", 1)[-1])
+    assert (answer["task"], answer["position"]) == (1, decisions[0]["position"])  # the hooks' task, the same ledger
 
 
 @pytest.mark.xfail(strict=True, reason="issue 19: the MCP server records as agent:codex-mcp-client, the hooks "
@@ -242,6 +244,12 @@ def test_importing_the_rollout_adds_no_duplicates(flow: Flow) -> None:
 
     added = facts(flow.after_import) - facts(flow.before_import)
     assert not [fact for fact in added if facts(flow.before_import)[fact]], added
+
+
+@pytest.mark.xfail(strict=True, reason="issue 19: importing a Codex 0.171 rollout records its update_plan "
+                                       "call a second time, as an unnamed tool (`tool ? called: {}`)")
+def test_importing_the_rollout_names_every_tool(flow: Flow) -> None:
+    assert [e["summary"] for e in flow.after_import if e["summary"].startswith("tool ?")] == []
 
 
 def test_each_scripted_step_was_asked_for_once(flow: Flow) -> None:

@@ -47,14 +47,16 @@ def respond(path: str, body: Any, steps: list[Any], seen: dict[str, Any]) -> Rep
         return _stream(number, [_message("done", f"m{number}")])
     given = [i for i in body.get("input") or () if isinstance(i, dict)]
     loaded = [t for i in given if i.get("type") == "tool_search_output" for t in i.get("tools") or ()]
+    step = [item for item in steps[index] if "tokens" not in item]
+    tokens = next((int(item["tokens"]) for item in steps[index] if "tokens" in item), 110)
     try:
-        items = [_item(item, [*tools, *loaded], f"{tag}_{index}_{n}") for n, item in enumerate(steps[index])]
+        items = [_item(item, [*tools, *loaded], f"{tag}_{index}_{n}") for n, item in enumerate(step)]
     except ValueError as exc:  # the scenario asks for a tool Codex did not offer: Codex shows this, the test fails
         return _json({"error": {"message": f"scripted step {index}: {exc}", "type": "invalid_request_error"}}, 400)
     searches = [item for item in items if item["type"] == "tool_search_call"]
     if searches:
         items = searches  # the rest of the step once the tools are loaded (its text would end the step)
-    return _stream(number, items)
+    return _stream(number, items, tokens)
 
 
 def _next_step(given: list[Any], steps: list[Any], tag: str) -> int:
@@ -151,12 +153,12 @@ def _json(data: Any, status: int = 200) -> Reply:
     return Reply(status=status, headers={"Content-Type": "application/json"}, body=json.dumps(data).encode())
 
 
-def _stream(number: int, items: list[dict[str, Any]]) -> Reply:
+def _stream(number: int, items: list[dict[str, Any]], tokens: int = 110) -> Reply:
     return Reply(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
-                 body=_events(number, items))
+                 body=_events(number, items, tokens))
 
 
-def _events(number: int, items: list[dict[str, Any]]) -> Iterator[bytes]:
+def _events(number: int, items: list[dict[str, Any]], tokens: int) -> Iterator[bytes]:
     response: dict[str, Any] = {"id": f"resp_{number}", "object": "response", "status": "in_progress",
                                 "model": "scripted", "output": []}
     sequence = 0
@@ -182,6 +184,6 @@ def _events(number: int, items: list[dict[str, Any]]) -> Iterator[bytes]:
             yield event("response.output_text.done", item_id=item["id"], output_index=index, content_index=0,
                         text=text)
         yield event("response.output_item.done", output_index=index, item=item)
-    usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
-             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 110}
+    usage = {"input_tokens": tokens - 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens}
     yield event("response.completed", response={**response, "status": "completed", "output": items, "usage": usage})

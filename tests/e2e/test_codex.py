@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -167,13 +168,17 @@ def test_codex_lists_every_installed_hook_as_trusted(codex: Path, tmp_path: Path
     server = subprocess.Popen([*sandbox._unshare(), str(codex), "app-server"], env=env, cwd=tmp_path, text=True,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert server.stdin is not None and server.stdout is not None
+    watchdog = threading.Timer(60, server.kill)  # a server that never answers ends the read, not the suite
+    watchdog.start()
     try:
         server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
-        server.stdin.flush()
-        listed = next(m for m in map(json.loads, server.stdout) if m.get("id") == 2)
+        server.stdin.flush()  # stdin stays open: at end of input the server exits before it answers
+        listed = next((m for m in map(json.loads, server.stdout) if m.get("id") == 2), None)
     finally:
+        watchdog.cancel()
         server.kill()
         server.wait()
+    assert listed is not None, "codex app-server did not answer hooks/list"
     hooks = [h for entry in listed["result"]["data"] for h in entry["hooks"]]
     ours = {h["eventName"]: h["trustStatus"] for h in hooks if h["command"].endswith(" hook codex")}
     assert ours == dict.fromkeys(["sessionStart", "userPromptSubmit", "postToolUse", "preCompact", "postCompact",

@@ -383,6 +383,12 @@ def _toml(path: Path, text: str | None) -> dict[str, Any]:
         raise TrailError(f"cannot read {path}: {exc}") from exc
 
 
+def _hook_states(config: dict[str, Any]) -> dict[str, Any]:
+    hooks = config.get("hooks")
+    states = hooks.get("state") if isinstance(hooks, dict) else None
+    return states if isinstance(states, dict) else {}
+
+
 def _ours_in_state(key: tuple[str, ...], source: str) -> bool:
     return len(key) == 3 and key[:2] == STATE and key[2].startswith(source + ":")
 
@@ -400,7 +406,7 @@ def config_change(path: Path, server: dict[str, Any] | None, trust: dict[str, st
         for key in tomlpatch.marked_tables(text):
             if _ours_in_state(key, source) and key[2] not in trust:
                 text = tomlpatch.remove_table(text, key)
-    states = (parsed.get("hooks") or {}).get("state") or {} if isinstance(parsed.get("hooks"), dict) else {}
+    states = _hook_states(parsed)
     if server is not None:
         if server:  # an empty server: only the trust records (the user's file, for --project)
             text = tomlpatch.unset_key(text, FEATURES, OLD_FEATURE)  # the line an older trail wrote
@@ -420,7 +426,7 @@ def config_change(path: Path, server: dict[str, Any] | None, trust: dict[str, st
     except tomllib.TOMLDecodeError:
         after, parses = {}, False  # our edit would not parse: refused below, the file untouched
     if parses and server is not None:
-        got = (after.get("hooks") or {}).get("state") or {} if isinstance(after.get("hooks"), dict) else {}
+        got = _hook_states(after)
         ok = ((not server or (after.get("features", {}).get(FEATURE) is True
                               and after.get("mcp_servers", {}).get(SERVER) == server))
               and all(isinstance(got.get(k), dict) and got[k].get("trusted_hash") == v for k, v in trust.items()))
@@ -429,7 +435,7 @@ def config_change(path: Path, server: dict[str, Any] | None, trust: dict[str, st
     if not ok:
         raise TrailError(
             f"cannot edit {path} safely (its layout is unusual); add by hand: [features] hooks = true and "
-            f'[mcp_servers.{SERVER}] command = "trail", args = ["mcp"]'
+            f'[mcp_servers.{SERVER}] command = "trail", args = ["mcp"], then trust the hooks in Codex\'s /hooks'
         )
     if text == (before or ""):
         return Change(path, before, before)

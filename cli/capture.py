@@ -132,6 +132,7 @@ def hook_codex() -> None:
 @fails_cleanly
 def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     """Check capture health: dead letters and inbox rows still waiting for a task."""
+    from cli.install import codex_hook_problems
     from ledger.capture import hook
     from ledger.capture.inbox import drain, inbox_path
     from ledger.capture.jsonl import loads
@@ -152,18 +153,28 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
             replayed += 1
     drained = drain(ctx.ledger(), ctx.location)
     left = sorted(spool.glob("*.json")) if spool.is_dir() else []
+    codex_hooks, skipped = codex_hook_problems()
     report = {
         "dead_letters": len(left),
         "replayed": replayed,
         "events": drained.events,
         "waiting_rows": drained.waiting,
         "failed": failed,
+        "codex_hooks": codex_hooks,
+        "codex_hooks_skipped": skipped,
     }
     if as_json:
         emit_json(report)
     else:
         click.echo(f"dead letters: {len(left)} in {spool}" + (f" (replayed {replayed})" if retry else ""))
         click.echo(f"inbox: {drained.events} events folded in, {drained.waiting} rows waiting for a task")
+        if codex_hooks or skipped:
+            click.echo(f"codex hooks: {codex_hooks} installed, " + (f"{len(skipped)} problems:" if skipped
+                                                                     else "Codex runs them all"))
+        for line in skipped:
+            click.echo(f"  {line}")
+        if skipped:
+            click.echo("  `trail install codex` turns hooks on and trusts tasktrail's hooks again")
         for line in failed:
             click.echo(f"  cannot replay {line}", err=True)
     if failed:

@@ -31,7 +31,7 @@ from typing import Any
 
 import click
 
-from cli import tomlpatch
+from cli import codextrust, tomlpatch
 from cli.context import fails_cleanly
 from ledger.capture.jsonl import loads
 from ledger.errors import TrailError
@@ -108,7 +108,10 @@ class Change:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text() if path.exists() else None
+        if not path.exists():
+            return None
+        with open(path, newline="") as handle:  # CRLF kept: a user's file comes back byte for byte
+            return handle.read()
     except OSError as exc:
         raise TrailError(f"cannot read {path}: {exc}") from exc
 
@@ -152,7 +155,8 @@ def apply(changes: list[Change], dry_run: bool) -> None:
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = change.path.with_name(change.path.name + ".trail-tmp")
-        tmp.write_text(change.after)
+        with open(tmp, "w", newline="") as handle:
+            handle.write(change.after)
         tmp.replace(change.path)  # atomic: the agent never reads a half-written file
         click.echo(f"{change.path}: updated")
 
@@ -192,13 +196,15 @@ def without_hooks(settings: dict[str, Any], suffix: str) -> dict[str, Any]:
 
 
 def with_hooks(
-    settings: dict[str, Any], command: str, suffix: str, events: tuple[str, ...], matcher: dict[str, str]
+    settings: dict[str, Any], command: str, suffix: str, events: tuple[str, ...], matcher: dict[str, str],
+    timeouts: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """``settings`` with exactly one copy of our hook on each of ``events`` (the user's own are kept)."""
     result = without_hooks(settings, suffix)
     hooks = dict(result.get("hooks") or {})
     for event in events:
-        entry = {"type": "command", "command": command, "timeout": 30 if event == "SessionStart" else 10}
+        timeout = (timeouts or {}).get(event, 30 if event == "SessionStart" else 10)
+        entry = {"type": "command", "command": command, "timeout": timeout}
         group: dict[str, Any] = {"hooks": [entry]}
         if event in matcher:
             group = {"matcher": matcher[event], **group}
@@ -348,15 +354,27 @@ def uninstall_claude_code(scope: str | None, mcp: bool, dry_run: bool) -> None:
 
 # -- Codex ------------------------------------------------------------------------------------------------
 
-CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")
+CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "PostCompact", "Stop", "SessionEnd")
 CODEX_SUFFIX = " hook codex"
-FEATURE = ("features",), "codex_hooks"
+FEATURES = ("features",)
+FEATURE, OLD_FEATURE = "hooks", "codex_hooks"
+"""Codex 0.171 reads ``[features] hooks``; ``codex_hooks`` is its deprecated name (older trail wrote it)."""
 MCP_TABLE = ("mcp_servers", SERVER)
+MCP_ENV = ("TRAIL_HOME", "TRAIL_DATABASE_URL", "TRAIL_DB", "XDG_DATA_HOME")
+"""What locates the ledger (``ledger.location``): Codex starts an MCP server with a cleared environment
+except the variables its ``env_vars`` names, so without these the server would write to another ledger."""
+STATE = ("hooks", "state")
+CODEX_TIMEOUTS = {"SessionEnd": 3}
+"""Codex clamps a SessionEnd hook to 3 s (and says so at every start when it is given more)."""
 
 
 def codex_folder(scope: str) -> Path:
     if scope == "project":
         return project_root() / ".codex"
+    return codex_home()
+
+
+def codex_home() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
 
 
@@ -367,33 +385,70 @@ def _toml(path: Path, text: str | None) -> dict[str, Any]:
         raise TrailError(f"cannot read {path}: {exc}") from exc
 
 
-def config_change(path: Path, server: dict[str, Any] | None) -> Change:
-    """``config.toml`` with the hooks feature on and our MCP server (``server``), or both undone (None)."""
+def _hook_states(config: dict[str, Any]) -> dict[str, Any]:
+    hooks = config.get("hooks")
+    states = hooks.get("state") if isinstance(hooks, dict) else None
+    return states if isinstance(states, dict) else {}
+
+
+def _ours_in_state(key: tuple[str, ...], source: str) -> bool:
+    return len(key) == 3 and key[:2] == STATE and key[2].startswith(source + ":")
+
+
+def config_change(path: Path, server: dict[str, Any] | None, trust: dict[str, str] | None = None,
+                  source: str | None = None) -> Change:
+    """``config.toml`` with the hooks feature on, our MCP server (``server``) and the trust records of our
+    hooks in ``source`` (``trust``: key -> hash), or all of it undone (``server`` None). Only the trust
+    records we wrote (marked) for ``source`` are ever removed."""
     before = _read(path)
     parsed = _toml(path, before)
     text = before or ""
-    table, key = FEATURE
+    trust = trust or {}
+    if source is not None:
+        for key in tomlpatch.marked_tables(text):
+            if _ours_in_state(key, source) and key[2] not in trust:
+                text = tomlpatch.remove_table(text, key)
+    states = _hook_states(parsed)
     if server is not None:
-        text = tomlpatch.set_key(text, table, key, "true")
-        text = tomlpatch.set_table(text, MCP_TABLE, server)
+        if server:  # an empty server: only the trust records (the user's file, for --project)
+            text = tomlpatch.unset_key(text, FEATURES, OLD_FEATURE)  # the line an older trail wrote
+            text = tomlpatch.set_key(text, FEATURES, FEATURE, "true", replaces=(OLD_FEATURE,))
+            text = tomlpatch.set_table(text, MCP_TABLE, server)
+        for name, digest in trust.items():
+            if isinstance(states.get(name), dict) and states[name].get("trusted_hash") == digest:
+                continue  # trusted already (by the user's /hooks): theirs, left as it is
+            text = tomlpatch.set_table(text, (*STATE, name), {"trusted_hash": digest})
     else:
-        text = tomlpatch.unset_key(text, table, key)
+        text = tomlpatch.unset_key(text, FEATURES, FEATURE)
+        text = tomlpatch.unset_key(text, FEATURES, OLD_FEATURE)
         if _server_is_ours(parsed.get("mcp_servers", {}).get(SERVER)):
             text = tomlpatch.remove_table(text, MCP_TABLE)
     try:
         after, parses = (tomllib.loads(text) if text != before else parsed), True
     except tomllib.TOMLDecodeError:
         after, parses = {}, False  # our edit would not parse: refused below, the file untouched
-    wanted = after.get("features", {}).get(key) is True and after.get("mcp_servers", {}).get(SERVER) == server
-    gone = not _server_is_ours(after.get("mcp_servers", {}).get(SERVER))
-    if not parses or not (wanted if server is not None else gone):
+    if parses and server is not None:
+        got = _hook_states(after)
+        ok = ((not server or (after.get("features", {}).get(FEATURE) is True
+                              and after.get("mcp_servers", {}).get(SERVER) == server))
+              and all(isinstance(got.get(k), dict) and got[k].get("trusted_hash") == v for k, v in trust.items()))
+    else:
+        ok = parses and not _server_is_ours(after.get("mcp_servers", {}).get(SERVER))
+    if not ok:
         raise TrailError(
-            f"cannot edit {path} safely (its layout is unusual); add by hand: [features] codex_hooks = true and "
-            f'[mcp_servers.{SERVER}] command = "trail", args = ["mcp"]'
+            f"cannot edit {path} safely (its layout is unusual); add by hand: [features] hooks = true and "
+            f'[mcp_servers.{SERVER}] command = "trail", args = ["mcp"], then trust the hooks in Codex\'s /hooks'
         )
     if text == (before or ""):
         return Change(path, before, before)
     return Change(path, before, text if text.strip() else None)
+
+
+def _codex_hooks_change(folder: Path, command: str) -> tuple[Change, list[codextrust.Hook]]:
+    change = json_change(folder / "hooks.json",
+                         lambda s: with_hooks(s, command, CODEX_SUFFIX, CODEX_EVENTS, {}, CODEX_TIMEOUTS))
+    after = _json(change.path, change.after)
+    return change, codextrust.command_hooks(codextrust.hooks_file(folder), after, CODEX_SUFFIX)
 
 
 @install_group.command("codex")
@@ -402,13 +457,18 @@ def config_change(path: Path, server: dict[str, Any] | None) -> Change:
 @click.option("--project", "scope", flag_value="project",
               help="The repository's .codex/, shared with the team (needs trail on PATH; Codex loads it "
                    "once the project is trusted).")
+@click.option("--no-trust", is_flag=True,
+              help="Do not record the hooks as trusted in config.toml; Codex skips them until you approve "
+                   "them in its /hooks.")
 @_dry
 @fails_cleanly
-def install_codex(scope: str, dry_run: bool) -> None:
-    """Add tasktrail's hooks to Codex's hooks.json, turn hooks on and register the MCP server in config.toml.
+def install_codex(scope: str, no_trust: bool, dry_run: bool) -> None:
+    """Add tasktrail's hooks to Codex's hooks.json, turn hooks on, trust them and register the MCP server.
 
-    Hooks: SessionStart (answered with the task's brief), UserPromptSubmit, PostToolUse and Stop,
-    each running `trail hook codex`. Everything already in both files is kept.
+    Hooks: SessionStart (answered with the task's brief), UserPromptSubmit, PostToolUse, PreCompact,
+    PostCompact, Stop and SessionEnd, each running `trail hook codex`. Codex runs only hooks the user
+    has trusted, so the trust its /hooks would record goes into the user's config.toml
+    ([hooks.state."<key>"] trusted_hash), unless --no-trust. Everything already in the files is kept.
     """
     folder = codex_folder(scope)
     if scope == "project":
@@ -417,10 +477,21 @@ def install_codex(scope: str, dry_run: bool) -> None:
     else:
         server = this_script()
         command = f"{shlex.quote(server)}{CODEX_SUFFIX}"
-    changes = [
-        json_change(folder / "hooks.json", lambda s: with_hooks(s, command, CODEX_SUFFIX, CODEX_EVENTS, {})),
-        config_change(folder / "config.toml", {"command": server, "args": ["mcp"]}),
-    ]
+    hooks_change, hooks = _codex_hooks_change(folder, command)
+    entry = {"command": server, "args": ["mcp"], "env_vars": list(MCP_ENV)}
+    trust = {} if no_trust else {hook.key: hook.hash for hook in hooks}
+    source = codextrust.hooks_file(folder)
+    user_config = codex_home() / "config.toml"
+    if scope == "project":
+        # trust is the user's: Codex reads [hooks.state] only from the user's config.toml
+        changes = [hooks_change, config_change(folder / "config.toml", entry),
+                   config_change(user_config, {}, trust, source)]
+    else:
+        changes = [hooks_change, config_change(folder / "config.toml", entry, trust, source)]
+    if trust and not dry_run:
+        click.echo(f"trail: trusting tasktrail's {len(trust)} Codex hooks in {user_config} ([hooks.state], as "
+                   "Codex's /hooks records it) because you asked for them; --no-trust leaves that to /hooks",
+                   err=True)
     apply(changes, dry_run)
     _note_mcp_extra()
 
@@ -431,13 +502,55 @@ def install_codex(scope: str, dry_run: bool) -> None:
 @_dry
 @fails_cleanly
 def uninstall_codex(scope: str, dry_run: bool) -> None:
-    """Remove exactly what `trail install codex` added: our hooks, our codex_hooks line, our MCP server."""
+    """Remove exactly what `trail install codex` added: our hooks, their trust, our hooks feature line,
+    our MCP server."""
     folder = codex_folder(scope)
-    changes = [
-        json_change(folder / "hooks.json", lambda s: without_hooks(s, CODEX_SUFFIX)),
-        config_change(folder / "config.toml", None),
-    ]
+    source = codextrust.hooks_file(folder)
+    changes = [json_change(folder / "hooks.json", lambda s: without_hooks(s, CODEX_SUFFIX))]
+    if scope == "project":
+        changes += [config_change(folder / "config.toml", None),
+                    _user_trust_removed(codex_home() / "config.toml", source)]
+    else:
+        changes.append(config_change(folder / "config.toml", None, {}, source))
     apply([c for c in changes if c.before is not None], dry_run)
+
+
+def _user_trust_removed(path: Path, source: str) -> Change:
+    """The user's ``config.toml`` without the trust records we wrote for ``source`` (nothing else)."""
+    before = _read(path)
+    text = before or ""
+    for key in tomlpatch.marked_tables(text):
+        if _ours_in_state(key, source):
+            text = tomlpatch.remove_table(text, key)
+    return Change(path, before, before if text == (before or "") else (text if text.strip() else None))
+
+
+def codex_hook_problems() -> tuple[int, list[str]]:
+    """How many of tasktrail's hooks are installed for Codex (the user's and this repository's .codex/),
+    and why Codex would skip any of them."""
+    config_path = codex_home() / "config.toml"
+    try:
+        config = _toml(config_path, _read(config_path))
+    except TrailError as exc:
+        return 0, [str(exc)]
+    count, found = 0, []
+    for folder in dict.fromkeys((codex_home(), project_root() / ".codex")):
+        path = folder / "hooks.json"
+        try:
+            settings = _json(path, _read(path))
+        except TrailError as exc:
+            found.append(str(exc))
+            continue
+        hooks = codextrust.command_hooks(codextrust.hooks_file(folder), settings, CODEX_SUFFIX)
+        count += len(hooks)
+        if hooks:
+            found += [f"{path}: {problem}" for problem in codextrust.problems(hooks, config)]
+        if hooks and folder != codex_home():
+            project = (config.get("projects") or {}).get(str(folder.parent), {})
+            if not (isinstance(project, dict) and project.get("trust_level") == "trusted"):
+                found.append(f"{path}: the project {folder.parent} is not trusted in {config_path} "
+                             "([projects.\"…\"] trust_level = \"trusted\"): Codex does not load its .codex/")
+    return count, list(dict.fromkeys(found))
 
 
 def _note_mcp_extra() -> None:

@@ -2,14 +2,16 @@
 
 Codex's ``config.toml`` is the user's own file, so it is never re-serialised. Each edit touches only
 the lines it owns: one key line inside ``[features]``, or a whole ``[name]`` table appended at the end.
-Lines it adds carry the comment ``MARK``, so the reverse edit finds them, and a replaced value keeps
-what it was (``(was: false)``) to put it back. The caller re-parses the result with ``tomllib`` and
-refuses to write anything that does not parse to what it meant, so an unusual layout (an inline
-``features = {…}``, dotted keys at the top level) is an error, never a damaged file.
+Lines it adds carry the comment ``MARK``, so the reverse edit finds them, and a line it replaces is
+kept whole in the mark (``(was: "codex_hooks = false  # mine")``) to be put back byte for byte.
+The caller re-parses the result with ``tomllib`` and refuses to write anything that does not parse
+to what it meant, so an unusual layout (an inline ``features = {…}``, dotted keys at the top level)
+is an error, never a damaged file.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -94,35 +96,59 @@ def _drop(lines: list[str], start: int, end: int) -> list[str]:
     return lines[:start] + lines[end:]
 
 
-def set_key(text: str, table: tuple[str, ...], key: str, value: str) -> str:
-    """``key = value`` in ``[table]``: the key line replaced (its old value noted) or added after the
-    header; the table appended when it is missing. Unchanged when the line already says ``value``."""
+def _ending(line: str) -> str:
+    return line[len(line.rstrip("\r\n")) :]
+
+
+def _note(line: str) -> str:
+    """What a replaced line leaves in our mark: the user's line itself, or the note our own line carries."""
+    if MARK in line:
+        was = _WAS.search(line)
+        return f" (was: {was.group(1)})" if was else ""
+    return f" (was: {json.dumps(line.rstrip(chr(13) + chr(10)))})"
+
+
+def set_key(text: str, table: tuple[str, ...], key: str, value: str, replaces: tuple[str, ...] = ()) -> str:
+    """``key = value`` in ``[table]``: the key line replaced (kept whole in the mark), else the line of an
+    older name of the key (``replaces``) taken over the same way, else a line added after the header;
+    the table appended when it is missing. Unchanged when the line already says ``value``."""
     lines = text.splitlines(keepends=True)
     region = _region(lines, table)
-    header = "[" + ".".join(table) + "]"
+    header = "[" + ".".join(_quote(part) for part in table) + "]"
     if region is None:
         return _append(text, [f"{header}  {MARK}\n", f"{key} = {value}  {MARK}\n"])
     start, end = region
-    for index in range(start + 1, end):
-        match = _key_line(lines[index], key)
-        if match:
-            if match.group(1) == value:
-                return text
-            was = match.group(1) if MARK not in lines[index] else _was(lines[index])
-            note = f" (was: {was})" if was is not None else ""
-            lines[index] = f"{key} = {value}  {MARK}{note}\n"
-            return "".join(lines)
+    for name in (key, *replaces):
+        for index in range(start + 1, end):
+            match = _key_line(lines[index], name)
+            if match:
+                if name == key and match.group(1) == value:
+                    return text
+                line = lines[index]
+                lines[index] = f"{key} = {value}  {MARK}{_note(line)}{_ending(line) or chr(10)}"
+                return "".join(lines)
     lines.insert(start + 1, f"{key} = {value}  {MARK}\n")
     return "".join(lines)
 
 
-def _was(line: str) -> str | None:
+def _restored(line: str, key: str) -> str | None:
+    """The line our marked ``line`` replaced, or None when it replaced nothing."""
     match = _WAS.search(line)
-    return match.group(1) if match else None
+    if match is None:
+        return None
+    was = match.group(1)
+    if was.startswith('"'):
+        try:
+            whole = json.loads(was)
+        except ValueError:
+            whole = None
+        if isinstance(whole, str) and "=" in whole:
+            return whole + (_ending(line) or "\n")
+    return f"{key} = {was}\n"  # the value-only note of trail versions before the whole-line one
 
 
 def unset_key(text: str, table: tuple[str, ...], key: str) -> str:
-    """Undo ``set_key``: our key line goes (or gets its old value back); a table we added goes
+    """Undo ``set_key``: our key line goes (or the line it replaced comes back); a table we added goes
     when nothing else is left in it."""
     lines = text.splitlines(keepends=True)
     region = _region(lines, table)
@@ -131,9 +157,9 @@ def unset_key(text: str, table: tuple[str, ...], key: str) -> str:
     start, end = region
     for index in range(start + 1, end):
         if _key_line(lines[index], key) and MARK in lines[index]:
-            was = _was(lines[index])
+            was = _restored(lines[index], key)
             if was is not None:
-                lines[index] = f"{key} = {was}\n"
+                lines[index] = was
             else:
                 del lines[index]
                 end -= 1
@@ -143,6 +169,17 @@ def unset_key(text: str, table: tuple[str, ...], key: str) -> str:
     if MARK in lines[start] and all(not ln.strip() for ln in lines[start + 1 : end]):
         lines = _drop(lines, start, end)
     return "".join(lines)
+
+
+def _quote(part: str) -> str:
+    """One part of a table header: bare when TOML allows it, else a basic string."""
+    return part if _BARE.fullmatch(part) else json.dumps(part, ensure_ascii=False)
+
+
+def marked_tables(text: str) -> list[tuple[str, ...]]:
+    """The tables whose header carries ``MARK``: the ones ``set_table`` added."""
+    lines = text.splitlines(keepends=True)
+    return [found for index, found in _tables(lines) if found is not None and MARK in lines[index]]
 
 
 def _toml_value(value: Any) -> str:
@@ -158,7 +195,7 @@ def _toml_value(value: Any) -> str:
 def set_table(text: str, table: tuple[str, ...], values: dict[str, Any]) -> str:
     """``[table]`` holding ``values`` (strings, lists of strings): its body replaced when it exists
     (sub-tables such as ``[table.env]`` are left alone), else the table appended."""
-    header = "[" + ".".join(table) + "]"
+    header = "[" + ".".join(_quote(part) for part in table) + "]"
     block = [f"{header}  {MARK}\n", *(f"{k} = {_toml_value(v)}\n" for k, v in values.items())]
     lines = text.splitlines(keepends=True)
     region = _region(lines, table)

@@ -12,9 +12,11 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cli import codextrust
 from tests.conftest import REPO
 
 SCRIPT = Path(sys.executable).parent / "trail"
@@ -172,6 +174,21 @@ model = "gpt-5-mini"
 HOOKS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done", "timeout": 5}]}]}}
 
 
+CODEX_EVENTS = {"SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "PostCompact", "Stop", "SessionEnd"}
+ENV_VARS = ["TRAIL_HOME", "TRAIL_DATABASE_URL", "TRAIL_DB", "XDG_DATA_HOME"]
+
+
+def _states(config: dict[str, Any]) -> dict[str, Any]:
+    return dict(config.get("hooks", {}).get("state", {}))
+
+
+def _expected_trust(hooks_json: Path) -> dict[str, dict[str, str]]:
+    """Each of our hooks in ``hooks_json`` by Codex's key, with the hash Codex computes for it."""
+    settings = json.loads(hooks_json.read_text())
+    found = codextrust.command_hooks(str(hooks_json.resolve()), settings, " hook codex")
+    return {hook.key: {"trusted_hash": hook.hash} for hook in found}
+
+
 def test_codex_user_install_is_idempotent_keeps_the_users_settings_and_uninstalls_exactly(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "anywhere"
     project.mkdir()
@@ -181,23 +198,28 @@ def test_codex_user_install_is_idempotent_keeps_the_users_settings_and_uninstall
     (codex / "hooks.json").write_text(json.dumps(HOOKS, indent=2) + "\n")
 
     dry = trail("install", "codex", "--dry-run", cwd=project, home=home)
-    assert dry.returncode == 0 and "+codex_hooks = true" in dry.stdout and "hook codex" in dry.stdout
-    assert (codex / "config.toml").read_text() == CONFIG
+    assert dry.returncode == 0 and "+hooks = true" in dry.stdout and "hook codex" in dry.stdout
+    assert (codex / "config.toml").read_text() == CONFIG and "trusting" not in dry.stderr
 
-    assert trail("install", "codex", cwd=project, home=home).returncode == 0
+    done = trail("install", "codex", cwd=project, home=home)
+    assert done.returncode == 0 and "trusting tasktrail's 7 Codex hooks" in done.stderr and "--no-trust" in done.stderr
     config_text = (codex / "config.toml").read_text()
     config = tomllib.loads(config_text)
-    assert config["features"] == {"web_search": True, "codex_hooks": True}
-    assert config["mcp_servers"]["tasktrail"] == {"command": str(SCRIPT), "args": ["mcp"]}
+    assert config["features"] == {"web_search": True, "hooks": True}  # the deprecated codex_hooks line taken over
+    assert config["mcp_servers"]["tasktrail"] == {"command": str(SCRIPT), "args": ["mcp"], "env_vars": ENV_VARS}
     assert config["mcp_servers"]["docs"] == {"command": "npx", "args": ["-y", "docs-mcp"]}
     assert config["model"] == "gpt-5.5-codex" and config["profiles"]["fast"]["model"] == "gpt-5-mini"
     kept = [ln for ln in CONFIG.splitlines() if ln.strip() and ln != "codex_hooks = false"]
     assert [ln for ln in config_text.splitlines() if ln in kept] == kept  # every other line, comments too, in order
     hooks = json.loads((codex / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"}
+    assert set(hooks) == CODEX_EVENTS
     assert hooks["Stop"][0] == HOOKS["hooks"]["Stop"][0]
+    assert hooks["SessionEnd"][0]["hooks"][0]["timeout"] == 3  # what Codex clamps a SessionEnd hook to
     ours = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"] if h["command"] != "say done"]
-    assert ours == [f"{SCRIPT} hook codex"] * 4
+    assert ours == [f"{SCRIPT} hook codex"] * 7
+    trust = _expected_trust(codex / "hooks.json")
+    assert _states(config) == trust and len(trust) == 7
+    assert f"{(codex / 'hooks.json').resolve()}:stop:1:0" in trust  # ours is the second Stop group, after the user's
 
     twice = {name: (codex / name).read_text() for name in ("config.toml", "hooks.json")}
     assert trail("install", "codex", "--user", cwd=project, home=home).returncode == 0
@@ -213,12 +235,13 @@ def test_codex_on_a_fresh_home_creates_both_files_and_uninstall_removes_them(tmp
     home.mkdir()
     assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
     config = tomllib.loads((home / ".codex" / "config.toml").read_text())
-    assert config["features"]["codex_hooks"] is True and config["mcp_servers"]["tasktrail"]["args"] == ["mcp"]
+    assert config["features"] == {"hooks": True} and config["mcp_servers"]["tasktrail"]["args"] == ["mcp"]
+    assert _states(config) == _expected_trust(home / ".codex" / "hooks.json")
     assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
     assert not (home / ".codex").exists()
 
 
-def test_codex_project_scope_writes_the_repository_codex_folder_with_the_name_on_path(
+def test_codex_project_scope_writes_the_repository_codex_folder_and_the_trust_into_the_users_config(
     repo: Path, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
@@ -226,13 +249,105 @@ def test_codex_project_scope_writes_the_repository_codex_folder_with_the_name_on
     assert refused.returncode == 1 and "--user" in refused.stderr and not (repo / ".codex").exists()
     path = _bin(tmp_path)
     assert trail("install", "codex", "--project", cwd=repo / "pkg" / "sub", home=home, path=path).returncode == 0
-    assert not (repo / "pkg" / "sub" / ".codex").exists() and not (home / ".codex").exists()
+    assert not (repo / "pkg" / "sub" / ".codex").exists()
     hooks = json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"]
     assert {h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]} == {"trail hook codex"}
     config = tomllib.loads((repo / ".codex" / "config.toml").read_text())
-    assert config["mcp_servers"]["tasktrail"] == {"command": "trail", "args": ["mcp"]}
+    assert config["mcp_servers"]["tasktrail"] == {"command": "trail", "args": ["mcp"], "env_vars": ENV_VARS}
+    assert "hooks" not in config  # Codex reads trust only from the user's own config.toml
+    user = tomllib.loads((home / ".codex" / "config.toml").read_text())
+    assert user == {"hooks": {"state": _expected_trust(repo / ".codex" / "hooks.json")}}
+    skipped = json.loads(trail("doctor", "--json", cwd=repo, home=home, path=path).stdout)["codex_hooks_skipped"]
+    assert [line.split(": ", 1)[1].split(" (")[0] for line in skipped] == [f"the project {repo} is not trusted in "
+                                                                           f"{home / '.codex' / 'config.toml'}"]
     assert trail("uninstall", "codex", "--project", cwd=repo, home=home, path=path).returncode == 0
-    assert not (repo / ".codex").exists()
+    assert not (repo / ".codex").exists() and not (home / ".codex").exists()
+
+
+OLD_INSTALL = """\
+[features]  # trail install codex
+codex_hooks = true  # trail install codex
+
+[mcp_servers.tasktrail]  # trail install codex
+command = "/old/trail"
+args = ["mcp"]
+"""
+
+
+def test_an_older_installs_codex_hooks_line_becomes_hooks_and_uninstall_removes_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "config.toml").write_text(OLD_INSTALL)
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    config = tomllib.loads((home / ".codex" / "config.toml").read_text())
+    assert config["features"] == {"hooks": True} and config["mcp_servers"]["tasktrail"]["command"] == str(SCRIPT)
+    assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert not (home / ".codex").exists()
+
+
+def test_a_users_own_lines_come_back_byte_for_byte(tmp_path: Path) -> None:
+    """CRLF endings, a comment and odd spacing on the replaced line, the user's own trust of our hook."""
+    home = tmp_path / "home"
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0  # to learn our hook's key and hash
+    key, state = next(iter(_expected_trust(codex / "hooks.json").items()))
+    assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
+    codex.mkdir()
+    original = (f'[hooks.state."{key}"]\r\ntrusted_hash = "{state["trusted_hash"]}"\r\n\r\n'
+                "[features]\r\nhooks=false   # off for now\r\n")
+    (codex / "config.toml").write_bytes(original.encode())
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    config = tomllib.loads((codex / "config.toml").read_text())
+    assert config["features"] == {"hooks": True} and _states(config) == _expected_trust(codex / "hooks.json")
+    assert (codex / "config.toml").read_bytes().startswith(original.split("[features]")[0].encode())  # theirs, kept
+    assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert (codex / "config.toml").read_bytes() == original.encode()
+
+
+def test_no_trust_leaves_the_hooks_untrusted_and_doctor_says_codex_will_skip_them(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    done = trail("install", "codex", "--no-trust", cwd=tmp_path, home=home)
+    assert done.returncode == 0 and "trusting" not in done.stderr
+    config_path = home / ".codex" / "config.toml"
+    assert "hooks" not in tomllib.loads(config_path.read_text())
+    report = json.loads(trail("doctor", "--json", cwd=tmp_path, home=home).stdout)
+    assert report["codex_hooks"] == 7 and len(report["codex_hooks_skipped"]) == 7
+    assert all("is not trusted: codex exec skips it" in line for line in report["codex_hooks_skipped"])
+
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    report = json.loads(trail("doctor", "--json", cwd=tmp_path, home=home).stdout)
+    assert report["codex_hooks"] == 7 and report["codex_hooks_skipped"] == []
+    assert "Codex runs them all" in trail("doctor", cwd=tmp_path, home=home).stdout
+
+    hooks_json = home / ".codex" / "hooks.json"  # the user changes one of our hooks: its trust no longer holds
+    settings = json.loads(hooks_json.read_text())
+    settings["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 20
+    hooks_json.write_text(json.dumps(settings))
+    config_path.write_text(config_path.read_text().replace("hooks = true", "codex_hooks = false"))
+    skipped = json.loads(trail("doctor", "--json", cwd=tmp_path, home=home).stdout)["codex_hooks_skipped"]
+    assert [line.split(": ", 1)[1] for line in skipped] == [
+        "the hooks feature is off ([features] hooks = false): Codex runs no hook",
+        "[features] codex_hooks is the deprecated name of [features] hooks",
+        f"Stop ({hooks_json.resolve()}:stop:0:0) changed since it was trusted: codex exec skips it",
+    ]
+
+
+def test_codex_hook_keys_and_hashes_are_the_ones_codex_computes() -> None:
+    """Values `codex app-server` 0.171.0 reported (hooks/list currentHash) for these hooks; the end-to-end
+    suite checks the live program too (tests/e2e/test_codex.py)."""
+    assert codextrust.hook_hash("PostToolUse", "*", {"type": "command", "command": "/x/trail hook codex",
+                                                     "timeout": 10}) == (
+        "sha256:6bc4d7daf9dcf18d6f5ae5840100c64fbb518310b69bacaa5067945e7fe3988e")
+    assert codextrust.hook_hash("SessionStart", None, {"type": "command", "command": "/x/trail hook codex",
+                                                       "timeout": 30}) == (
+        "sha256:1edbd89c3956d10a076a7349d4ad13f8ea08680f34b8a114d2dc3f6de18567c5")
+    clamped = {"type": "command", "command": "/work/wt-e2e-codex/.venv/bin/trail hook codex"}
+    assert codextrust.hook_hash("SessionEnd", None, {**clamped, "timeout": 10}) == codextrust.hook_hash(
+        "SessionEnd", None, {**clamped, "timeout": 3}) == (
+        "sha256:dbfb1719247b798a72e2ebf9410f3d15538b41767563ed8e0874a790e72dcabb")
+    assert codextrust.hook_key("/h/hooks.json", "UserPromptSubmit", 1, 0) == "/h/hooks.json:user_prompt_submit:1:0"
 
 
 def test_an_unusual_config_is_refused_untouched(tmp_path: Path) -> None:

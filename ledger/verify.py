@@ -427,6 +427,8 @@ def end_problem(ledger: Ledger, task_id: UUID, version: int, head: str) -> Break
             return Break(version, "anchor", "the task's anchor is gone (deleted outside tasktrail)")
         return None
     if version < anchor.version:
+        if ledger.recorder.select_events(task_id, gt=version, lte=anchor.version, limit=1):
+            return None  # another writer appended after this load read the log: a stale load, not a cut
         return Break(version + 1, "truncated",
                      f"the anchor records position {anchor.version}, but the log ends at {version}")
     if version > anchor.version:

@@ -337,3 +337,16 @@ def test_import_keeps_projects_apart_filters_and_settles_status(home: Path, ledg
     assert ledger.state(ledger.entries()[-1].task_id).project == "/work/cx"
     bad = run_trail("import", "codex", str(FIXTURES / "codex-small.jsonl"), "--since", "yesterday", home=home)
     assert bad.returncode == 2 and "--since" in bad.stderr
+
+
+def test_an_import_does_not_pause_a_task_that_went_on_after_the_session(home: Path, ledger: Ledger) -> None:
+    # The session was captured live (its hooks opened the task, now); the transcript's records end earlier.
+    prompt = {"session_id": "11111111-aaaa-4bbb-8ccc-000000000001", "hook_event_name": "UserPromptSubmit",
+              "prompt": "Fix the add function in calc.py so the tests pass", "cwd": "/work/demo"}
+    run_here("hook", "claude-code", home=home, stdin=json.dumps(prompt), check=True)
+    run_here("note", "still on it", "--task", "1", home=home, check=True)
+    assert ledger.state(ledger.entries()[0].task_id).status == "active"
+    data = _import_json(home, "claude-code", FIXTURES / "claude-small.jsonl")
+    assert data["new_tasks"] == 0
+    state = ledger.state(ledger.entries()[0].task_id)
+    assert (state.status, state.status_reason) == ("active", None)

@@ -46,6 +46,7 @@ def _write_v1_ledger(location: Location) -> None:
                 "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
                 (orjson.dumps(state_dict), task, position),
             )
+        db.execute("DROP TABLE tasktrail_heads")  # a ledger that old kept no anchor: the next open fills it in
     db.close()
 
 

@@ -237,6 +237,11 @@ def _settle(
     last request, with nothing failing, and had the last word; else paused (the session is over, the
     work is not)."""
     state = ledger.state(task)
+    last = _last_time(session)
+    if last is not None and state.updated_at is not None and state.updated_at > last:
+        # The task moved on after this session's last record (live capture of it, a later session, the
+        # user): its status is theirs; an import of the past does not pause work that went on.
+        return
     failing = any(f.resolved_at is None for f in state.failures)
     # The plan must postdate the user's last request: an old finished plan says nothing of newer asks.
     finished = (state.plan is not None and bool(state.plan.steps) and state.next_step is None
@@ -245,7 +250,6 @@ def _settle(
         "paused", "imported: the session ended with work open")
     if state.status == status:
         return
-    last = _last_time(session)
     item = (ev.StatusChanged, {
         "status": status, "reason": reason, "actor": "system", "timestamp": last,
         "source": ev.SourceKey(agent=agent, session=session.session_id or path.stem, record=f"status:{status}"),

@@ -62,6 +62,19 @@ class Pattern(NamedTuple):
     needs: str = ""
     """Characters one of which every match contains, looked for (each with ``in``, far cheaper than
     any regex) before the gate: none in the text, the pattern is not run. Empty: no such test."""
+    find: Callable[[str], list[Found]] | None = None
+    """A linear-time search giving the matches ``regex.finditer`` gives, for a regex Python's engine
+    runs in quadratic time on some text (None: ``regex`` itself is run)."""
+
+
+class Found(NamedTuple):
+    """A match a ``Pattern.find`` found: its span, as ``re.Match.span`` (group 0) gives it."""
+
+    start: int
+    end: int
+
+    def span(self, group: int = 0) -> tuple[int, int]:
+        return (self.start, self.end)
 
 
 # -- tests of candidate matches ------------------------------------------------------------------
@@ -193,6 +206,44 @@ _PLACEHOLDER = r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)"
 _SEP = r"(?:\\[rn]|[\s\"'>|,-])+"  # between the lines of a key body: whitespace, escaped newlines, diff marks
 _MYSQL = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
 
+_KEY_END = re.compile(r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----")
+_SEP_REVERSED = r"(?:[rn]\\|[\s\"'>|,-])+"
+_B64_REVERSED = r"(?:[A-Za-mo-qs-z0-9+/=]|[rn](?!\\))"  # an r or n after a backslash is an escape's
+_KEY_BODY_REVERSED = re.compile(
+    r"(?:" + _SEP_REVERSED + _B64_REVERSED + r"{1,15})?(?:" + _SEP_REVERSED + _B64_REVERSED + r"{16,})*"
+    # The first line (the last read) may start with an r or n right after a backslash.
+    + _SEP_REVERSED + r"(?:" + _B64_REVERSED + r"{15,}[rn](?=\\)|" + _B64_REVERSED + r"{16,})(?![A-Za-z0-9+/=])"
+)
+"""The lines of a key body before its END line, read backwards from the END (``_SEP`` reversed)."""
+
+
+def _key_bodies(text: str) -> list[Found]:
+    """The cut-off key bodies the regex of that pattern finds, found from each END line backwards.
+
+    Forwards, Python's engine tries the body at every line of a run of base64 lines and reads each
+    try to the run's end: quadratic in the run (64 KiB of such lines took over 9 s). Backwards from
+    an END line, the body is read once; the text is reversed once, and a body is looked for only
+    after the previous one (as ``finditer`` resumes after a match)."""
+    found: list[Found] = []
+    backwards: str | None = None
+    floor = 0
+    at = text.find("-----END")
+    while at >= 0:
+        end = _KEY_END.match(text, at)
+        if end is not None:
+            if backwards is None:
+                backwards = text[::-1]
+            size = len(text)
+            body = _KEY_BODY_REVERSED.match(backwards, size - at, size - floor)
+            if body is not None:
+                found.append(Found(at - (body.end() - body.start()), end.end()))
+                floor = end.end()
+                at = text.find("-----END", floor)
+                continue
+        at = text.find("-----END", at + 1)
+    return found
+
+
 BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
@@ -208,9 +259,10 @@ BUILTIN: tuple[Pattern, ...] = (
         # A key body whose BEGIN line was cut off (an output tail): the base64 lines before its END.
         re.compile(
             r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{16,}" + _SEP + r")+(?:[A-Za-z0-9+/=]{1,15}" + _SEP + r")?"
-            r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----"
+            + _KEY_END.pattern
         ),
         hints=("-----end",),
+        find=_key_bodies,
     ),
     Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
     Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
@@ -237,7 +289,16 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("_auth", "_password"),
     ),
     Pattern("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
-    Pattern("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), hints=("eyj",)),
+    Pattern(
+        "jwt",
+        # The header ends at a dash before another "eyJ" (where the next try starts): else each "eyJ"
+        # of a run like "eyJ-eyJ-…" scanned the run to its end. Atomic: a header never holds its dot.
+        re.compile(
+            r"\beyJ(?=[A-Za-z0-9_-]{8})(?>[A-Za-z0-9_]*(?:-(?!eyJ)[A-Za-z0-9_]*)*)\.eyJ[A-Za-z0-9_-]{8,}\."
+            r"[A-Za-z0-9_-]{8,}"
+        ),
+        hints=("eyj",),
+    ),
     Pattern(
         "bearer",
         re.compile(
@@ -247,7 +308,11 @@ BUILTIN: tuple[Pattern, ...] = (
         group=1,
         hints=("bearer", "authorization"),
     ),
-    Pattern("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",)),
+    Pattern(
+        "url-password",
+        # A scheme of at most 32 characters: unbounded, each word start in a run of them scanned to its end.
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",),
+    ),
     Pattern(
         "url-password",  # ?password=…, &token=…, ?sig=… in a URL or a DSN
         re.compile(
@@ -266,9 +331,10 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("-",),
-        # The dash, flag characters up to its key word's end, then = or a space: the pattern itself is
-        # slow on text full of dashes (diffs). Led by a literal, so the search skips to each dash.
-        gate=re.compile(r"-[a-z0-9_-]*?(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
+        # The dash or underscore before the key word, at most 8 flag characters (private-key), the word's
+        # end, then = or a space: the pattern itself is slow on text full of dashes (diffs). Bounded, so
+        # each dash costs a few steps (unbounded, a run of dashes cost the gate a scan to its end each).
+        gate=re.compile(r"[-_][a-z0-9_-]{0,8}?(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
     ),
     Pattern(
         "flag-password",  # mysql -pSECRET (no space: with one, -p prompts and the word is a database)
@@ -279,7 +345,10 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern("flag-password", re.compile(r"\bsshpass\s+(?:-[a-zA-Z]\s+)*-p\s*([^\s\"']+)"), group=1, hints=("sshpass",)),
     Pattern(
         "flag-password",  # curl -u user:pw, --user user:pw (not docker's -u 1000:1000)
-        re.compile(r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]+:(?!\d+\b)" + _PLACEHOLDER + r"([^\s\"'@]+)"),
+        # A user name of at most 128 characters: unbounded, each "(-u" of a run of them read it to its end.
+        re.compile(
+            r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]{1,128}:(?!\d+\b)" + _PLACEHOLDER + r"([^\s\"'@]+)"
+        ),
         group=1,
         hints=("-u", "--user"),
     ),
@@ -372,7 +441,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     lower = text.lower()
     ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
-    scanned: dict[re.Pattern[str], list[re.Match[str]]] = {}  # patterns sharing a regex scan once
+    scanned: dict[re.Pattern[str], list[Any]] = {}  # patterns sharing a regex scan once
     ranks = plan.ranks(lower)
     if ranks is plan.always and plan.runs_only and ascii_text:
         # No hint found, and what always runs scans base64 runs: a text without one (most) has none.
@@ -387,10 +456,15 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
             continue
         matches = scanned.get(pattern.regex)
         if matches is None:
-            matches = scanned[pattern.regex] = (
-                _runs(text) if pattern.regex is _RUN and ascii_text else list(pattern.regex.finditer(text))
-            )
-        for match in matches:
+            if pattern.regex is _RUN and ascii_text:
+                matches = _runs(text)
+            elif pattern.find is not None:
+                matches = pattern.find(text)
+            else:
+                matches = list(pattern.regex.finditer(text))
+            scanned[pattern.regex] = matches
+        candidates: list[Any] = matches  # re.Match objects, or Found ones (a find takes no check)
+        for match in candidates:
             start, end = match.span(pattern.group)
             if start < 0 or end <= start or text.startswith(MARKER_PREFIX, start):
                 continue
@@ -400,8 +474,10 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     if not found:
         return []
     if MARKER_PREFIX in text:  # a secret inside an existing marker is the marker's own hash or kind
+        # Markers do not overlap, so the one a span could lie in is the last starting at or before it.
         kept = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
-        found = [f for f in found if not any(a <= f[0] and f[1] <= b for a, b in kept)]
+        starts = [a for a, _ in kept]
+        found = [f for f in found if not _inside(f, kept, starts)]
     found.sort()
     merged: list[list[int]] = []
     for start, end, rank in found:
@@ -412,6 +488,11 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
         else:
             merged.append([start, end, rank])
     return [(start, end, patterns[rank].name) for start, end, rank in merged]
+
+
+def _inside(span: tuple[int, int, int], kept: list[tuple[int, int]], starts: list[int]) -> bool:
+    k = bisect.bisect_right(starts, span[0]) - 1
+    return k >= 0 and span[1] <= kept[k][1]
 
 
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
@@ -531,10 +612,17 @@ def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = 
     if not spans:
         return list(items)
     out: list[str] = []
-    at = 0
+    at = first = 0
     for item in items:
         lo, hi = at, at + len(item)
-        mine = [(max(s, lo) - lo, min(e, hi) - lo, kind, joined[s:e]) for s, e, kind in spans if s < hi and e > lo]
+        while first < len(spans) and spans[first][1] <= lo:
+            first += 1  # spans are sorted and apart: those ending before this item are done with
+        mine = []
+        k = first
+        while k < len(spans) and spans[k][0] < hi:
+            s, e, kind = spans[k]
+            mine.append((max(s, lo) - lo, min(e, hi) - lo, kind, joined[s:e]))
+            k += 1
         if mine:
             parts, pos = [], 0
             for s, e, kind, secret in mine:

@@ -6,6 +6,7 @@ import hashlib
 
 from ledger.capture.caps import Cut
 from ledger.events import Bounded
+from ledger.redact import redact_text
 
 DEFAULT_LIMIT = 4096
 """Bytes of tail kept by default: enough for a test failure's last lines."""
@@ -17,6 +18,9 @@ def bound(
     """Keep the last ``limit`` bytes; record the full size, and the full hash when cut.
 
     ``full_size``/``full_sha256`` describe the whole stream when ``text`` is already only its tail.
+    A text that is cut is redacted whole first: cut first, a cut between ``DB_PASSWORD=`` and its
+    value would leave a value no detector can tell from any other (the hook's ``Cut`` strings were
+    redacted whole by the hook). Size and hash are the original's.
     """
     if isinstance(text, Cut) and full_size is None:  # a string the hook cut: its size and hash ride along
         full_size, full_sha256 = text.size, text.sha256
@@ -24,6 +28,8 @@ def bound(
     size = len(raw) if full_size is None else full_size
     if size <= limit and len(raw) == size:
         return Bounded(tail=raw.decode("utf-8", "replace"), size=size)
-    tail = raw[-limit:].decode("utf-8", "ignore")  # "ignore" drops a split leading code point
     digest = full_sha256 or hashlib.sha256(raw).hexdigest()
+    if not isinstance(text, Cut):
+        raw = redact_text(raw.decode("utf-8", "replace")).encode("utf-8", "replace")
+    tail = raw[-limit:].decode("utf-8", "ignore")  # "ignore" drops a split leading code point
     return Bounded(tail=tail, size=size, sha256=digest, truncated=True)

@@ -244,6 +244,10 @@ def _key_bodies(text: str) -> list[Found]:
     return found
 
 
+_GLUED = r"(?<![A-Za-z0-9])"
+"""Before a vendor token: no letter or digit. Not ``\b``: a token glued to a word by an underscore
+(``key_ghp_…``, ``MY_sk-…``) has no word boundary before it, and was missed."""
+
 BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
@@ -264,37 +268,37 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("-----end",),
         find=_key_bodies,
     ),
-    Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
-    Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
+    Pattern("anthropic-key", re.compile(_GLUED + r"sk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
+    Pattern("openai-key", re.compile(_GLUED + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
     Pattern(
-        "stripe-key", re.compile(r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
+        "stripe-key", re.compile(_GLUED + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
         hints=("_live_", "_test_", "whsec_"),
     ),
     Pattern(
-        "github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        "github-token", re.compile(_GLUED + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
         hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
-    Pattern("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), hints=("akia", "asia")),
+    Pattern("aws-access-key", re.compile(_GLUED + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), hints=("akia", "asia")),
     Pattern(
         "slack-webhook",
         re.compile(r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}"),
         hints=("hooks.slack.com",),
     ),
-    Pattern("slack-token", re.compile(r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
-    Pattern("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), hints=("npm_",)),
+    Pattern("slack-token", re.compile(_GLUED + r"(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
+    Pattern("npm-token", re.compile(_GLUED + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), hints=("npm_",)),
     Pattern(
         "npm-token",  # .npmrc: //registry.example/:_authToken=…, _auth=…, _password=…
         re.compile(r"(?i):?_(?:authToken|auth|password)\s*=\s*[\"']?" + _PLACEHOLDER + r"([^\s\"']{3,})"),
         group=1,
         hints=("_auth", "_password"),
     ),
-    Pattern("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
+    Pattern("google-api-key", re.compile(_GLUED + r"AIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
     Pattern(
         "jwt",
-        # The header ends at a dash before another "eyJ" (where the next try starts): else each "eyJ"
-        # of a run like "eyJ-eyJ-…" scanned the run to its end. Atomic: a header never holds its dot.
+        # The header ends at a dash or underscore before another "eyJ" (where the next try starts): else
+        # each "eyJ" of a run like "eyJ-eyJ-…" read the run to its end. Atomic: a header never holds its dot.
         re.compile(
-            r"\beyJ(?=[A-Za-z0-9_-]{8})(?>[A-Za-z0-9_]*(?:-(?!eyJ)[A-Za-z0-9_]*)*)\.eyJ[A-Za-z0-9_-]{8,}\."
+            _GLUED + r"eyJ(?=[A-Za-z0-9_-]{8})(?>[A-Za-z0-9]*(?:[-_](?!eyJ)[A-Za-z0-9]*)*)\.eyJ[A-Za-z0-9_-]{8,}\."
             r"[A-Za-z0-9_-]{8,}"
         ),
         hints=("eyj",),
@@ -331,14 +335,20 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("-",),
-        # The dash or underscore before the key word, at most 8 flag characters (private-key), the word's
-        # end, then = or a space: the pattern itself is slow on text full of dashes (diffs). Bounded, so
-        # each dash costs a few steps (unbounded, a run of dashes cost the gate a scan to its end each).
-        gate=re.compile(r"[-_][a-z0-9_-]{0,8}?(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
+        # The dash or underscore before the key word, the word, then = or a space: the pattern itself is
+        # slow on text full of dashes (diffs). Led by a literal, so the search skips to each dash, where
+        # it costs a few steps (a stretch of flag characters before the word cost a run of dashes a scan
+        # to its end from each: 32 KiB of "-" took 15 s).
+        gate=re.compile(r"[-_](?:pass(?:word|wd|phrase)?|secret(?:-?key)?|token|api-?key|access-?key|private-?key|"
+                        r"credentials?)[=\s]"),
     ),
     Pattern(
         "flag-password",  # mysql -pSECRET (no space: with one, -p prompts and the word is a database)
-        re.compile(r"(?i)" + _MYSQL + r"[^|;&]{0,300}?(?<=\s)-p" + _PLACEHOLDER + r"([^\s\"'|;&]+)"),
+        # Word by word, at most 24, each ending in a space, up to the next client name (which starts a
+        # try of its own): one character at a time up to 300, each name's try read what the next one did.
+        re.compile(
+            r"(?i)" + _MYSQL + r"(?:(?!" + _MYSQL + r")[^|;&\s]*+\s++){0,24}?-p" + _PLACEHOLDER + r"([^\s\"'|;&]+)"
+        ),
         group=1,
         hints=("mysql", "mariadb"),
     ),
@@ -586,10 +596,71 @@ def _plan(patterns: Sequence[Pattern]) -> _Plan:
     return known[1]
 
 
-def _apply(text: str, spans: list[Span]) -> str:
+Secret = tuple[int, int, str, str]
+"""(start, end, kind, the text its marker hashes) of a secret in a text."""
+
+
+def _secrets(text: str, patterns: Sequence[Pattern]) -> list[Secret]:
+    """The secrets in ``text``, found as it is and, when it holds escapes (JSON dumped inside JSON, a
+    tool's input kept as its JSON text), also with its escapes decoded: ``\\"api_key\\": \\"…`` is no
+    assignment until decoded, ``\\nsk-ant-…`` has no word boundary. Spans found either way merge."""
+    found = [(start, end, kind, text[start:end]) for start, end, kind in _spans(text, patterns)]
+    if "\\" not in text:
+        return found
+    view, to_raw = _unescaped(text)
+    decoded = [
+        (to_raw(start, False), to_raw(end, True), kind, view[start:end]) for start, end, kind in _spans(view, patterns)
+    ]
+    if not decoded:
+        return found
+    merged: list[Secret] = []
+    for secret in sorted(found + decoded):
+        if merged and secret[0] < merged[-1][1]:
+            last = merged[-1]
+            end = max(last[1], secret[1])
+            merged[-1] = (last[0], end, last[2], text[last[0] : end])
+        else:
+            merged.append(secret)
+    return merged
+
+
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+
+
+def _unescaped(raw: str) -> tuple[str, Callable[[int, bool], int]]:
+    """``raw`` with its JSON escapes decoded, and the map of an index in it (a span's start, or with
+    True its end) back to ``raw``."""
+    view: list[str] = []
+    marks: list[tuple[int, int, int]] = []  # (view index, raw start, raw end) of each escape
+    at = size = 0
+    for match in _ESCAPE.finditer(raw):
+        view.append(raw[at : match.start()])
+        size += match.start() - at
+        code = match.group(1)
+        view.append(chr(int(code[1:], 16)) if len(code) == 5 else _UNESCAPE.get(code, code))
+        marks.append((size, match.start(), match.end()))
+        size += 1
+        at = match.end()
+    view.append(raw[at:])
+    starts = [m[0] for m in marks]
+
+    def to_raw(index: int, end: bool) -> int:
+        k = bisect.bisect_right(starts, index - 1 if end else index) - 1
+        if k < 0:
+            return index
+        vstart, rstart, rend = marks[k]
+        if not end and index == vstart:
+            return rstart
+        return rend + (index - vstart - 1)
+
+    return "".join(view), to_raw
+
+
+def _apply(text: str, secrets: list[Secret]) -> str:
     out, at = [], 0
-    for start, end, kind in spans:
-        out += [text[at:start], marker(kind, text[start:end])]
+    for start, end, kind, secret in secrets:
+        out += [text[at:start], marker(kind, secret)]
         at = end
     out.append(text[at:])
     return "".join(out)
@@ -597,8 +668,8 @@ def _apply(text: str, spans: list[Span]) -> str:
 
 def redact_text(text: str, patterns: tuple[Pattern, ...] | None = None) -> str:
     """``text`` with every secret replaced by its marker (the same object when it holds none)."""
-    spans = _spans(text, patterns if patterns is not None else patterns_for(home_dir()))
-    return _apply(text, spans) if spans else text
+    secrets = _secrets(text, patterns if patterns is not None else patterns_for(home_dir()))
+    return _apply(text, secrets) if secrets else text
 
 
 def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = None) -> list[str]:
@@ -608,7 +679,7 @@ def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = 
     replaced by the marker of the whole secret. Returns the items themselves when none holds one.
     """
     joined = "\n".join(items)
-    spans = _spans(joined, patterns if patterns is not None else patterns_for(home_dir()))
+    spans = _secrets(joined, patterns if patterns is not None else patterns_for(home_dir()))
     if not spans:
         return list(items)
     out: list[str] = []
@@ -620,8 +691,8 @@ def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = 
         mine = []
         k = first
         while k < len(spans) and spans[k][0] < hi:
-            s, e, kind = spans[k]
-            mine.append((max(s, lo) - lo, min(e, hi) - lo, kind, joined[s:e]))
+            s, e, kind, secret = spans[k]
+            mine.append((max(s, lo) - lo, min(e, hi) - lo, kind, secret))
             k += 1
         if mine:
             parts, pos = [], 0
@@ -635,56 +706,23 @@ def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = 
     return out
 
 
-_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
-_UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
-
-
 def redact_json_text(raw: str, patterns: tuple[Pattern, ...] | None = None) -> str:
-    """JSON text that does not parse (torn, nested too deep), redacted on what its strings say.
+    """JSON text that does not parse (torn, nested too deep), redacted on what its strings say:
+    ``redact_text``, which reads a text with escapes both as it is and with them decoded."""
+    return redact_text(raw, patterns)
 
-    Escapes hide secrets from the detectors (``\\nsk-ant-…`` has no word boundary, ``\\"password\\":``
-    is no assignment), so the text is scanned with its escapes decoded and the secrets found are
-    replaced in the raw text, at the same places.
-    """
-    view: list[str] = []
-    marks: list[tuple[int, int, int]] = []  # (view index, raw start, raw end) of each escape
-    at = size = 0
-    for match in _ESCAPE.finditer(raw):
-        view.append(raw[at : match.start()])
-        size += match.start() - at
-        code = match.group(1)
-        char = chr(int(code[1:], 16)) if len(code) == 5 else _UNESCAPE.get(code, code)
-        view.append(char)
-        marks.append((size, match.start(), match.end()))
-        size += 1
-        at = match.end()
-    view.append(raw[at:])
-    text = "".join(view)
-    spans = _spans(text, patterns if patterns is not None else patterns_for(home_dir()))
-    if not spans:
-        return raw
-    starts = [m[0] for m in marks]
 
-    def to_raw(index: int, end: bool) -> int:
-        k = bisect.bisect_right(starts, index - 1 if end else index) - 1
-        if k < 0:
-            return index
-        vstart, rstart, rend = marks[k]
-        if not end and index == vstart:
-            return rstart
-        return rend + (index - vstart - 1)
-
-    out, pos = [], 0
-    for start, end, kind in spans:
-        a, b = to_raw(start, False), to_raw(end, True)
-        out += [raw[pos:a], marker(kind, text[start:end])]
-        pos = b
-    out.append(raw[pos:])
-    return "".join(out)
+_SECRET_KEY = re.compile(r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[A-Za-z0-9_.-]*")
+"""A JSON key naming a secret, as the assignment pattern's key part does."""
+_NOT_A_VALUE = re.compile(r"(?i)\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)$")
+"""A placeholder, not a secret: what the assignment pattern leaves alone."""
 
 
 def redact_json(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
-    """Parsed JSON with every string redacted; lists of strings as one text (``redact_strings``)."""
+    """Parsed JSON with every string redacted; lists of strings as one text (``redact_strings``).
+
+    A string under a key that names a secret (``{"password": "hunter2"}``, an MCP tool's input) is
+    redacted whole: parsed, the key is no longer beside its value in any text the detectors read."""
     patterns = patterns if patterns is not None else patterns_for(home_dir())
     if isinstance(value, str):
         return redact_text(value, patterns)
@@ -693,8 +731,16 @@ def redact_json(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
             return redact_strings(value, patterns)
         return [redact_json(v, patterns) for v in value]
     if isinstance(value, dict):
-        return {k: redact_json(v, patterns) for k, v in value.items()}
+        return {k: marker("assignment", v) if _secret_key(k, v) else redact_json(v, patterns) for k, v in value.items()}
     return value
+
+
+def _secret_key(key: Any, value: Any) -> bool:
+    return (
+        isinstance(value, str) and isinstance(key, str) and len(value.strip()) >= 3
+        and _SECRET_KEY.fullmatch(key) is not None and _NOT_A_VALUE.match(value.strip()) is None
+    )
+
 
 
 class Redactor:

@@ -78,14 +78,19 @@ def _expire(signum: int, frame: object) -> None:
 @contextmanager
 def _until(at: float) -> Iterator[None]:
     """Raise ``Deadline`` in the block once ``time.monotonic()`` passes ``at`` (a real timer: the
-    regex engine and the reads check for signals as they go). Without SIGALRM (not Unix), no bound."""
+    regex engine and the reads check for signals as they go). Without SIGALRM (not Unix), or off the
+    main thread, no bound."""
     if not hasattr(signal, "setitimer"):
         yield
         return
     left = at - time.monotonic()
     if left <= 0:
         raise Deadline
-    previous = signal.signal(signal.SIGALRM, _expire)
+    try:
+        previous = signal.signal(signal.SIGALRM, _expire)
+    except ValueError:  # not the main thread (the hook run in-process by a caller's thread): no timer
+        yield
+        return
     signal.setitimer(signal.ITIMER_REAL, left)
     try:
         yield
@@ -319,6 +324,7 @@ def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
             else:
                 raw = body.decode("utf-8", "replace")
                 payload = parse(raw)  # once: a payload can be tens of MB
+                payload.pop(DROPPED_KEY, None)  # the hook's own key: one the agent sent says nothing
                 stall_point("hook-parsed")
             text = prepare(payload)
         # The insert is one short transaction, left to finish (a timer firing in it could leave the

@@ -5,7 +5,9 @@ Kept thin: commands parse and print; the ledger and projections do the work.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,6 +73,8 @@ class Context:
             return
         for line in drained.rejected:
             click.echo(f"trail: captured event refused: {line}", err=True)
+        for line in drained.poisoned:
+            click.echo(f"trail: {line}", err=True)
 
     def entry(self, ref: str | None) -> Entry:
         from ledger import refs
@@ -101,6 +105,11 @@ def inbox_waiting(location: Location) -> bool:
 
         if Path(legacy_inbox_for_url(str(location.home), location.url)).exists():
             return True  # queued by a release before the masked name: the drain takes it in and removes it
+    from ledger.capture.hook import spool_dir
+
+    with contextlib.suppress(OSError):
+        if os.listdir(spool_dir()):
+            return True  # payloads the hook ran out of time on, to be redacted and folded in
     path = inbox_file(location)
     if not path.exists():
         return False

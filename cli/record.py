@@ -222,10 +222,12 @@ def changed(
     state = ledger.state(entry.task_id)
     cache = BlobCache(ctx.location.home / "blobs")
     items: list[tuple[type[ev.TaskEvent], dict[str, Any]]] = []
+    undiffed: list[str | None] = []
     for given in paths:
         path = os.path.normpath(given)
         last = state.files.get(path)
         change = describe_change(path, last.after_sha256 if last else None, cache)
+        undiffed.append(change.undiffed)
         items.append(
             (
                 ev.FileChanged,
@@ -243,10 +245,13 @@ def changed(
     after = ledger.append_many(entry.task_id, items)  # all files or none
     first = after.position - len(items) + 1
     if as_json:
-        emit_json({"task": entry.number, "positions": list(range(first, after.position + 1)), "paths": list(paths)})
+        emit_json({"task": entry.number, "positions": list(range(first, after.position + 1)), "paths": list(paths),
+                   **({"undiffed": {p: why for p, why in zip(paths, undiffed, strict=True) if why}}
+                      if any(undiffed) else {})})
     else:
-        for offset, (_, fields) in enumerate(items):
-            click.echo(f"#{entry.number} [{first + offset}] {fields['operation']} {fields['path']}")
+        for offset, ((_, fields), why) in enumerate(zip(items, undiffed, strict=True)):
+            note = f" (no diff: {why})" if why else ""
+            click.echo(f"#{entry.number} [{first + offset}] {fields['operation']} {fields['path']}{note}")
 
 
 @click.command("tested")

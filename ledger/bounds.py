@@ -6,9 +6,13 @@ import hashlib
 
 from ledger.capture.caps import Cut
 from ledger.events import Bounded
+from ledger.redact import redact_text
 
 DEFAULT_LIMIT = 4096
 """Bytes of tail kept by default: enough for a test failure's last lines."""
+REDACT_MARGIN = 16384
+"""Bytes before the kept tail redacted with it: the key of a value at the cut (a line's ``NAME=``, a
+private key's BEGIN line, 3 KB before its end) lies within them."""
 
 
 def bound(
@@ -17,6 +21,9 @@ def bound(
     """Keep the last ``limit`` bytes; record the full size, and the full hash when cut.
 
     ``full_size``/``full_sha256`` describe the whole stream when ``text`` is already only its tail.
+    A text that is cut is redacted first, its tail with the ``REDACT_MARGIN`` bytes before it: cut
+    first, a cut between ``DB_PASSWORD=`` and its value would leave a value no detector can tell from
+    any other (the hook's ``Cut`` strings were redacted by the hook). Size and hash are the original's.
     """
     if isinstance(text, Cut) and full_size is None:  # a string the hook cut: its size and hash ride along
         full_size, full_sha256 = text.size, text.sha256
@@ -24,6 +31,10 @@ def bound(
     size = len(raw) if full_size is None else full_size
     if size <= limit and len(raw) == size:
         return Bounded(tail=raw.decode("utf-8", "replace"), size=size)
-    tail = raw[-limit:].decode("utf-8", "ignore")  # "ignore" drops a split leading code point
     digest = full_sha256 or hashlib.sha256(raw).hexdigest()
+    if not isinstance(text, Cut):
+        # The kept tail and what leads up to it, so the work stays bounded however long the text.
+        near = raw[-(limit + REDACT_MARGIN) :].decode("utf-8", "ignore")
+        raw = redact_text(near).encode("utf-8", "replace")
+    tail = raw[-limit:].decode("utf-8", "ignore")  # "ignore" drops a split leading code point
     return Bounded(tail=tail, size=size, sha256=digest, truncated=True)

@@ -1,4 +1,5 @@
-"""Test seams: named points where a process kills itself (kill -9) when ``TRAIL_CRASH_AT`` names them.
+"""Test seams: named points where a process kills itself (kill -9) when ``TRAIL_CRASH_AT`` names them,
+or waits for a signal when ``TRAIL_STALL_AT`` does (a step that never ends, for the hook's deadline).
 
 Crash tests aim at these instead of sleeping for a while and hoping a kill lands mid-work, which
 fails on a busy machine. Unset (always, outside tests), a point costs one environment lookup.
@@ -10,8 +11,16 @@ import os
 import signal
 
 CRASH_ENV = "TRAIL_CRASH_AT"
+STALL_ENV = "TRAIL_STALL_AT"
 
 
 def crash_point(step: str) -> None:
     if os.environ.get(CRASH_ENV) == step:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def stall_point(step: str) -> None:
+    """Wait here until a signal's handler raises (the hook's deadline timer) when ``TRAIL_STALL_AT`` names ``step``."""
+    if os.environ.get(STALL_ENV) == step:
+        while True:
+            signal.pause()

@@ -31,6 +31,15 @@ Relation = Literal["parent", "child", "blocks", "blocked_by", "related", "branch
 PlanStatus = Literal["pending", "in_progress", "completed"]
 
 
+INT64_MAX = 2**63 - 1
+"""The largest whole number the stores take (orjson, SQLite, PostgreSQL's bigint): a count or time
+from captured text over it is refused by the model, never left to fail in the store, where every
+later drain met it again."""
+EXIT_CODE_MIN, EXIT_CODE_MAX = -(2**31), 2**32 - 1
+"""Exit codes a process can have: a signal's negative number (Python), 0-255 (POSIX), a 32-bit
+status (Windows: 0xC0000005)."""
+
+
 class Value(BaseModel):
     """A small immutable value nested inside events."""
 
@@ -53,7 +62,7 @@ class Bounded(Value):
     """
 
     tail: str
-    size: int = Field(ge=0, description="bytes of the full text (UTF-8)")
+    size: int = Field(ge=0, le=INT64_MAX, description="bytes of the full text (UTF-8)")
     sha256: str | None = Field(default=None, description="hash of the full text, set when cut")
     truncated: bool = False
     collected: bool = False
@@ -209,8 +218,8 @@ class CommandRan(TaskEvent):
     argv: tuple[str, ...] | None = None
     shell: str | None = None
     cwd: str | None = None
-    exit_code: int | None = None
-    duration_ms: int | None = Field(default=None, ge=0)
+    exit_code: int | None = Field(default=None, ge=EXIT_CODE_MIN, le=EXIT_CODE_MAX)
+    duration_ms: int | None = Field(default=None, ge=0, le=INT64_MAX)
     stdout: Bounded | None = None
     stderr: Bounded | None = None
 
@@ -234,12 +243,12 @@ class TestResult(TaskEvent):
     __test__ = False  # not a pytest test class
     name: str
     outcome: TestOutcome
-    duration_ms: int | None = Field(default=None, ge=0)
+    duration_ms: int | None = Field(default=None, ge=0, le=INT64_MAX)
     message: str | None = None
-    passed: int | None = Field(default=None, ge=0)
-    failed: int | None = Field(default=None, ge=0)
-    errors: int | None = Field(default=None, ge=0)
-    skipped: int | None = Field(default=None, ge=0)
+    passed: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    failed: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    errors: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    skipped: int | None = Field(default=None, ge=0, le=INT64_MAX)
 
 
 class CheckpointMarked(TaskEvent):
@@ -300,7 +309,7 @@ class ContextCompacted(TaskEvent):
 
     TOPIC = "tasktrail/ContextCompacted"
     trigger: str | None = None
-    tokens_before: int | None = Field(default=None, ge=0)
+    tokens_before: int | None = Field(default=None, ge=0, le=INT64_MAX)
     summary: Bounded | None = None
 
 

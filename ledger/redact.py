@@ -62,6 +62,19 @@ class Pattern(NamedTuple):
     needs: str = ""
     """Characters one of which every match contains, looked for (each with ``in``, far cheaper than
     any regex) before the gate: none in the text, the pattern is not run. Empty: no such test."""
+    find: Callable[[str], list[Found]] | None = None
+    """A linear-time search giving the matches ``regex.finditer`` gives, for a regex Python's engine
+    runs in quadratic time on some text (None: ``regex`` itself is run)."""
+
+
+class Found(NamedTuple):
+    """A match a ``Pattern.find`` found: its span, as ``re.Match.span`` (group 0) gives it."""
+
+    start: int
+    end: int
+
+    def span(self, group: int = 0) -> tuple[int, int]:
+        return (self.start, self.end)
 
 
 # -- tests of candidate matches ------------------------------------------------------------------
@@ -193,6 +206,48 @@ _PLACEHOLDER = r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)"
 _SEP = r"(?:\\[rn]|[\s\"'>|,-])+"  # between the lines of a key body: whitespace, escaped newlines, diff marks
 _MYSQL = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
 
+_KEY_END = re.compile(r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----")
+_SEP_REVERSED = r"(?:[rn]\\|[\s\"'>|,-])+"
+_B64_REVERSED = r"(?:[A-Za-mo-qs-z0-9+/=]|[rn](?!\\))"  # an r or n after a backslash is an escape's
+_KEY_BODY_REVERSED = re.compile(
+    r"(?:" + _SEP_REVERSED + _B64_REVERSED + r"{1,15})?(?:" + _SEP_REVERSED + _B64_REVERSED + r"{16,})*"
+    # The first line (the last read) may start with an r or n right after a backslash.
+    + _SEP_REVERSED + r"(?:" + _B64_REVERSED + r"{15,}[rn](?=\\)|" + _B64_REVERSED + r"{16,})(?![A-Za-z0-9+/=])"
+)
+"""The lines of a key body before its END line, read backwards from the END (``_SEP`` reversed)."""
+
+
+def _key_bodies(text: str) -> list[Found]:
+    """The cut-off key bodies the regex of that pattern finds, found from each END line backwards.
+
+    Forwards, Python's engine tries the body at every line of a run of base64 lines and reads each
+    try to the run's end: quadratic in the run (64 KiB of such lines took over 9 s). Backwards from
+    an END line, the body is read once; the text is reversed once, and a body is looked for only
+    after the previous one (as ``finditer`` resumes after a match)."""
+    found: list[Found] = []
+    backwards: str | None = None
+    floor = 0
+    at = text.find("-----END")
+    while at >= 0:
+        end = _KEY_END.match(text, at)
+        if end is not None:
+            if backwards is None:
+                backwards = text[::-1]
+            size = len(text)
+            body = _KEY_BODY_REVERSED.match(backwards, size - at, size - floor)
+            if body is not None:
+                found.append(Found(at - (body.end() - body.start()), end.end()))
+                floor = end.end()
+                at = text.find("-----END", floor)
+                continue
+        at = text.find("-----END", at + 1)
+    return found
+
+
+_GLUED = r"(?<![A-Za-z0-9])"
+"""Before a vendor token: no letter or digit. Not ``\b``: a token glued to a word by an underscore
+(``key_ghp_…``, ``MY_sk-…``) has no word boundary before it, and was missed."""
+
 BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
@@ -208,36 +263,46 @@ BUILTIN: tuple[Pattern, ...] = (
         # A key body whose BEGIN line was cut off (an output tail): the base64 lines before its END.
         re.compile(
             r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{16,}" + _SEP + r")+(?:[A-Za-z0-9+/=]{1,15}" + _SEP + r")?"
-            r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----"
+            + _KEY_END.pattern
         ),
         hints=("-----end",),
+        find=_key_bodies,
     ),
-    Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
-    Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
+    Pattern("anthropic-key", re.compile(_GLUED + r"sk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
+    Pattern("openai-key", re.compile(_GLUED + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
     Pattern(
-        "stripe-key", re.compile(r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
+        "stripe-key", re.compile(_GLUED + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
         hints=("_live_", "_test_", "whsec_"),
     ),
     Pattern(
-        "github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        "github-token", re.compile(_GLUED + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
         hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
-    Pattern("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), hints=("akia", "asia")),
+    Pattern("aws-access-key", re.compile(_GLUED + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), hints=("akia", "asia")),
     Pattern(
         "slack-webhook",
         re.compile(r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}"),
         hints=("hooks.slack.com",),
     ),
-    Pattern("slack-token", re.compile(r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
-    Pattern("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), hints=("npm_",)),
+    Pattern("slack-token", re.compile(_GLUED + r"(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
+    Pattern("npm-token", re.compile(_GLUED + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), hints=("npm_",)),
     Pattern(
         "npm-token",  # .npmrc: //registry.example/:_authToken=…, _auth=…, _password=…
         re.compile(r"(?i):?_(?:authToken|auth|password)\s*=\s*[\"']?" + _PLACEHOLDER + r"([^\s\"']{3,})"),
         group=1,
         hints=("_auth", "_password"),
     ),
-    Pattern("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
-    Pattern("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), hints=("eyj",)),
+    Pattern("google-api-key", re.compile(_GLUED + r"AIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
+    Pattern(
+        "jwt",
+        # The header ends at a dash or underscore before another "eyJ" (where the next try starts): else
+        # each "eyJ" of a run like "eyJ-eyJ-…" read the run to its end. Atomic: a header never holds its dot.
+        re.compile(
+            _GLUED + r"eyJ(?=[A-Za-z0-9_-]{8})(?>[A-Za-z0-9]*(?:[-_](?!eyJ)[A-Za-z0-9]*)*)\.eyJ[A-Za-z0-9_-]{8,}\."
+            r"[A-Za-z0-9_-]{8,}"
+        ),
+        hints=("eyj",),
+    ),
     Pattern(
         "bearer",
         re.compile(
@@ -247,7 +312,11 @@ BUILTIN: tuple[Pattern, ...] = (
         group=1,
         hints=("bearer", "authorization"),
     ),
-    Pattern("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",)),
+    Pattern(
+        "url-password",
+        # A scheme of at most 32 characters: unbounded, each word start in a run of them scanned to its end.
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",),
+    ),
     Pattern(
         "url-password",  # ?password=…, &token=…, ?sig=… in a URL or a DSN
         re.compile(
@@ -266,20 +335,30 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("-",),
-        # The dash, flag characters up to its key word's end, then = or a space: the pattern itself is
-        # slow on text full of dashes (diffs). Led by a literal, so the search skips to each dash.
-        gate=re.compile(r"-[a-z0-9_-]*?(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
+        # The dash or underscore before the key word, the word, then = or a space: the pattern itself is
+        # slow on text full of dashes (diffs). Led by a literal, so the search skips to each dash, where
+        # it costs a few steps (a stretch of flag characters before the word cost a run of dashes a scan
+        # to its end from each: 32 KiB of "-" took 15 s).
+        gate=re.compile(r"[-_](?:pass(?:word|wd|phrase)?|secret(?:-?key)?|token|api-?key|access-?key|private-?key|"
+                        r"credentials?)[=\s]"),
     ),
     Pattern(
         "flag-password",  # mysql -pSECRET (no space: with one, -p prompts and the word is a database)
-        re.compile(r"(?i)" + _MYSQL + r"[^|;&]{0,300}?(?<=\s)-p" + _PLACEHOLDER + r"([^\s\"'|;&]+)"),
+        # Word by word, at most 24, each ending in a space, up to the next client name (which starts a
+        # try of its own): one character at a time up to 300, each name's try read what the next one did.
+        re.compile(
+            r"(?i)" + _MYSQL + r"(?:(?!" + _MYSQL + r")[^|;&\s]*+\s++){0,24}?-p" + _PLACEHOLDER + r"([^\s\"'|;&]+)"
+        ),
         group=1,
         hints=("mysql", "mariadb"),
     ),
     Pattern("flag-password", re.compile(r"\bsshpass\s+(?:-[a-zA-Z]\s+)*-p\s*([^\s\"']+)"), group=1, hints=("sshpass",)),
     Pattern(
         "flag-password",  # curl -u user:pw, --user user:pw (not docker's -u 1000:1000)
-        re.compile(r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]+:(?!\d+\b)" + _PLACEHOLDER + r"([^\s\"'@]+)"),
+        # A user name of at most 128 characters: unbounded, each "(-u" of a run of them read it to its end.
+        re.compile(
+            r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]{1,128}:(?!\d+\b)" + _PLACEHOLDER + r"([^\s\"'@]+)"
+        ),
         group=1,
         hints=("-u", "--user"),
     ),
@@ -372,7 +451,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     lower = text.lower()
     ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
-    scanned: dict[re.Pattern[str], list[re.Match[str]]] = {}  # patterns sharing a regex scan once
+    scanned: dict[re.Pattern[str], list[Any]] = {}  # patterns sharing a regex scan once
     ranks = plan.ranks(lower)
     if ranks is plan.always and plan.runs_only and ascii_text:
         # No hint found, and what always runs scans base64 runs: a text without one (most) has none.
@@ -387,10 +466,15 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
             continue
         matches = scanned.get(pattern.regex)
         if matches is None:
-            matches = scanned[pattern.regex] = (
-                _runs(text) if pattern.regex is _RUN and ascii_text else list(pattern.regex.finditer(text))
-            )
-        for match in matches:
+            if pattern.regex is _RUN and ascii_text:
+                matches = _runs(text)
+            elif pattern.find is not None:
+                matches = pattern.find(text)
+            else:
+                matches = list(pattern.regex.finditer(text))
+            scanned[pattern.regex] = matches
+        candidates: list[Any] = matches  # re.Match objects, or Found ones (a find takes no check)
+        for match in candidates:
             start, end = match.span(pattern.group)
             if start < 0 or end <= start or text.startswith(MARKER_PREFIX, start):
                 continue
@@ -400,8 +484,10 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     if not found:
         return []
     if MARKER_PREFIX in text:  # a secret inside an existing marker is the marker's own hash or kind
+        # Markers do not overlap, so the one a span could lie in is the last starting at or before it.
         kept = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
-        found = [f for f in found if not any(a <= f[0] and f[1] <= b for a, b in kept)]
+        starts = [a for a, _ in kept]
+        found = [f for f in found if not _inside(f, kept, starts)]
     found.sort()
     merged: list[list[int]] = []
     for start, end, rank in found:
@@ -412,6 +498,11 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
         else:
             merged.append([start, end, rank])
     return [(start, end, patterns[rank].name) for start, end, rank in merged]
+
+
+def _inside(span: tuple[int, int, int], kept: list[tuple[int, int]], starts: list[int]) -> bool:
+    k = bisect.bisect_right(starts, span[0]) - 1
+    return k >= 0 and span[1] <= kept[k][1]
 
 
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
@@ -505,10 +596,71 @@ def _plan(patterns: Sequence[Pattern]) -> _Plan:
     return known[1]
 
 
-def _apply(text: str, spans: list[Span]) -> str:
+Secret = tuple[int, int, str, str]
+"""(start, end, kind, the text its marker hashes) of a secret in a text."""
+
+
+def _secrets(text: str, patterns: Sequence[Pattern]) -> list[Secret]:
+    """The secrets in ``text``, found as it is and, when it holds escapes (JSON dumped inside JSON, a
+    tool's input kept as its JSON text), also with its escapes decoded: ``\\"api_key\\": \\"…`` is no
+    assignment until decoded, ``\\nsk-ant-…`` has no word boundary. Spans found either way merge."""
+    found = [(start, end, kind, text[start:end]) for start, end, kind in _spans(text, patterns)]
+    if "\\" not in text:
+        return found
+    view, to_raw = _unescaped(text)
+    decoded = [
+        (to_raw(start, False), to_raw(end, True), kind, view[start:end]) for start, end, kind in _spans(view, patterns)
+    ]
+    if not decoded:
+        return found
+    merged: list[Secret] = []
+    for secret in sorted(found + decoded):
+        if merged and secret[0] < merged[-1][1]:
+            last = merged[-1]
+            end = max(last[1], secret[1])
+            merged[-1] = (last[0], end, last[2], text[last[0] : end])
+        else:
+            merged.append(secret)
+    return merged
+
+
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+
+
+def _unescaped(raw: str) -> tuple[str, Callable[[int, bool], int]]:
+    """``raw`` with its JSON escapes decoded, and the map of an index in it (a span's start, or with
+    True its end) back to ``raw``."""
+    view: list[str] = []
+    marks: list[tuple[int, int, int]] = []  # (view index, raw start, raw end) of each escape
+    at = size = 0
+    for match in _ESCAPE.finditer(raw):
+        view.append(raw[at : match.start()])
+        size += match.start() - at
+        code = match.group(1)
+        view.append(chr(int(code[1:], 16)) if len(code) == 5 else _UNESCAPE.get(code, code))
+        marks.append((size, match.start(), match.end()))
+        size += 1
+        at = match.end()
+    view.append(raw[at:])
+    starts = [m[0] for m in marks]
+
+    def to_raw(index: int, end: bool) -> int:
+        k = bisect.bisect_right(starts, index - 1 if end else index) - 1
+        if k < 0:
+            return index
+        vstart, rstart, rend = marks[k]
+        if not end and index == vstart:
+            return rstart
+        return rend + (index - vstart - 1)
+
+    return "".join(view), to_raw
+
+
+def _apply(text: str, secrets: list[Secret]) -> str:
     out, at = [], 0
-    for start, end, kind in spans:
-        out += [text[at:start], marker(kind, text[start:end])]
+    for start, end, kind, secret in secrets:
+        out += [text[at:start], marker(kind, secret)]
         at = end
     out.append(text[at:])
     return "".join(out)
@@ -516,8 +668,8 @@ def _apply(text: str, spans: list[Span]) -> str:
 
 def redact_text(text: str, patterns: tuple[Pattern, ...] | None = None) -> str:
     """``text`` with every secret replaced by its marker (the same object when it holds none)."""
-    spans = _spans(text, patterns if patterns is not None else patterns_for(home_dir()))
-    return _apply(text, spans) if spans else text
+    secrets = _secrets(text, patterns if patterns is not None else patterns_for(home_dir()))
+    return _apply(text, secrets) if secrets else text
 
 
 def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = None) -> list[str]:
@@ -527,14 +679,21 @@ def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = 
     replaced by the marker of the whole secret. Returns the items themselves when none holds one.
     """
     joined = "\n".join(items)
-    spans = _spans(joined, patterns if patterns is not None else patterns_for(home_dir()))
+    spans = _secrets(joined, patterns if patterns is not None else patterns_for(home_dir()))
     if not spans:
         return list(items)
     out: list[str] = []
-    at = 0
+    at = first = 0
     for item in items:
         lo, hi = at, at + len(item)
-        mine = [(max(s, lo) - lo, min(e, hi) - lo, kind, joined[s:e]) for s, e, kind in spans if s < hi and e > lo]
+        while first < len(spans) and spans[first][1] <= lo:
+            first += 1  # spans are sorted and apart: those ending before this item are done with
+        mine = []
+        k = first
+        while k < len(spans) and spans[k][0] < hi:
+            s, e, kind, secret = spans[k]
+            mine.append((max(s, lo) - lo, min(e, hi) - lo, kind, secret))
+            k += 1
         if mine:
             parts, pos = [], 0
             for s, e, kind, secret in mine:
@@ -547,56 +706,23 @@ def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = 
     return out
 
 
-_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
-_UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
-
-
 def redact_json_text(raw: str, patterns: tuple[Pattern, ...] | None = None) -> str:
-    """JSON text that does not parse (torn, nested too deep), redacted on what its strings say.
+    """JSON text that does not parse (torn, nested too deep), redacted on what its strings say:
+    ``redact_text``, which reads a text with escapes both as it is and with them decoded."""
+    return redact_text(raw, patterns)
 
-    Escapes hide secrets from the detectors (``\\nsk-ant-…`` has no word boundary, ``\\"password\\":``
-    is no assignment), so the text is scanned with its escapes decoded and the secrets found are
-    replaced in the raw text, at the same places.
-    """
-    view: list[str] = []
-    marks: list[tuple[int, int, int]] = []  # (view index, raw start, raw end) of each escape
-    at = size = 0
-    for match in _ESCAPE.finditer(raw):
-        view.append(raw[at : match.start()])
-        size += match.start() - at
-        code = match.group(1)
-        char = chr(int(code[1:], 16)) if len(code) == 5 else _UNESCAPE.get(code, code)
-        view.append(char)
-        marks.append((size, match.start(), match.end()))
-        size += 1
-        at = match.end()
-    view.append(raw[at:])
-    text = "".join(view)
-    spans = _spans(text, patterns if patterns is not None else patterns_for(home_dir()))
-    if not spans:
-        return raw
-    starts = [m[0] for m in marks]
 
-    def to_raw(index: int, end: bool) -> int:
-        k = bisect.bisect_right(starts, index - 1 if end else index) - 1
-        if k < 0:
-            return index
-        vstart, rstart, rend = marks[k]
-        if not end and index == vstart:
-            return rstart
-        return rend + (index - vstart - 1)
-
-    out, pos = [], 0
-    for start, end, kind in spans:
-        a, b = to_raw(start, False), to_raw(end, True)
-        out += [raw[pos:a], marker(kind, text[start:end])]
-        pos = b
-    out.append(raw[pos:])
-    return "".join(out)
+_SECRET_KEY = re.compile(r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[A-Za-z0-9_.-]*")
+"""A JSON key naming a secret, as the assignment pattern's key part does."""
+_NOT_A_VALUE = re.compile(r"(?i)\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)$")
+"""A placeholder, not a secret: what the assignment pattern leaves alone."""
 
 
 def redact_json(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
-    """Parsed JSON with every string redacted; lists of strings as one text (``redact_strings``)."""
+    """Parsed JSON with every string redacted; lists of strings as one text (``redact_strings``).
+
+    A string under a key that names a secret (``{"password": "hunter2"}``, an MCP tool's input) is
+    redacted whole: parsed, the key is no longer beside its value in any text the detectors read."""
     patterns = patterns if patterns is not None else patterns_for(home_dir())
     if isinstance(value, str):
         return redact_text(value, patterns)
@@ -605,8 +731,16 @@ def redact_json(value: Any, patterns: tuple[Pattern, ...] | None = None) -> Any:
             return redact_strings(value, patterns)
         return [redact_json(v, patterns) for v in value]
     if isinstance(value, dict):
-        return {k: redact_json(v, patterns) for k, v in value.items()}
+        return {k: marker("assignment", v) if _secret_key(k, v) else redact_json(v, patterns) for k, v in value.items()}
     return value
+
+
+def _secret_key(key: Any, value: Any) -> bool:
+    return (
+        isinstance(value, str) and isinstance(key, str) and len(value.strip()) >= 3
+        and _SECRET_KEY.fullmatch(key) is not None and _NOT_A_VALUE.match(value.strip()) is None
+    )
+
 
 
 class Redactor:

@@ -31,6 +31,7 @@ from ledger import archive
 from ledger import events as ev
 from ledger.decision_state import RulesView
 from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
+from ledger.ledger_file import foreign_tables
 from ledger.location import Location
 from ledger.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.project import project_of
@@ -448,10 +449,6 @@ def snapshot_interval(raw: str | None) -> int:
 Create = Literal["path", "file", "nothing"]
 """What opening a missing SQLite ledger may create (``open_ledger``)."""
 
-LEDGER_TABLES = frozenset({"stored_events", "capture_inbox"})
-"""Tables only a tasktrail ledger file holds: the library's events, and the capture inbox, which
-the hook may create before the library first opens the file."""
-
 
 def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, create: Create = "path") -> Ledger:
     """Open the ledger at ``location``, or fail with one clear line and nothing created.
@@ -515,7 +512,7 @@ def _check_sqlite_path(path: Path, create: Create) -> None:
         if header and not header.startswith(b"SQLite format 3\x00"):
             raise StoreUnavailable(f"{path} is not a tasktrail ledger (not an SQLite file)")
         tables = _sqlite_tables(path, header) if header else set()
-        if tables and not tables & LEDGER_TABLES:
+        if foreign_tables(tables):
             # Another application's database: the library would add its tables to it.
             raise StoreUnavailable(f"{path} is not a tasktrail ledger (an SQLite database without its tables)")
         if not tables and create == "nothing":

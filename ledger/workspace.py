@@ -10,14 +10,21 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import TrailError
+from ledger.errors import BadInput, TrailError
 from ledger.redact import redact_text
 
 GIT_TIMEOUT_S = 5
+DIFF_LIMIT = 1 << 20
+"""Bytes of a file's content held and diffed: a bigger file is hashed as a stream and recorded
+without a diff (``Change.undiffed`` says why). difflib's work grows faster than the text, and a
+file may be any size (a 2 GB file read whole ended in MemoryError)."""
+_KINDS = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFIFO: "a FIFO",
+          stat.S_IFSOCK: "a socket"}
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,50 @@ class Change:
     before_sha256: str | None
     after_sha256: str | None
     diff: str | None
+    undiffed: str | None = None
+    """Why there is no diff when the file was too big to diff (None: diffed, or binary)."""
+
+
+@dataclass(frozen=True)
+class Content:
+    """A file as read for a change: its bytes when at most ``DIFF_LIMIT``, else only its size and hash."""
+
+    sha256: str
+    size: int
+    data: bytes | None
+
+
+def read_content(path: Path, shown: str) -> Content | None:
+    """The file at ``path`` read within bounds (None: it does not exist). Anything but a regular file
+    (a device, a FIFO, a socket) is refused before it is opened: reading /dev/zero never ends, and
+    opening a FIFO waits for a writer."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise TrailError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise TrailError(f"{shown} is a directory; name the files that changed")
+    if not stat.S_ISREG(info.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise BadInput(f"{shown} is {kind}, not a regular file; trail changed records files")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped since the stat above
+                raise BadInput(f"{shown} is not a regular file; trail changed records files")
+            head = handle.read(DIFF_LIMIT + 1)
+            if len(head) <= DIFF_LIMIT:
+                return Content(sha256(head), len(head), head)
+            digest, size = hashlib.sha256(head), len(head)
+            del head
+            while piece := handle.read(1 << 20):
+                digest.update(piece)
+                size += len(piece)
+            return Content(digest.hexdigest(), size, None)
+    except OSError as exc:
+        raise TrailError(f"cannot read {shown}: {exc.strerror or exc}") from exc
 
 
 def sha256(data: bytes) -> str:
@@ -52,6 +103,7 @@ def git_state(cwd: Path) -> tuple[str | None, bool | None]:
 
 
 def _git_head_content(path: Path) -> bytes | None:
+    """The file at git HEAD, when it is there and at most ``DIFF_LIMIT`` bytes (its size asked first)."""
     parent = path.parent if path.parent.exists() else Path.cwd()
     top = _git(["rev-parse", "--show-toplevel"], parent)
     if top is None:
@@ -60,6 +112,9 @@ def _git_head_content(path: Path) -> bytes | None:
     try:
         rel = path.resolve().relative_to(root.resolve())
     except ValueError:
+        return None
+    size = _git(["cat-file", "-s", f"HEAD:{rel.as_posix()}"], root)
+    if size is None or not size.strip().isdigit() or int(size) > DIFF_LIMIT:
         return None
     return _git(["show", f"HEAD:{rel.as_posix()}"], root)
 
@@ -116,21 +171,18 @@ def unified_diff(before: bytes | None, after: bytes | None, label: str) -> str |
 def describe_change(path_given: str, last_sha256: str | None, cache: BlobCache) -> Change:
     """Hash ``path_given`` now and diff it against the best baseline available."""
     path = Path(path_given)
-    if path.is_dir():
-        raise TrailError(f"{path_given} is a directory; name the files that changed")
-    try:
-        after = path.read_bytes() if path.exists() else None
-    except OSError as exc:
-        raise TrailError(f"cannot read {path_given}: {exc.strerror or exc}") from exc
+    content = read_content(path, path_given)
     before = cache.get(last_sha256)
     if before is None:
         before = _git_head_content(path)
     before_sha = last_sha256 or (sha256(before) if before is not None else None)
-    if after is None:
+    if content is None:
         if before_sha is None:
             raise TrailError(f"{path_given} does not exist and was never recorded; nothing changed")
         return Change("deleted", before_sha, None, unified_diff(before, None, path_given))
-    cache.put(after)
-    after_sha = sha256(after)
     operation = "created" if before_sha is None else "modified"
-    return Change(operation, before_sha, after_sha, unified_diff(before, after, path_given))
+    if content.data is None:
+        why = f"{content.size} bytes, over the {DIFF_LIMIT} diffed"
+        return Change(operation, before_sha, content.sha256, None, undiffed=why)
+    cache.put(content.data)
+    return Change(operation, before_sha, content.sha256, unified_diff(before, content.data, path_given))

@@ -7,19 +7,31 @@ transaction, and exits 0. The ledger folds the inbox into validated events befor
 (``ledger.capture.inbox``). Only SessionStart, which must answer with the task's state, loads
 the ledger at once. On any error: one line on stderr, the payload kept (redacted) in
 ``TRAIL_HOME/deadletter/`` for ``trail doctor --retry``, and still exit 0 (non-blocking).
+
+Bounded whatever the input: at most ``MAX_PAYLOAD`` bytes are read from stdin (a longer payload is
+read past, hashed, and stored as a note of its size), and the work stops at ``deadline()`` seconds:
+a payload not taken in by then is kept as it came, in a private file (``TRAIL_HOME/spool/``, 0600),
+which the next drain redacts and folds in (``take_spooled``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import signal
 import sqlite3
 import sys
 import time
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any
 
 from ledger.capture.jsonl import loads
+from ledger.crashpoints import stall_point
 from ledger.home import home_dir
+from ledger.ledger_file import foreign_tables
 
 INBOX_DDL = (
     "CREATE TABLE IF NOT EXISTS capture_inbox ("
@@ -27,6 +39,93 @@ INBOX_DDL = (
 )
 AGENTS = ("claude-code", "codex")
 """The agents whose hook payloads the inbox takes (its ``agent`` column; ``capture.inbox`` routes by it)."""
+
+MAX_PAYLOAD = 64 << 20
+"""Bytes of a hook payload read from stdin. A longer one is read past (the agent's pipe never
+fills) and stored as a note of its size and sha256, with the short fields of its head (``DROPPED_KEY``).
+Taking a payload in peaks at about 4.3 times its size (90 MB: 389 MB resident, 1.6 s), so this
+bounds the hook near 300 MB; real payloads stay far below it (a Write of a 10 MB file is about
+20 MB: the content, then the tool's echo of it)."""
+DROPPED_KEY = "_trail_dropped"
+"""The key of a stand-in payload: ``{"size": N, "sha256": H, "limit": MAX_PAYLOAD}``, set by the hook only."""
+DEADLINE_S = 5.0
+"""Seconds the hook works before it gives up on a payload and spools it (``TRAIL_HOOK_DEADLINE_S``
+sets another): Codex stops a hook after 10 s (the timeout ``trail install codex`` writes), and the
+interpreter's start and the spooling must fit in that too."""
+_HEAD_FIELDS = re.compile(
+    r'"(session_id|hook_event_name|tool_name|tool_use_id|cwd|transcript_path|turn_id)"\s*:\s*"((?:[^"\\\n]|\\.){0,4096})"'
+)
+"""The short fields a stand-in payload keeps from the head of a payload too big to read."""
+
+
+class Deadline(BaseException):
+    """The hook's time is up. A BaseException, so no ``except Exception`` on the way swallows it."""
+
+
+def deadline() -> float:
+    """Seconds the hook may work (``DEADLINE_S``, or ``TRAIL_HOOK_DEADLINE_S`` when that is a number)."""
+    try:
+        given = float(os.environ.get("TRAIL_HOOK_DEADLINE_S", DEADLINE_S))
+    except ValueError:
+        return DEADLINE_S
+    return given if 0 < given < 3600 else DEADLINE_S
+
+
+def _expire(signum: int, frame: object) -> None:
+    raise Deadline
+
+
+@contextmanager
+def _until(at: float) -> Iterator[None]:
+    """Raise ``Deadline`` in the block once ``time.monotonic()`` passes ``at`` (a real timer: the
+    regex engine and the reads check for signals as they go). Without SIGALRM (not Unix), or off the
+    main thread, no bound."""
+    if not hasattr(signal, "setitimer"):
+        yield
+        return
+    left = at - time.monotonic()
+    if left <= 0:
+        raise Deadline
+    try:
+        previous = signal.signal(signal.SIGALRM, _expire)
+    except ValueError:  # not the main thread (the hook run in-process by a caller's thread): no timer
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, left)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def read_payload(stream: IO[bytes], limit: int | None = None) -> tuple[bytes, dict[str, Any] | None]:
+    """The payload's bytes, or for one over ``limit`` bytes (``MAX_PAYLOAD``) its head and the note of
+    its whole (size, sha256): the rest is read past in pieces, so memory stays bounded by ``limit``."""
+    limit = MAX_PAYLOAD if limit is None else limit
+    raw = stream.read(limit + 1)
+    if len(raw) <= limit:
+        return raw, None
+    digest = hashlib.sha256(raw)
+    size = len(raw)
+    while piece := stream.read(1 << 20):
+        digest.update(piece)
+        size += len(piece)
+    return raw, {"size": size, "sha256": digest.hexdigest(), "limit": limit}
+
+
+def stand_in(head: bytes, dropped: dict[str, Any]) -> dict[str, Any]:
+    """The payload stored for one too big to read: the short fields found in its head, first
+    occurrence each (escapes decoded), and the note of what was dropped."""
+    fields: dict[str, Any] = {}
+    for match in _HEAD_FIELDS.finditer(head.decode("utf-8", "replace")):
+        if match.group(1) not in fields:
+            try:
+                fields[match.group(1)] = json.loads(f'"{match.group(2)}"')
+            except ValueError:
+                continue
+    fields[DROPPED_KEY] = dropped
+    return fields
 
 
 def ledger_file() -> str:
@@ -77,6 +176,57 @@ def deadletter_dir() -> str:
     return os.path.join(home_dir(), "deadletter")
 
 
+def spool_dir() -> str:
+    """Payloads the hook had no time to take in, kept as they came (private) until the next drain."""
+    return os.path.join(home_dir(), "spool")
+
+
+def _private_file(folder: str, data: bytes) -> str:
+    """Write ``data`` to a new file in ``folder``, both private to the user (0700, 0600) from the start."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    target = os.path.join(folder, f"{time.time_ns()}-{os.getpid()}.json")
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return target
+
+
+def spool_raw(raw: bytes, agent: str) -> str:
+    """Keep a payload the hook ran out of time on, unread: the agent's name, a newline, its bytes.
+    Not redacted (that is the work there was no time for): the file is private, and the next drain
+    redacts it on the way into the inbox (``take_spooled``)."""
+    return _private_file(spool_dir(), agent.encode() + b"\n" + raw)
+
+
+def take_spooled(path: str) -> int:
+    """Move the spooled payloads into the inbox at ``path``, redacted as the hook would have; one
+    that is not a JSON object goes to the dead letters (redacted). Returns how many were taken."""
+    folder = spool_dir()
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return 0
+    taken = 0
+    for name in names:
+        file = os.path.join(folder, name)
+        try:
+            with open(file, "rb") as handle:
+                agent, _, raw = handle.read().partition(b"\n")
+        except OSError:
+            continue
+        who = agent.decode("utf-8", "replace")
+        text = raw.decode("utf-8", "replace")
+        try:
+            if who not in AGENTS:
+                raise ValueError(f"spooled payload of unknown agent {who!r}")
+            enqueue(path, who, parse(text))
+        except ValueError as exc:
+            spool(text, f"spooled payload {name}: {exc}", who if who in AGENTS else "claude-code")
+        os.unlink(file)
+        taken += 1
+    return taken
+
+
 def parse(raw: str) -> dict[str, Any]:
     """The hook payload as a JSON object, or ValueError saying why not (nested too deep among them)."""
     payload = loads(raw)
@@ -85,8 +235,17 @@ def parse(raw: str) -> dict[str, Any]:
     return payload
 
 
-def enqueue(path: str, agent: str, payload: dict[str, Any]) -> int:
+class ForeignFile(ValueError):
+    """The ledger path names another application's SQLite database: nothing is written into it."""
+
+
+def enqueue(path: str, agent: str, payload: dict[str, Any], busy_s: float = 30.0) -> int:
     """Redact, cap and append one parsed payload to the inbox; returns its inbox id."""
+    return insert(path, agent, prepare(payload), busy_s)
+
+
+def prepare(payload: dict[str, Any]) -> str:
+    """The inbox row's text for one parsed payload: capped, then redacted."""
     from ledger.capture.caps import CUTS_KEY, cap_payload
     from ledger.redact import patterns_for, redact_json
 
@@ -101,14 +260,24 @@ def enqueue(path: str, agent: str, payload: dict[str, Any]) -> int:
     clean = redact_json(capped, patterns_for(home_dir()))
     if cuts:
         clean[CUTS_KEY] = cuts
-    text = json.dumps(clean, ensure_ascii=False)
+    return json.dumps(clean, ensure_ascii=False)
+
+
+def insert(path: str, agent: str, text: str, busy_s: float = 30.0) -> int:
+    """Append a prepared row to the inbox at ``path``; returns its id. Waits at most ``busy_s``
+    seconds for a writer holding the file; refuses (``ForeignFile``) a file that is another
+    application's database, by the test ``open_ledger`` makes (``ledger.ledger_file``)."""
     fresh = not os.path.exists(path)
     if fresh:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn = sqlite3.connect(path, timeout=busy_s, isolation_level=None)
     try:
         if fresh:
             conn.execute("PRAGMA journal_mode=WAL")  # as the ledger sets it: readers never block the hook
+        else:
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if foreign_tables(tables):
+                raise ForeignFile(f"{path} is not a tasktrail ledger (an SQLite database without its tables)")
         conn.execute(INBOX_DDL)
         cursor = conn.execute(
             "INSERT INTO capture_inbox (agent, received, payload) VALUES (?, ?, ?)", (agent, time.time(), text)
@@ -132,43 +301,69 @@ def spool(raw: str, reason: str, agent: str = "claude-code") -> str:
         kept = json.dumps(redact_json(loads(raw), patterns), ensure_ascii=False)
     except ValueError:
         kept = redact_json_text(raw, patterns)
-    folder = deadletter_dir()
-    os.makedirs(folder, exist_ok=True)
-    target = os.path.join(folder, f"{time.time_ns()}-{os.getpid()}.json")
-    with open(target, "w") as handle:
-        json.dump({"reason": redact_text(reason, patterns), "agent": agent, "raw": kept}, handle)
-    return target
+    letter = {"reason": redact_text(reason, patterns), "agent": agent, "raw": kept}
+    return _private_file(deadletter_dir(), json.dumps(letter).encode())
 
 
-def run(argv: list[str]) -> int:
-    """Handle one hook invocation (``argv`` after ``hook``); always returns 0."""
+def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
+    """Handle one hook invocation (``argv`` after ``hook``); always returns 0, within ``deadline()``."""
+    began = time.monotonic()
+    ends = began + deadline()
     agent = argv[0] if argv else ""
     raw = ""
+    body = b""
     queued = False
     try:
         if agent not in AGENTS:
             raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
-        raw = sys.stdin.read()
-        payload = parse(raw)  # once: a payload can be tens of MB
-        row = enqueue(ledger_file(), agent, payload)
+        with _until(ends):
+            body, dropped = read_payload(stdin or sys.stdin.buffer)
+            if dropped is not None:
+                payload = stand_in(body, dropped)
+                body = b""  # over the bound: never spooled whole, the note stands for it
+            else:
+                raw = body.decode("utf-8", "replace")
+                payload = parse(raw)  # once: a payload can be tens of MB
+                payload.pop(DROPPED_KEY, None)  # the hook's own key: one the agent sent says nothing
+                stall_point("hook-parsed")
+            text = prepare(payload)
+        # The insert is one short transaction, left to finish (a timer firing in it could leave the
+        # row stored and the payload spooled too); the wait for a busy file is bounded instead.
+        row = insert(ledger_file(), agent, text, busy_s=max(0.1, ends - time.monotonic()))
         queued = True
         if payload.get("hook_event_name") == "SessionStart":
-            # Answered from the brief cache when it provably holds the answer; else the ledger
-            # is loaded (only this event pays for the heavy imports), which refreshes the cache.
-            from ledger.briefcache import cached_session_start
+            with _until(ends):
+                # Answered from the brief cache when it provably holds the answer; else the ledger
+                # is loaded (only this event pays for the heavy imports), which refreshes the cache.
+                from ledger.briefcache import cached_session_start
 
-            answer = cached_session_start(payload, agent, row)
-            if answer is None:
-                from ledger.capture.inbox import session_start_answer
+                answer = cached_session_start(payload, agent, row)
+                if answer is None:
+                    from ledger.capture.inbox import session_start_answer
 
-                answer = session_start_answer(payload, agent)
+                    stall_point("hook-session-start")
+                    answer = session_start_answer(payload, agent)
             if answer:
                 sys.stdout.write(answer)
+    except Deadline:
+        where = ""
+        try:
+            if body and not queued:
+                where = f"; payload kept in {spool_raw(body, agent)} until the next read folds it in"
+        except Exception as spool_exc:
+            where = f"; could not keep the payload: {spool_exc}"
+        print(f"trail hook {agent}: gave up after {deadline():g} s{where}", file=sys.stderr)
     except Exception as exc:  # a hook must never break the agent: report, keep the payload, exit 0
         where = ""
         try:
-            # Once queued the payload is safe in the inbox; only a payload the inbox never took is spooled.
-            where = f"; payload kept in {spool(raw, str(exc), agent)}" if raw and not queued else ""
+            # Once queued the payload is safe in the inbox; only a payload the inbox never took is
+            # spooled; nothing goes into another application's database, nor beside it.
+            if raw and not queued and not isinstance(exc, ForeignFile):
+                try:
+                    with _until(ends):  # redacting a torn 30 MB payload takes time too
+                        where = f"; payload kept in {spool(raw, str(exc), agent)}"
+                except Deadline:
+                    where = f"; payload kept in {spool_raw(body, agent)} until the next read folds it in"
         except Exception as spool_exc:
             where = f"; could not keep the payload: {spool_exc}"
         from ledger.redact import redact_text, safe_patterns

@@ -9,10 +9,16 @@ conversation is linked to, else its project's active task while that takes work,
 task named after its first prompt; until then its rows wait in the inbox. Rows are grouped by
 (agent, session) and each is read by its agent's mapping (``AGENTS``); the routing rules are the same
 for every agent.
+
+One row never holds up the rest: when a session's rows fail to fold (a value no event or store
+takes: an exit code of 20 digits, a wrong type), they are folded one by one, and each row that still
+fails moves to the dead letters (redacted, 0600) with a one-line notice (``Drained.poisoned``). A
+failure of the store itself (locked, unavailable) is no row's fault: it propagates, the rows stay.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +32,7 @@ from ledger import refs
 from ledger.capture import claude_code, codex
 from ledger.capture.caps import restore
 from ledger.capture.classify import classify, clean_prompt
-from ledger.capture.hook import INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool
+from ledger.capture.hook import DROPPED_KEY, INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool, take_spooled
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
 from ledger.capture.writer import (
@@ -37,6 +43,7 @@ from ledger.capture.writer import (
     stored_keys,
     task_for_session,
 )
+from ledger.errors import StoreUnavailable
 from ledger.location import Location
 from ledger.project import project_of, within
 from ledger.verify import LedgerBroken
@@ -52,9 +59,11 @@ class Drained:
     waiting: int = 0
     """Rows left for a session that has no task yet."""
     dead: list[str] = field(default_factory=list)
-    """Dead-letter files written for rows that were not JSON objects."""
+    """Dead-letter files written for rows that were not JSON objects or could not be folded in."""
     rejected: list[str] = field(default_factory=list)
     """Events the catalogue refused (why, and the source), reported, not retried."""
+    poisoned: list[str] = field(default_factory=list)
+    """One line for each row that could not be folded in and went to the dead letters (row, why, where)."""
     tasks: set[UUID] = field(default_factory=set)
 
 
@@ -172,6 +181,9 @@ def _items(
         first, seen = True, {}
     for row in rows:
         ts = datetime.fromtimestamp(row.received, UTC)
+        if isinstance(row.payload.get(DROPPED_KEY), dict):
+            items.append(_dropped_item(agent, session, row, ts))
+            continue
         if row.payload.get("hook_event_name") == "UserPromptSubmit":
             text = agent.prompt(str(row.payload.get("prompt") or ""))
             if text:
@@ -182,6 +194,16 @@ def _items(
             continue
         items.extend(agent.items(row.payload, row.id, ts))
     return items
+
+
+def _dropped_item(agent: _Agent, session: str, row: _Row, ts: datetime) -> Item:
+    """A note standing for a payload the hook did not read, too big (``hook.MAX_PAYLOAD``)."""
+    dropped = row.payload[DROPPED_KEY]
+    what = " ".join(str(row.payload[k]) for k in ("hook_event_name", "tool_name", "tool_use_id") if row.payload.get(k))
+    text = (f"a {agent.name} hook payload ({what or 'unnamed'}) of {dropped.get('size')} bytes was over the "
+            f"hook's bound of {dropped.get('limit')} and was not read (sha256 {dropped.get('sha256')})")
+    src = ev.SourceKey(agent=agent.name, session=session, record=f"hook:{row.id}")
+    return (ev.NoteAdded, {"text": text, "actor": "system", "source": src, "timestamp": ts})
 
 
 def _prompts_seen(
@@ -226,6 +248,62 @@ def inbox_path(location: Location) -> Path:
     return Path(inbox_for_url(str(location.home), location.url))
 
 
+def _store_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the store failing (locked, gone, unreadable), not a row it was given."""
+    from eventsourcing.persistence import OperationalError
+
+    return isinstance(exc, (StoreUnavailable, LedgerBroken, OperationalError, sqlite3.OperationalError))
+
+
+def _fold(
+    ledger: Ledger, location: Location, agent: _Agent, session: str, rows: list[_Row], conn: sqlite3.Connection,
+    drained: Drained,
+) -> None:
+    """Fold one session's rows (all, or those that can be while it waits for a task) and delete them."""
+    binding = _bind(ledger, location, agent, session, rows)
+    if binding.task is None and binding.opened is None:
+        drained.waiting += len(rows)
+        return
+    try:
+        task, done = _land(ledger, location, agent, binding, session, rows)
+    except LedgerBroken as broken:  # kept queued: the task's other readers refuse it, the rest go on
+        drained.waiting += len(rows)
+        drained.rejected.append(f"{len(rows)} hook rows kept: {broken}")
+        return
+    except ForgottenSession as gone:
+        drained.rejected.append(f"{len(rows)} hook rows of forgotten task #{gone.number}: dropped")
+        with conn:
+            conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in rows])
+        return
+    drained.rejected += [f"{fields.get('source')}: {why}" for (_, fields), why in done.rejected]
+    with conn:
+        conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in rows])
+    drained.events += len(done.items)
+    drained.rows += len(rows)
+    drained.tasks.add(task)
+
+
+def _fold_apart(
+    ledger: Ledger, location: Location, agent: _Agent, session: str, rows: list[_Row], conn: sqlite3.Connection,
+    drained: Drained,
+) -> None:
+    """Fold a session's rows one at a time (bound again for each: an earlier one may open its
+    task); a row that fails alone moves to the dead letters, redacted, and is deleted."""
+    for row in rows:
+        try:
+            _fold(ledger, location, agent, session, [row], conn, drained)
+        except Exception as exc:
+            if _store_failure(exc):
+                raise
+            reason = f"inbox row {row.id} ({agent.name} {row.payload.get('hook_event_name') or '?'}) could not be " \
+                     f"folded in: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+            letter = spool(json.dumps(row.payload, ensure_ascii=False, default=str), reason, agent.name)
+            with conn:
+                conn.execute("DELETE FROM capture_inbox WHERE id = ?", (row.id,))
+            drained.dead.append(letter)
+            drained.poisoned.append(f"{reason}; moved to {letter}")
+
+
 def drain(ledger: Ledger, location: Location) -> Drained:
     """Fold every inbox row whose session has a task into events; delete the rows folded."""
     drained = Drained()
@@ -235,6 +313,7 @@ def drain(ledger: Ledger, location: Location) -> Drained:
             _drain_file(ledger, location, legacy, drained)
             _remove_if_empty(legacy)
     path = inbox_path(location)
+    take_spooled(str(path))  # payloads the hook had no time for: redacted into the inbox first
     if path.exists():
         _drain_file(ledger, location, path, drained)
     return drained
@@ -266,27 +345,12 @@ def _drain_file(ledger: Ledger, location: Location, path: Path, drained: Drained
             if agent is None:  # a row from a newer trail's agent: kept for the version that knows it
                 drained.waiting += len(session_rows)
                 continue
-            binding = _bind(ledger, location, agent, session, session_rows)
-            if binding.task is None and binding.opened is None:
-                drained.waiting += len(session_rows)
-                continue
             try:
-                task, done = _land(ledger, location, agent, binding, session, session_rows)
-            except LedgerBroken as broken:  # kept queued: the task's other readers refuse it, the rest go on
-                drained.waiting += len(session_rows)
-                drained.rejected.append(f"{len(session_rows)} hook rows kept: {broken}")
-                continue
-            except ForgottenSession as gone:
-                drained.rejected.append(f"{len(session_rows)} hook rows of forgotten task #{gone.number}: dropped")
-                with conn:
-                    conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in session_rows])
-                continue
-            drained.rejected += [f"{fields.get('source')}: {why}" for (_, fields), why in done.rejected]
-            with conn:
-                conn.executemany("DELETE FROM capture_inbox WHERE id = ?", [(r.id,) for r in session_rows])
-            drained.events += len(done.items)
-            drained.rows += len(session_rows)
-            drained.tasks.add(task)
+                _fold(ledger, location, agent, session, session_rows, conn, drained)
+            except Exception as exc:
+                if _store_failure(exc):
+                    raise
+                _fold_apart(ledger, location, agent, session, session_rows, conn, drained)
     finally:
         conn.close()
 

@@ -174,11 +174,20 @@ def record_unseen(draft: Draft, seen: set[Key], forgotten: Forgotten | None = No
             # A refused event leaves the task unchanged (events are validated before they
             # are applied), so the batch goes on.
             draft.record(cls, **values)
-        except (ValidationError, RuleBroken) as exc:
+        except ValidationError as exc:
+            result.rejected.append(((event_class, fields), _invalid(cls, exc)))
+            continue
+        except RuleBroken as exc:
             result.rejected.append(((event_class, fields), str(exc).splitlines()[0]))
             continue
         result.items.append((event_class, fields))
     return result
+
+
+def _invalid(cls: type[ev.TaskEvent], exc: ValidationError) -> str:
+    """One line naming the event and each field refused with why (never the value: it may be a secret)."""
+    why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'event'}: {e['msg']}" for e in exc.errors())
+    return f"{cls.__name__} refused: {why}"
 
 
 def _resolve(rules: RulesView, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:

@@ -29,7 +29,6 @@ import base64
 import binascii
 import bisect
 import datetime
-import hashlib
 import json
 import math
 import os
@@ -41,6 +40,7 @@ from typing import Any, NamedTuple
 
 from ledger.errors import TrailError
 from ledger.home import home_dir
+from ledger.lazyregex import lazy
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -197,7 +197,7 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
         # An unterminated block (a cut tail) is redacted to the end of the text.
-        re.compile(
+        lazy(
             r"-----BEGIN[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----.*?(?:-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----|\Z)",
             re.S,
         ),
@@ -206,51 +206,51 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
         # A key body whose BEGIN line was cut off (an output tail): the base64 lines before its END.
-        re.compile(
+        lazy(
             r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{16,}" + _SEP + r")+(?:[A-Za-z0-9+/=]{1,15}" + _SEP + r")?"
             r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----"
         ),
         hints=("-----end",),
     ),
-    Pattern("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
-    Pattern("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
+    Pattern("anthropic-key", lazy(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
+    Pattern("openai-key", lazy(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
     Pattern(
-        "stripe-key", re.compile(r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
+        "stripe-key", lazy(r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
         hints=("_live_", "_test_", "whsec_"),
     ),
     Pattern(
-        "github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        "github-token", lazy(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
         hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
-    Pattern("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), hints=("akia", "asia")),
+    Pattern("aws-access-key", lazy(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), hints=("akia", "asia")),
     Pattern(
         "slack-webhook",
-        re.compile(r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}"),
+        lazy(r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}"),
         hints=("hooks.slack.com",),
     ),
-    Pattern("slack-token", re.compile(r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
-    Pattern("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), hints=("npm_",)),
+    Pattern("slack-token", lazy(r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
+    Pattern("npm-token", lazy(r"\bnpm_[A-Za-z0-9]{36}\b"), hints=("npm_",)),
     Pattern(
         "npm-token",  # .npmrc: //registry.example/:_authToken=…, _auth=…, _password=…
-        re.compile(r"(?i):?_(?:authToken|auth|password)\s*=\s*[\"']?" + _PLACEHOLDER + r"([^\s\"']{3,})"),
+        lazy(r"(?i):?_(?:authToken|auth|password)\s*=\s*[\"']?" + _PLACEHOLDER + r"([^\s\"']{3,})"),
         group=1,
         hints=("_auth", "_password"),
     ),
-    Pattern("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
-    Pattern("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), hints=("eyj",)),
+    Pattern("google-api-key", lazy(r"\bAIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
+    Pattern("jwt", lazy(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), hints=("eyj",)),
     Pattern(
         "bearer",
-        re.compile(
+        lazy(
             r"(?i)(?:\bbearer\s+|\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|bearer|digest)?\s*)"
             r"([A-Za-z0-9._~+/-]{12,}=*)"
         ),
         group=1,
         hints=("bearer", "authorization"),
     ),
-    Pattern("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",)),
+    Pattern("url-password", lazy(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",)),
     Pattern(
         "url-password",  # ?password=…, &token=…, ?sig=… in a URL or a DSN
-        re.compile(
+        lazy(
             r"(?i)[?&](?:[a-z0-9_.-]*" + _KEY_WORDS + r"|pwd|pass|sig|signature|auth|key)=" + _PLACEHOLDER
             + r"([^&\s\"'#]+)"
         ),
@@ -259,7 +259,7 @@ BUILTIN: tuple[Pattern, ...] = (
     ),
     Pattern(
         "flag-password",  # --password X, --password=X, --api-key X, --client-secret=X
-        re.compile(
+        lazy(
             r"(?i)(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token|api-?key|apikey|"
             r"access-?key|secret-?key|private-?key|credentials?)(?:=|\s+)[\"']?" + _PLACEHOLDER
             + r"([^\s\"'-][^\s\"']{2,})"
@@ -268,18 +268,18 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("-",),
         # The dash, flag characters up to its key word's end, then = or a space: the pattern itself is
         # slow on text full of dashes (diffs). Led by a literal, so the search skips to each dash.
-        gate=re.compile(r"-[a-z0-9_-]*?(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
+        gate=lazy(r"-[a-z0-9_-]*?(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]"),
     ),
     Pattern(
         "flag-password",  # mysql -pSECRET (no space: with one, -p prompts and the word is a database)
-        re.compile(r"(?i)" + _MYSQL + r"[^|;&]{0,300}?(?<=\s)-p" + _PLACEHOLDER + r"([^\s\"'|;&]+)"),
+        lazy(r"(?i)" + _MYSQL + r"[^|;&]{0,300}?(?<=\s)-p" + _PLACEHOLDER + r"([^\s\"'|;&]+)"),
         group=1,
         hints=("mysql", "mariadb"),
     ),
-    Pattern("flag-password", re.compile(r"\bsshpass\s+(?:-[a-zA-Z]\s+)*-p\s*([^\s\"']+)"), group=1, hints=("sshpass",)),
+    Pattern("flag-password", lazy(r"\bsshpass\s+(?:-[a-zA-Z]\s+)*-p\s*([^\s\"']+)"), group=1, hints=("sshpass",)),
     Pattern(
         "flag-password",  # curl -u user:pw, --user user:pw (not docker's -u 1000:1000)
-        re.compile(r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]+:(?!\d+\b)" + _PLACEHOLDER + r"([^\s\"'@]+)"),
+        lazy(r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]+:(?!\d+\b)" + _PLACEHOLDER + r"([^\s\"'@]+)"),
         group=1,
         hints=("-u", "--user"),
     ),
@@ -287,7 +287,7 @@ BUILTIN: tuple[Pattern, ...] = (
     # X-Api-Key: value.
     Pattern(
         "assignment",
-        re.compile(
+        lazy(
             r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*[\"']?" + _PLACEHOLDER
             + r"([^\s\"'`,;(){}]{3,}+)(?!\()"
         ),
@@ -295,7 +295,7 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("passw", "passphrase", "secret", "token", "key", "credential"),
         # The key word's end, then [:=]: the pattern tries every word start before it (most of the
         # write path's redaction time on prose that merely mentions a token or a key).
-        gate=re.compile(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]"),
+        gate=lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]"),
         needs=":=",
     ),
     # Any other assigned or quoted value random enough to be a key (detect-secrets' entropy measure).
@@ -310,6 +310,8 @@ _PLAIN = tuple(p for p in BUILTIN if p.name != "base64-secret")
 
 
 def marker(kind: str, secret: str) -> str:
+    import hashlib  # only once a secret is found: ~3 ms of the hook's start-up otherwise
+
     digest = hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()[:8]
     return f"{MARKER_PREFIX}{kind}:{digest}]"
 

@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import measures, startup, systems
+from bench import mcpinit, measures, startup, systems
 from bench.tables import Table, summary
 
 
@@ -60,6 +60,7 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     emit(measures.hook_path(plan))
     started = startup.table(plan.hook_repeat)
     emit(started)
+    emit(mcpinit.table(max(5, plan.hook_repeat // 3)))
     trail = systems.grow_trail(plan, directory, log)
     print(f"Built the tasktrail task to {trail.built:,} events in {trail.build_seconds:,.1f} s "
           f"(appends {trail.append_seconds:,.1f} s; the rest is the measures taken at each size).\n", flush=True)

@@ -25,8 +25,6 @@ import: the capture hook loads it on every tool call.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import datetime
 import json
@@ -142,6 +140,9 @@ _CONTROL = bytes(sorted(set(range(0x20)) - {0x09, 0x0A, 0x0D} | {0x7F}))
 
 def _decoded(token: str) -> str | None:
     """``token`` decoded from base64 (standard or URL-safe) when that gives text, else None."""
+    import base64  # here: most hook payloads hold no base64 run, and the hook imports this module
+    import binascii
+
     try:
         data = (base64.urlsafe_b64decode if ("-" in token or "_" in token) else base64.b64decode)(
             token + "=" * (-len(token) % 4)

@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import hostile, measures, startup, systems
+from bench import hostile, mcpinit, measures, startup, systems
 from bench.tables import Table, summary
 
 
@@ -61,6 +61,7 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     started = startup.table(plan.hook_repeat)
     emit(started)
     emit(hostile.table((256 << 10, 1 << 20) if quick else (1 << 20, 4 << 20)))
+    emit(mcpinit.table(max(5, plan.hook_repeat // 3)))
     trail = systems.grow_trail(plan, directory, log)
     print(f"Built the tasktrail task to {trail.built:,} events in {trail.build_seconds:,.1f} s "
           f"(appends {trail.append_seconds:,.1f} s; the rest is the measures taken at each size).\n", flush=True)

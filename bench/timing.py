@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,6 +14,19 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 """The checkout under test: subprocesses run from here so they load this tree's code,
 not whichever copy of the package the interpreter has installed."""
+
+
+def trail_argv() -> list[str]:
+    """`trail` as the agents run it: this interpreter's console script (what `trail install` writes into their
+    settings), or, where this checkout is not installed, the same entry point through ``-c``. Run with
+    ``PYTHONPATH`` at ``REPO`` either loads this tree's code."""
+    script = os.path.join(os.path.dirname(sys.executable), "trail")
+    try:
+        with open(script, "rb") as handle:
+            ours = b"cli.main" in handle.read(4096)
+    except OSError:
+        ours = False
+    return [script] if ours else [sys.executable, "-c", "from cli.main import main; main()"]
 
 
 def timed(func: Callable[[], Any], repeat: int) -> list[float]:

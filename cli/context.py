@@ -137,8 +137,6 @@ def fails_cleanly(func: F) -> F:
     """
     import sqlite3
 
-    from eventsourcing.persistence import PersistenceError
-
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -146,7 +144,13 @@ def fails_cleanly(func: F) -> F:
         except TrailError as exc:
             click.echo(f"trail: {exc}", err=True)
             sys.exit(exc.exit_code)
-        except (PersistenceError, sqlite3.Error) as exc:
+        except Exception as exc:
+            # eventsourcing is imported only once something failed: `trail mcp` answers its client before
+            # it loads the ledger's libraries, and a command decorated here must not load them for it.
+            from eventsourcing.persistence import PersistenceError
+
+            if not isinstance(exc, PersistenceError | sqlite3.Error):
+                raise
             reason = " ".join(str(exc).split()) or type(exc).__name__
             click.echo(f"trail: ledger storage failed: {reason}", err=True)
             sys.exit(StoreUnavailable.exit_code)

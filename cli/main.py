@@ -1,8 +1,8 @@
 """The `trail` console script (also installed as `tasktrail`): routes the capture hook before anything heavy loads.
 
 `trail hook claude-code` and `trail hook codex` run on every tool call of the agent, so they must not
-pay for click, pydantic or eventsourcing; nor does `trail resume [TASK]` when the brief cache holds
-its answer (``ledger.briefcache``); everything else goes to the click app in ``cli.app``.
+pay for click, pydantic or eventsourcing; nor does `trail [--db PATH] resume [TASK]` when the brief
+cache holds its answer (``ledger.briefcache``); everything else goes to the click app in ``cli.app``.
 """
 
 from __future__ import annotations
@@ -11,16 +11,30 @@ import sys
 from typing import Any
 
 
+def resume_args(argv: list[str]) -> tuple[str | None, str | None] | None:
+    """``(db, task)`` when ``argv`` (after the program name) is `[--db PATH] resume [TASK]` and nothing
+    else, the only form the brief cache answers; None otherwise (click parses it, and says what is wrong)."""
+    db = None
+    if argv[:1] == ["--db"] and len(argv) >= 2:
+        db, argv = argv[1], argv[2:]
+    elif argv[:1] and argv[0].startswith("--db="):
+        db, argv = argv[0].removeprefix("--db="), argv[1:]
+    if argv[:1] != ["resume"] or len(argv) > 2 or any(a.startswith("-") for a in argv[1:]) or db == "":
+        return None
+    return db, argv[1] if len(argv) == 2 else None
+
+
 def main() -> None:
     if sys.argv[1:2] == ["hook"] and sys.argv[2:3] in (["claude-code"], ["codex"]):  # hook.AGENTS
         from ledger.capture.hook import run
 
         sys.exit(run(sys.argv[2:]))
-    if sys.argv[1:2] == ["resume"] and len(sys.argv) <= 3 and not any(a.startswith("-") for a in sys.argv[2:]):
+    asked = resume_args(sys.argv[1:])
+    if asked is not None:
         # `trail resume [TASK]` answers from the brief cache while nothing it shows has changed.
         from ledger.briefcache import cached_resume
 
-        text = cached_resume(sys.argv[2] if len(sys.argv) == 3 else None)
+        text = cached_resume(asked[1], asked[0])
         if text is not None:
             sys.stdout.write(text)
             sys.exit(0)

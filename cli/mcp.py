@@ -9,6 +9,11 @@ the MCP ``initialize`` handshake. Anything a user could get wrong is a tool erro
 
 No ``from __future__ import annotations`` here: the SDK reads the tools' signatures for their
 JSON schemas, and the tools are defined inside ``build`` (the SDK is imported only when serving).
+
+The server answers ``initialize`` and ``tools/list`` before it loads the ledger: ``build`` imports the
+SDK and what the schemas name (``ledger.recording``'s kinds, the brief's budget) and nothing else; the
+ledger, its events and the projections load on the first tool call. A client that lists tools as soon as
+the server answers (Claude Code does not wait for a slow one) finds them all.
 """
 
 import re
@@ -35,6 +40,8 @@ QUERY_ROWS = 100
 QUERY_ROWS_MAX = 1000
 QUERY_SECONDS = 10.0
 """The query tool stops a query after this long: it holds the read model, and every refresh, while it runs."""
+INJECTION_DEFAULT, INJECTION_CAP = 9_500, 10_000
+"""``projections.brief``'s budget, repeated so that the schemas do not load the projections (a test pins them)."""
 
 MISSING_SDK = "trail mcp needs the MCP SDK, which is not installed: pip install 'tasktrail[mcp]'"
 
@@ -66,9 +73,8 @@ def build(state: Context) -> "MCPServer[Any]":
     from mcp.types import ToolAnnotations
     from pydantic import Field, ValidationError
 
-    from ledger import reading, recording, refs
+    from ledger import recording
     from ledger.project import current_project, project_of
-    from projections import brief, points, timeline
 
     lock = threading.Lock()  # the SDK runs tools in worker threads; one ledger call at a time
 
@@ -115,6 +121,8 @@ def build(state: Context) -> "MCPServer[Any]":
         return project_of(project) if project else current_project()
 
     def entry_for(task: str | int | None, project: str | None) -> "Entry":
+        from ledger import refs
+
         ref = None if task is None else str(task)
         return refs.resolve(ref, ledger().entries(), state.location, project_for(project))
 
@@ -131,9 +139,9 @@ def build(state: Context) -> "MCPServer[Any]":
     ]
     MaxChars = Annotated[
         int,
-        Field(ge=200, le=brief.INJECTION_CAP,
+        Field(ge=200, le=INJECTION_CAP,
               description=f"Fit the brief in this many characters, least useful lines dropped first "
-                          f"(at most {brief.INJECTION_CAP:,}, as for a session's injected context)."),
+                          f"(at most {INJECTION_CAP:,}, as for a session's injected context)."),
     ]
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -149,6 +157,8 @@ def build(state: Context) -> "MCPServer[Any]":
         `active` marks the active task of the project (the one the other tools use when no task is named)."""
 
         def body() -> dict[str, Any]:
+            from ledger import reading
+
             where = project_for(project)
             return {"project": where, "tasks": reading.task_rows(ledger(), state.location, where, status or ())}
 
@@ -156,12 +166,19 @@ def build(state: Context) -> "MCPServer[Any]":
 
     @server.tool(annotations=reads, structured_output=False)
     def resume_task(task: TaskArg = None, project: ProjectArg = None,
-                    max_chars: MaxChars = brief.INJECTION_DEFAULT) -> str:
+                    max_chars: MaxChars = INJECTION_DEFAULT) -> str:
         """The continuation brief of the task: its goal and status, the next step, the current requirements,
         the corrections (what an agent had wrong), the plan, what is failing, attempts and how they ended,
         decisions, where the work stopped, files and last results. Task state, not a chat replay: read it
         before continuing the task."""
-        return guarded(lambda: brief.render(reading.state(ledger(), entry_for(task, project)), max_chars=max_chars))
+
+        def body() -> str:
+            from ledger import reading
+            from projections import brief
+
+            return brief.render(reading.state(ledger(), entry_for(task, project)), max_chars=max_chars)
+
+        return guarded(body)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                                              open_world_hint=False))
@@ -221,6 +238,8 @@ def build(state: Context) -> "MCPServer[Any]":
         the decision and the requirement or correction behind it. A line is followed back through later diffs."""
 
         def body() -> dict[str, Any]:
+            from ledger import reading
+
             path, line = reading.why_target(target)
             opened = ledger()
             entries = [entry_for(task, project)] if task is not None else opened.entries()
@@ -242,6 +261,9 @@ def build(state: Context) -> "MCPServer[Any]":
         """The task's timeline, oldest first: each event's position, type, time, actor and a one-line summary."""
 
         def body() -> dict[str, Any]:
+            from ledger import reading
+            from projections import timeline
+
             keep = timeline.EventFilter(types=reading.event_types(types or (), "types"))
             entry = entry_for(task, project)
             events = reading.timeline(ledger(), entry.task_id, keep, limit)
@@ -258,13 +280,16 @@ def build(state: Context) -> "MCPServer[Any]":
                                              "(2026-11-28T14:00, UTC if no zone) or checkpoint:LABEL.")],
         task: TaskArg = None,
         project: ProjectArg = None,
-        max_chars: MaxChars = brief.INJECTION_DEFAULT,
+        max_chars: MaxChars = INJECTION_DEFAULT,
         include_state: Annotated[bool, Field(description="Also the full task state as JSON.")] = False,
     ) -> dict[str, Any]:
         """The task as it was at a point in its history: the continuation brief then (and the state, if asked),
         the position it stands for and the task's last position now."""
 
         def body() -> dict[str, Any]:
+            from ledger import reading
+            from projections import brief, points
+
             point = points.parse(at)
             entry = entry_for(task, project)
             opened = ledger()

@@ -35,13 +35,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
-from ledger.capture.hook import AGENTS, sqlite_ledger
+from ledger.capture.hook import AGENTS, read_only_uri, sqlite_ledger
 from ledger.home import home_dir
 from ledger.project import current_project, project_of
 
 if TYPE_CHECKING:
+    from uuid import UUID
+
     from ledger.location import Location
     from projections.state import TaskState
 
@@ -66,10 +67,10 @@ class Miss(Exception):
     """The cache cannot answer: take the full path."""
 
 
-def cached_resume(ref: str | None) -> str | None:
-    """What `trail resume [REF]` prints (no other option), or None when the full path must run."""
+def cached_resume(ref: str | None, db: str | None = None) -> str | None:
+    """What `trail [--db DB] resume [REF]` prints (no other option), or None when the full path must run."""
     try:
-        with _opened() as (ledger, cache, con):
+        with _opened(db) as (ledger, cache, con):
             for _, agent, _, text in _inbox(con, INBOX_ROWS):
                 _harmless(cache, con, ledger, agent, json.loads(text))
             task = _memo(cache, con, ("resume", ref or "", current_project() or "", _pointers()))
@@ -286,11 +287,12 @@ _table_exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
 
 
 @contextmanager
-def _opened() -> Iterator[tuple[str, dict[str, Any], sqlite3.Connection]]:
-    """The ledger's real path, its cache, and a read-only connection in one read transaction."""
+def _opened(db: str | None = None) -> Iterator[tuple[str, dict[str, Any], sqlite3.Connection]]:
+    """The ledger's real path (named by ``db`` as `--db` takes it, else as the environment says), its cache,
+    and a read-only connection in one read transaction."""
     if any(os.environ.get(name) for name in SKIP_ENV):
         raise Miss("a setting the full path checks")
-    path = sqlite_ledger()
+    path = sqlite_ledger(db)
     if path is None:
         raise Miss("not an SQLite ledger")
     ledger = os.path.realpath(path)
@@ -319,9 +321,7 @@ def _inbox(con: sqlite3.Connection, limit: int) -> list[Any]:
 def _connect(ledger: str) -> sqlite3.Connection:
     if not os.path.isfile(ledger):
         raise Miss("no ledger file")
-    from urllib.parse import quote
-
-    return sqlite3.connect(f"file:{quote(ledger)}?mode=ro", uri=True, isolation_level=None, timeout=5)
+    return sqlite3.connect(read_only_uri(ledger), uri=True, isolation_level=None, timeout=5)
 
 
 def _memo(cache: dict[str, Any], con: sqlite3.Connection, asked: tuple[str, str, str, str]) -> str:
@@ -360,7 +360,7 @@ def _task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str
     if con.execute(_table_exists, (ARCHIVES,)).fetchone():
         for first, upto, path, sha, tip, count in con.execute(
             f"SELECT first, last, path, sha256, head, events FROM {ARCHIVES} WHERE originator_id IN (?, ?) "
-            "ORDER BY first", (task, str(UUID(task)))
+            "ORDER BY first", (task, _dashed(task))
         ):
             # The full path hashes the file; its change time moves with any write to it, even a hidden one.
             found = os.stat(os.path.join(os.path.dirname(ledger), path))
@@ -368,7 +368,7 @@ def _task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str
                              found.st_ctime_ns))
     head: Any = None
     if con.execute(_table_exists, (HEADS,)).fetchone():
-        head = con.execute(f"SELECT * FROM {HEADS} WHERE originator_id IN (?, ?)", (task, str(UUID(task)))).fetchone()
+        head = con.execute(f"SELECT * FROM {HEADS} WHERE originator_id IN (?, ?)", (task, _dashed(task))).fetchone()
         chain = json.loads(last[2]).get("chain")
         if head is None or list(head[1:3]) != [last[0], chain]:
             raise Miss("the head anchor disagrees with the last row")  # the full path says what is wrong
@@ -378,6 +378,14 @@ def _task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str
     parts = (FORMAT, _code(), ledger, task, _digest(last), _digest(registry), tuple(span),
              _digest(snapshot) if snapshot else None, archives, list(head) if head else None)
     return hashlib.sha256(repr(parts).encode()).hexdigest(), _digest(registry), int(last[0])
+
+
+def _dashed(task: str) -> str:
+    """``str(UUID(task))`` for a task id as the store keeps it (32 hex digits), without importing uuid: it
+    loads ``platform``, ~10 ms of a SessionStart answered here."""
+    if len(task) != 32 or task.strip("0123456789abcdef"):
+        raise Miss("not a task id")
+    return f"{task[:8]}-{task[8:12]}-{task[12:16]}-{task[16:20]}-{task[20:]}"
 
 
 def _digest(row: tuple[Any, ...]) -> str:

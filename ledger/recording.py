@@ -10,10 +10,12 @@ the event catalogue checks the values (``ledger.events``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from ledger import events as ev
 from ledger.errors import BadInput
+
+if TYPE_CHECKING:
+    from ledger import events as ev
 
 Kind = Literal[
     "requirement", "correction", "decision", "attempt_start", "attempt_end", "next_step", "note", "checkpoint"
@@ -53,6 +55,8 @@ def event(kind: str, cwd: str | Path | None = None, **given: Any) -> tuple[type[
     Fields left out may be passed as None (or an empty ``rejected``). ``cwd`` is where a checkpoint
     reads git HEAD and the dirty state (default: the process's working directory).
     """
+    from ledger import events as ev  # here, not at import: `trail mcp` names the kinds before it loads the ledger
+
     if kind not in FIELDS:
         raise BadInput(f"kind {kind!r}: expected one of {', '.join(KINDS)}")
     given = {k: v for k, v in given.items() if v is not None and not (k == "rejected" and not v)}

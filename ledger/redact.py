@@ -25,11 +25,8 @@ import: the capture hook loads it on every tool call.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import datetime
-import hashlib
 import json
 import math
 import os
@@ -41,6 +38,7 @@ from typing import Any, NamedTuple
 
 from ledger.errors import TrailError
 from ledger.home import home_dir
+from ledger.lazyregex import lazy
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -155,6 +153,9 @@ _CONTROL = bytes(sorted(set(range(0x20)) - {0x09, 0x0A, 0x0D} | {0x7F}))
 
 def _decoded(token: str) -> str | None:
     """``token`` decoded from base64 (standard or URL-safe) when that gives text, else None."""
+    import base64  # here: most hook payloads hold no base64 run, and the hook imports this module
+    import binascii
+
     try:
         data = (base64.urlsafe_b64decode if ("-" in token or "_" in token) else base64.b64decode)(
             token + "=" * (-len(token) % 4)
@@ -206,10 +207,10 @@ _PLACEHOLDER = r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)"
 _SEP = r"(?:\\[rn]|[\s\"'>|,-])+"  # between the lines of a key body: whitespace, escaped newlines, diff marks
 _MYSQL = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
 
-_KEY_END = re.compile(r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----")
+_KEY_END = lazy(r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----")
 _SEP_REVERSED = r"(?:[rn]\\|[\s\"'>|,-])+"
 _B64_REVERSED = r"(?:[A-Za-mo-qs-z0-9+/=]|[rn](?!\\))"  # an r or n after a backslash is an escape's
-_KEY_BODY_REVERSED = re.compile(
+_KEY_BODY_REVERSED = lazy(
     r"(?:" + _SEP_REVERSED + _B64_REVERSED + r"{1,15})?(?:" + _SEP_REVERSED + _B64_REVERSED + r"{16,})*"
     # The first line (the last read) may start with an r or n right after a backslash.
     + _SEP_REVERSED + r"(?:" + _B64_REVERSED + r"{15,}[rn](?=\\)|" + _B64_REVERSED + r"{16,})(?![A-Za-z0-9+/=])"
@@ -252,7 +253,7 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
         # An unterminated block (a cut tail) is redacted to the end of the text.
-        re.compile(
+        lazy(
             r"-----BEGIN[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----.*?(?:-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----|\Z)",
             re.S,
         ),
@@ -261,43 +262,43 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
         # A key body whose BEGIN line was cut off (an output tail): the base64 lines before its END.
-        re.compile(
+        lazy(
             r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{16,}" + _SEP + r")+(?:[A-Za-z0-9+/=]{1,15}" + _SEP + r")?"
             + _KEY_END.pattern
         ),
         hints=("-----end",),
         find=_key_bodies,
     ),
-    Pattern("anthropic-key", re.compile(_GLUED + r"sk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
-    Pattern("openai-key", re.compile(_GLUED + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
+    Pattern("anthropic-key", lazy(_GLUED + r"sk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
+    Pattern("openai-key", lazy(_GLUED + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
     Pattern(
-        "stripe-key", re.compile(_GLUED + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
+        "stripe-key", lazy(_GLUED + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
         hints=("_live_", "_test_", "whsec_"),
     ),
     Pattern(
-        "github-token", re.compile(_GLUED + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        "github-token", lazy(_GLUED + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
         hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
-    Pattern("aws-access-key", re.compile(_GLUED + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), hints=("akia", "asia")),
+    Pattern("aws-access-key", lazy(_GLUED + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), hints=("akia", "asia")),
     Pattern(
         "slack-webhook",
-        re.compile(r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}"),
+        lazy(r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}"),
         hints=("hooks.slack.com",),
     ),
-    Pattern("slack-token", re.compile(_GLUED + r"(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
-    Pattern("npm-token", re.compile(_GLUED + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), hints=("npm_",)),
+    Pattern("slack-token", lazy(_GLUED + r"(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"), hints=("xox", "xapp-")),
+    Pattern("npm-token", lazy(_GLUED + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), hints=("npm_",)),
     Pattern(
         "npm-token",  # .npmrc: //registry.example/:_authToken=…, _auth=…, _password=…
-        re.compile(r"(?i):?_(?:authToken|auth|password)\s*=\s*[\"']?" + _PLACEHOLDER + r"([^\s\"']{3,})"),
+        lazy(r"(?i):?_(?:authToken|auth|password)\s*=\s*[\"']?" + _PLACEHOLDER + r"([^\s\"']{3,})"),
         group=1,
         hints=("_auth", "_password"),
     ),
-    Pattern("google-api-key", re.compile(_GLUED + r"AIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
+    Pattern("google-api-key", lazy(_GLUED + r"AIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
     Pattern(
         "jwt",
         # The header ends at a dash or underscore before another "eyJ" (where the next try starts): else
         # each "eyJ" of a run like "eyJ-eyJ-…" read the run to its end. Atomic: a header never holds its dot.
-        re.compile(
+        lazy(
             _GLUED + r"eyJ(?=[A-Za-z0-9_-]{8})(?>[A-Za-z0-9]*(?:[-_](?!eyJ)[A-Za-z0-9]*)*)\.eyJ[A-Za-z0-9_-]{8,}\."
             r"[A-Za-z0-9_-]{8,}"
         ),
@@ -305,7 +306,7 @@ BUILTIN: tuple[Pattern, ...] = (
     ),
     Pattern(
         "bearer",
-        re.compile(
+        lazy(
             r"(?i)(?:\bbearer\s+|\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|bearer|digest)?\s*)"
             r"([A-Za-z0-9._~+/-]{12,}=*)"
         ),
@@ -315,11 +316,11 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "url-password",
         # A scheme of at most 32 characters: unbounded, each word start in a run of them scanned to its end.
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",),
+        lazy(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",),
     ),
     Pattern(
         "url-password",  # ?password=…, &token=…, ?sig=… in a URL or a DSN
-        re.compile(
+        lazy(
             r"(?i)[?&](?:[a-z0-9_.-]*" + _KEY_WORDS + r"|pwd|pass|sig|signature|auth|key)=" + _PLACEHOLDER
             + r"([^&\s\"'#]+)"
         ),
@@ -328,7 +329,7 @@ BUILTIN: tuple[Pattern, ...] = (
     ),
     Pattern(
         "flag-password",  # --password X, --password=X, --api-key X, --client-secret=X
-        re.compile(
+        lazy(
             r"(?i)(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token|api-?key|apikey|"
             r"access-?key|secret-?key|private-?key|credentials?)(?:=|\s+)[\"']?" + _PLACEHOLDER
             + r"([^\s\"'-][^\s\"']{2,})"
@@ -339,24 +340,24 @@ BUILTIN: tuple[Pattern, ...] = (
         # slow on text full of dashes (diffs). Led by a literal, so the search skips to each dash, where
         # it costs a few steps (a stretch of flag characters before the word cost a run of dashes a scan
         # to its end from each: 32 KiB of "-" took 15 s).
-        gate=re.compile(r"[-_](?:pass(?:word|wd|phrase)?|secret(?:-?key)?|token|api-?key|access-?key|private-?key|"
+        gate=lazy(r"[-_](?:pass(?:word|wd|phrase)?|secret(?:-?key)?|token|api-?key|access-?key|private-?key|"
                         r"credentials?)[=\s]"),
     ),
     Pattern(
         "flag-password",  # mysql -pSECRET (no space: with one, -p prompts and the word is a database)
         # Word by word, at most 24, each ending in a space, up to the next client name (which starts a
         # try of its own): one character at a time up to 300, each name's try read what the next one did.
-        re.compile(
+        lazy(
             r"(?i)" + _MYSQL + r"(?:(?!" + _MYSQL + r")[^|;&\s]*+\s++){0,24}?-p" + _PLACEHOLDER + r"([^\s\"'|;&]+)"
         ),
         group=1,
         hints=("mysql", "mariadb"),
     ),
-    Pattern("flag-password", re.compile(r"\bsshpass\s+(?:-[a-zA-Z]\s+)*-p\s*([^\s\"']+)"), group=1, hints=("sshpass",)),
+    Pattern("flag-password", lazy(r"\bsshpass\s+(?:-[a-zA-Z]\s+)*-p\s*([^\s\"']+)"), group=1, hints=("sshpass",)),
     Pattern(
         "flag-password",  # curl -u user:pw, --user user:pw (not docker's -u 1000:1000)
         # A user name of at most 128 characters: unbounded, each "(-u" of a run of them read it to its end.
-        re.compile(
+        lazy(
             r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]{1,128}:(?!\d+\b)" + _PLACEHOLDER + r"([^\s\"'@]+)"
         ),
         group=1,
@@ -366,7 +367,7 @@ BUILTIN: tuple[Pattern, ...] = (
     # X-Api-Key: value.
     Pattern(
         "assignment",
-        re.compile(
+        lazy(
             r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*[\"']?" + _PLACEHOLDER
             + r"([^\s\"'`,;(){}]{3,}+)(?!\()"
         ),
@@ -374,7 +375,7 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("passw", "passphrase", "secret", "token", "key", "credential"),
         # The key word's end, then [:=]: the pattern tries every word start before it (most of the
         # write path's redaction time on prose that merely mentions a token or a key).
-        gate=re.compile(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]"),
+        gate=lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]"),
         needs=":=",
     ),
     # Any other assigned or quoted value random enough to be a key (detect-secrets' entropy measure).
@@ -389,6 +390,8 @@ _PLAIN = tuple(p for p in BUILTIN if p.name != "base64-secret")
 
 
 def marker(kind: str, secret: str) -> str:
+    import hashlib  # here: only a payload holding a secret needs it
+
     digest = hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()[:8]
     return f"{MARKER_PREFIX}{kind}:{digest}]"
 
@@ -712,7 +715,7 @@ def redact_json_text(raw: str, patterns: tuple[Pattern, ...] | None = None) -> s
     return redact_text(raw, patterns)
 
 
-_SECRET_KEY = re.compile(r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[A-Za-z0-9_.-]*")
+_SECRET_KEY = lazy(r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[A-Za-z0-9_.-]*")
 """A JSON key naming a secret, as the assignment pattern's key part does."""
 _NOT_A_VALUE = re.compile(r"(?i)\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)$")
 """A placeholder, not a secret: what the assignment pattern leaves alone."""

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,10 +39,11 @@ def _env(home: Path) -> dict[str, str]:
     return {**env, "TRAIL_HOME": str(home), "PYTHONPATH": str(REPO)}
 
 
-def trail(home: Path, *args: str, stdin: str = "", cwd: Path | None = None) -> tuple[str, bool]:
+def trail(home: Path, *args: str, stdin: str = "", cwd: Path | None = None,
+          env: dict[str, str] | None = None) -> tuple[str, bool]:
     """What a real `trail ARGS` printed, and whether it answered fast (without loading the ledger's libraries)."""
     proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], input=stdin, capture_output=True,
-                          text=True, env=_env(home), cwd=cwd or home.parent, timeout=60)
+                          text=True, env={**_env(home), **(env or {})}, cwd=cwd or home.parent, timeout=60)
     err, _, tail = proc.stderr.rpartition("\nMODULES ")
     code, modules = json.loads(tail)
     assert code in (0, None), err
@@ -228,3 +230,61 @@ def test_resume_looks_past_queued_rows_only_when_folding_them_appends_nothing(de
     assert not fast and shown != brief and shown == full_resume(demo)
     log = run_trail("log", "--type", "ConversationLinked", home=demo, check=True).stdout
     assert log.split()[-2:] == ["codex", "new"]
+
+
+@pytest.mark.sqlite_only("names an SQLite ledger file")
+@pytest.mark.parametrize("way", ["--db PATH", "--db=PATH", "TRAIL_DB", "TRAIL_DATABASE_URL", "--db sqlite:PATH"])
+def test_every_way_of_naming_an_sqlite_ledger_answers_from_the_cache(home: Path, way: str, tmp_path: Path) -> None:
+    """Issue 24: `trail --db PATH resume` (and the variables) took the full path every time."""
+    other = tmp_path / "elsewhere" / "other.db"
+    other.parent.mkdir()
+    run_here("--db", str(other), "demo", "--keep", home=home, check=True)
+    args: tuple[str, ...] = ("resume",)
+    env: dict[str, str] = {}
+    if way == "--db PATH":
+        args = ("--db", str(other), "resume")
+    elif way == "--db=PATH":
+        args = (f"--db={other}", "resume", "1")
+    elif way == "--db sqlite:PATH":
+        args = ("--db", f"sqlite:{other}", "resume")
+    elif way == "TRAIL_DB":
+        env = {"TRAIL_DB": str(other)}
+    else:
+        env = {"TRAIL_DATABASE_URL": f"sqlite:{other}"}
+    first, fast = trail(home, *args, env=env)
+    assert not fast and "# Task #1 Fix login timeout" in first
+    again, fast = trail(home, *args, env=env)
+    assert fast and again == first
+    full = subprocess.run([sys.executable, "-c", "from cli.app import cli; cli()", *args], capture_output=True,
+                          text=True, env={**_env(home), **env}, cwd=home.parent, timeout=60, check=True)
+    assert full.stdout == first
+    assert not (home / "ledger.db").exists()  # the default ledger was never the one read
+    run_trail("--db", str(other), "note", "Checked the staging logs", home=home, check=True)
+    after, fast = trail(home, *args, env=env)
+    assert not fast and "Checked the staging logs" in after
+
+
+@pytest.mark.parametrize(("argv", "asked"), [
+    (["resume"], (None, None)),
+    (["resume", "7"], (None, "7")),
+    (["--db", "x.db", "resume"], ("x.db", None)),
+    (["--db=sqlite:x.db", "resume", "#2"], ("sqlite:x.db", "#2")),
+    (["--db", "resume"], None),  # --db takes "resume" as its value: click says what is missing
+    (["--db="], None),
+    (["--db=", "resume"], None),
+    (["resume", "--json"], None),
+    (["resume", "1", "2"], None),
+    (["--db", "x.db", "log"], None),
+    (["-h", "resume"], None),
+])
+def test_only_the_plain_resume_forms_are_answered_from_the_cache(argv: list[str], asked: Any) -> None:
+    from cli.main import resume_args
+
+    assert resume_args(argv) == asked
+
+
+def test_a_missing_ledger_named_by_db_is_still_refused_in_one_line(home: Path, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "--db",
+                           str(tmp_path / "none.db"), "resume"], capture_output=True, text=True, env=_env(home),
+                          cwd=tmp_path, timeout=60)
+    assert proc.returncode != 0 and proc.stdout == "" and len(proc.stderr.splitlines()) == 1, proc.stderr

@@ -264,8 +264,11 @@ def test_session_start_from_the_brief_cache_is_the_full_answer_byte_for_byte(
     answered, fast = trail(home, "hook", agent, stdin=json.dumps(paused))
     assert not fast and "additionalContext" in answered  # the paused task is reopened: only the full path does that
     run_trail("resume", home=home, check=True)
-    for session in ("new-1", "new-1", "new-2"):
-        payload = {"session_id": f"{agent}-{session}", "hook_event_name": "SessionStart", "source": "startup",
+    # Every source, for a new session and for one linked already (the full path of the turn before linked it).
+    starts = [("new-1", "startup"), ("new-1", "compact"), ("new-2", "resume"), ("new-2", "clear"),
+              ("new-3", "clear"), ("new-3", "resume"), ("new-4", "compact")]
+    for session, source in starts:
+        payload = {"session_id": f"{agent}-{session}", "hook_event_name": "SessionStart", "source": source,
                    "cwd": str(home.parent), "transcript_path": f"/tmp/{session}.jsonl"}
         answered, fast = trail(home, "hook", agent, stdin=json.dumps(payload))
         assert fast == (backend == "sqlite"), session
@@ -277,5 +280,27 @@ def test_session_start_from_the_brief_cache_is_the_full_answer_byte_for_byte(
             context = json.loads(answered)["hookSpecificOutput"]["additionalContext"]
             assert "# Task #1 Fix login timeout" in context and " [active" in context
     log = run_trail("log", "1", "--type", "ConversationLinked", home=home, check=True).stdout
-    linked = [line.split()[-1] for line in log.splitlines()][-3:]
-    assert linked == [f"{agent}-paused", f"{agent}-new-1", f"{agent}-new-2"]
+    linked = [line.split()[-1] for line in log.splitlines()][-5:]
+    assert linked == [f"{agent}-paused", *(f"{agent}-new-{n}" for n in range(1, 5))]
+
+
+@pytest.mark.sqlite_only("reads the SQLite file and its WAL")
+def test_the_hook_leaves_the_checkpoint_to_the_ledger(home: Path) -> None:
+    """The last connection to close a WAL file checkpoints it (two fsyncs, more than the rest of the hook): the
+    hook's row goes to the WAL and stays there, whole, for the ledger's next reader to fold in."""
+    import sqlite3
+
+    run_here("start", "Keep the hook cheap", home=home, check=True)
+    ledger = home / "ledger.db"
+    wal = Path(f"{ledger}-wal")
+    assert not wal.exists()  # the command closed the ledger: folded in, the WAL gone
+    assert hook(_tool("toolu_wal", "ls"), home).returncode == 0
+    assert wal.exists() and wal.stat().st_size > 0
+    con = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+    try:
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        [(payload,)] = con.execute("SELECT payload FROM capture_inbox").fetchall()
+    finally:
+        con.close()
+    assert json.loads(payload)["tool_use_id"] == "toolu_wal"
+    assert "ls" in run_trail("log", home=home, check=True).stdout  # the next read folds it in

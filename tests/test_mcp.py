@@ -265,3 +265,39 @@ def test_without_the_sdk_one_line_names_the_extra(home: Path, tmp_path: Path) ->
                           capture_output=True, text=True, cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr == "trail: trail mcp needs the MCP SDK, which is not installed: pip install 'tasktrail[mcp]'\n"
+
+
+def test_the_server_lists_its_tools_before_it_loads_the_ledger(home: Path, project: Path) -> None:
+    """Claude Code does not wait for a slow server: a model turn could start without tasktrail's tools. The
+    handshake and the tool list must not wait for the ledger's libraries, which load on the first tool call.
+    The real SDK client talks to a real `trail mcp`, run with -X importtime: every import is written to
+    stderr as it happens, so what was imported by the time the tools were listed is on record."""
+    log = project.parent / "imports.txt"
+    listed: list[str] = []
+
+    async def main() -> None:
+        server = _server(home, project)
+        server.args = ["-X", "importtime", *server.args]
+        with log.open("w") as errors:
+            async with stdio_client(server, errlog=errors) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                with anyio.fail_after(60):
+                    tools = {t.name for t in (await session.list_tools()).tools}
+                    assert tools == TOOLS
+                    listed.append(log.read_text())
+                    assert "Fix login timeout" in _text(await session.call_tool("resume_task", {}))
+
+    anyio.run(main)
+    imported = [line.rsplit("|", 1)[-1].strip() for line in log.read_text().splitlines() if "|" in line]
+    before = {line.rsplit("|", 1)[-1].strip() for line in listed[0].splitlines() if "|" in line}
+    assert "mcp.server.mcpserver" in before and "ledger.recording" in before
+    late = {"eventsourcing", "ledger.store", "ledger.events", "projections.state", "projections.brief"}
+    assert not before & late, sorted(before & late)
+    assert late <= set(imported)  # the tool call loaded them
+
+
+def test_the_budget_the_schemas_name_is_the_briefs() -> None:
+    from cli import mcp as server
+    from projections import brief
+
+    assert (server.INJECTION_DEFAULT, server.INJECTION_CAP) == (brief.INJECTION_DEFAULT, brief.INJECTION_CAP)

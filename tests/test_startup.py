@@ -127,7 +127,19 @@ def test_the_startup_benchmark_runs() -> None:
     """`python -m bench.startup` cannot rot silently: one round gives every row (its figures are not judged here)."""
     from bench import startup
 
-    table = startup.table(runs=1)
-    assert [row[0] for row in table.rows] == [startup.BARE, startup.HELP, startup.RESUME, startup.SESSION_START,
-                                              startup.LIBRARIES]
-    assert all(row[6] in ("yes", "**no**") for row in table.rows[1:4])
+    table = startup.table(runs=1)  # it raises when a SessionStart row was not answered the way it claims
+    assert [row[0] for row in table.rows] == [
+        startup.BARE, startup.HELP, startup.RESUME, startup.RESUME_DB, startup.RESUME_ENV, startup.RESUME_URL,
+        *startup.SESSION_STARTS, startup.WAITING, startup.LIBRARIES]
+    assert all(row[6] in ("yes", "**no**") for row in table.rows[1:10]) and table.rows[10][6] == ""
+    assert len(table.goals) == 9
+
+
+def test_the_mcp_start_benchmark_runs() -> None:
+    """`python -m bench.mcpinit` cannot rot silently: one round of each server gives both rows and the goal."""
+    pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install -e '.[mcp]')")
+    from bench import mcpinit
+
+    table = mcpinit.table(runs=1)
+    assert [row[0] for row in table.rows] == [mcpinit.MINIMAL, mcpinit.TRAIL]
+    assert table.rows[1][5] in ("yes", "**no**") and len(table.goals) == 1

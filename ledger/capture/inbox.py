@@ -26,6 +26,7 @@ from ledger import refs
 from ledger.capture import claude_code, codex
 from ledger.capture.caps import restore
 from ledger.capture.classify import classify, clean_prompt
+from ledger.capture.codex_outcomes import with_outcomes
 from ledger.capture.hook import INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
@@ -67,11 +68,14 @@ class _Agent:
     actor: str
     items: Callable[[dict[str, Any], int, Any], list[Item]]
     prompt: Callable[[str], str]
+    enrich: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = list
+    """What the agent's own records add to a session's payloads before they are mapped (I/O, here at the
+    edge): Codex's exit codes from its rollout (``codex_outcomes``)."""
 
 
 AGENTS: dict[str, _Agent] = {
     claude_code.AGENT: _Agent(claude_code.AGENT, claude_code.ACTOR, claude_code.hook_items, clean_prompt),
-    codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt),
+    codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt, with_outcomes),
 }
 
 
@@ -170,17 +174,17 @@ def _items(
         seen = _prompts_seen(ledger, location, agent, task, state.position, session)
     else:
         first, seen = True, {}
-    for row in rows:
+    for row, payload in zip(rows, agent.enrich([r.payload for r in rows]), strict=True):
         ts = datetime.fromtimestamp(row.received, UTC)
-        if row.payload.get("hook_event_name") == "UserPromptSubmit":
-            text = agent.prompt(str(row.payload.get("prompt") or ""))
+        if payload.get("hook_event_name") == "UserPromptSubmit":
+            text = agent.prompt(str(payload.get("prompt") or ""))
             if text:
                 record = prompt_record(text, seen)  # the key an import of the transcript gives it too
                 src = ev.SourceKey(agent=agent.name, session=session, record=record)
                 items.append(prompt_item(classify(text, first=first), text, src, ts))
                 first = False
             continue
-        items.extend(agent.items(row.payload, row.id, ts))
+        items.extend(agent.items(payload, row.id, ts))
     return items
 
 

@@ -202,8 +202,9 @@ def lines(state: TaskState) -> list[Line]:
         # A test run is listed once, as its test result (read from the command just before it).
         commands = [c for c in state.commands if c.position + 1 not in tested][-5:]
         for i, cmd in enumerate(commands):
-            code = "?" if cmd.exit_code is None else str(cmd.exit_code)
-            add("results", f"- $ {_clip(cmd.line, 160)} -> exit {code} [{cmd.position}]", LOW + i)
+            # An unknown exit (Codex's hooks report none) is said as such, never as a code to read as failed.
+            code = " (exit code not reported)" if cmd.exit_code is None else f" -> exit {cmd.exit_code}"
+            add("results", f"- $ {_clip(cmd.line, 160)}{code} [{cmd.position}]", LOW + i)
         if state.commands_total > len(commands):
             looked = f", {state.read_only_commands} only read files" if state.read_only_commands else ""
             add("results", f"- ({state.commands_total} commands in all, {state.commands_failed} failed{looked}; "

@@ -33,8 +33,8 @@ from urllib.parse import unquote
 from ledger import events as ev
 from ledger.bounds import bound
 from ledger.capture.classify import classify
-from ledger.capture.codex_outcomes import OUTCOME_KEY
 from ledger.capture.claude_code import Session
+from ledger.capture.codex_outcomes import OUTCOME_KEY
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.testruns import command_facts

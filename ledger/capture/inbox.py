@@ -302,6 +302,7 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
     import os
 
     from ledger import briefcache, verify
+    from ledger.capture.agent_mcp import has_tasktrail_mcp
     from ledger.location import resolve
     from ledger.store import open_ledger
     from projections.brief import injection
@@ -326,6 +327,8 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
             watch.keep(task, state)
         if state.position <= 2:  # opened and linked only: no history worth injecting
             return ""
-        return briefcache.session_start_json(injection(state))
+        # In the agent's own measure, and naming the tools that work in its sandbox (``agent_mcp``).
+        mcp = has_tasktrail_mcp(agent, str(payload["cwd"]) if payload.get("cwd") else None)
+        return briefcache.session_start_json(injection(state, agent=agent, mcp=mcp))
     finally:
         ledger.close()

@@ -153,3 +153,31 @@ def test_the_shared_live_payloads_give_no_failure_without_evidence(home: Path, t
     assert "exit ?" not in brief
     # "1 failed in 0.22s" is evidence (pytest said so), and the recording has no later passing run.
     assert "## Failing now (latest last)\n- [5] test pytest\n    1 failed in 0.22s" in brief
+
+
+def test_compaction_and_session_end_are_checkpoints_of_what_they_carry() -> None:
+    """PreCompact/PostCompact carry their trigger only (Codex's schemas), SessionEnd its reason (the live
+    payload: ``"reason": "other"``, no model or turn): each a checkpoint, keyed by its inbox row."""
+    base = {"session_id": SESSION, "transcript_path": None, "cwd": "/w", "model": "gpt-5.5", "turn_id": "t"}
+    got = {}
+    for event, extra in (("PreCompact", {"trigger": "auto"}), ("PostCompact", {"trigger": "manual"}),
+                         ("SessionEnd", {"reason": "other"})):
+        payload = {**base, "hook_event_name": event, **extra}
+        if event == "SessionEnd":
+            payload = {k: v for k, v in payload.items() if k not in ("model", "turn_id")}
+        [(kind, fields)] = codex.hook_items(payload, 41, None)
+        assert kind is ev.CheckpointMarked and fields["source"].record == "hook:41"
+        got[event] = fields["label"]
+    assert got == {"PreCompact": "before compaction (auto)", "PostCompact": "after compaction (manual)",
+                   "SessionEnd": "session ended (other)"}
+    # A PreToolUse (recorded live, not installed) lands as nothing.
+    assert codex.hook_items({**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                             "tool_input": {"command": "ls"}, "tool_use_id": "c"}, 42, None) == []
+
+
+def test_a_duration_the_payload_gives_is_kept_on_the_command() -> None:
+    payload = {"session_id": SESSION, "hook_event_name": "PostToolUse", "cwd": "/w", "tool_name": "Bash",
+               "tool_use_id": "c9", "tool_input": {"command": "make build"}, "tool_response": "built\n",
+               "duration_ms": 1234}
+    [(kind, fields)] = codex.hook_items(payload, 1, None)
+    assert kind is ev.CommandRan and fields["duration_ms"] == 1234 and fields["exit_code"] is None

@@ -181,3 +181,14 @@ def test_a_duration_the_payload_gives_is_kept_on_the_command() -> None:
                "duration_ms": 1234}
     [(kind, fields)] = codex.hook_items(payload, 1, None)
     assert kind is ev.CommandRan and fields["duration_ms"] == 1234 and fields["exit_code"] is None
+
+
+def test_tasktrails_own_mcp_calls_are_not_mirrored_as_tool_calls() -> None:
+    """The live payload of Codex calling ``mcp__tasktrail__record``: the server appended the decision itself."""
+    payload = {"session_id": SESSION, "hook_event_name": "PostToolUse", "cwd": "/w",
+               "tool_name": "mcp__tasktrail__record", "tool_use_id": "call_FK03002HPDgPTqeoTH2p4",
+               "tool_input": {"kind": "decision", "text": "Keep add() a pure function"},
+               "tool_response": {"content": [{"type": "text", "text": "{}"}], "isError": False}}
+    assert codex.hook_items(payload, 1, None) == []
+    other = {**payload, "tool_name": "mcp__github__search"}
+    assert [k.__name__ for k, _ in codex.hook_items(other, 1, None)] == ["ToolCalled", "ToolResult"]

@@ -107,6 +107,12 @@ def _output_text(output: Any) -> tuple[str, int | None]:
     return json.dumps(output, default=str), None
 
 
+def _ours(tool: str) -> bool:
+    """A call of tasktrail's own MCP server (``mcp__tasktrail__record`` in hooks, ``tasktrail.record`` as a
+    rollout may namespace it)."""
+    return tool.startswith(("mcp__tasktrail__", "tasktrail."))
+
+
 def _plan_steps(args: dict[str, Any]) -> list[tuple[str, str]]:
     """``(step, status)`` of an ``update_plan`` call's arguments (rollout and hook alike)."""
     return [(str(s.get("step", "")), str(s.get("status", ""))) for s in args.get("plan") or () if isinstance(s, dict)]
@@ -610,7 +616,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 patch = str(args.get("input") or args.get("patch") or "")
                 session.items.extend(patch_items(patch, cwd, key, ts))
                 return
-            if name == "apply_patch":
+            if name == "apply_patch" or _ours(name):
                 return
             session.items.extend(
                 [
@@ -740,6 +746,8 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
             })]
         if name == "update_plan":
             return [] if _TOOL_REFUSED.match(text) else plan_items(_plan_steps(data), ACTOR, key, timestamp)
+        if _ours(name):
+            return []  # tasktrail's own MCP tools append their events themselves: a mirror would repeat them
         failed = isinstance(response, dict) and bool(response.get("isError") or response.get("is_error"))
         return [
             (ev.ToolCalled, {

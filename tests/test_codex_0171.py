@@ -192,3 +192,15 @@ def test_tasktrails_own_mcp_calls_are_not_mirrored_as_tool_calls() -> None:
     assert codex.hook_items(payload, 1, None) == []
     other = {**payload, "tool_name": "mcp__github__search"}
     assert [k.__name__ for k, _ in codex.hook_items(other, 1, None)] == ["ToolCalled", "ToolResult"]
+
+
+def test_text_codex_put_in_the_users_turn_is_never_a_prompt() -> None:
+    """0.171 marks each user-role content item's provenance: only what the user typed is a prompt, whatever
+    its opening (a harness message not starting with a known tag is still Codex's own)."""
+    lines = ROLLOUT.read_text().splitlines()
+    harness = json.loads(next(line for line in lines if '"harness"' in line))
+    harness["payload"]["content"][0]["text"] = "Heads up: the sandbox was reset."
+    numbered = list(enumerate([json.dumps(harness) if '"harness"' in line else line for line in lines], 1))
+    session = codex.map_rollout(numbered, ROLLOUT.stem)
+    said = [f["text"] for kind, f in session.items if kind in (ev.RequirementStated, ev.CorrectionMade)]
+    assert said == ["Fix the add function in calc.py so the tests pass, then add a test for negative numbers."]

@@ -107,6 +107,15 @@ def _output_text(output: Any) -> tuple[str, int | None]:
     return json.dumps(output, default=str), None
 
 
+def _harness(payload: dict[str, Any]) -> bool:
+    """A user-role message Codex wrote itself: 0.17x marks each content item's provenance (``user`` for what
+    was typed, ``harness`` for the environment context and the like), so its own text is never a prompt."""
+    meta = payload.get("internal_chat_message_metadata_passthrough")
+    items = meta.get("content_item_metadata") if isinstance(meta, dict) else None
+    kinds = [(i.get("provenance") or {}).get("type") for i in items or () if isinstance(i, dict)]
+    return bool(kinds) and "user" not in kinds
+
+
 def _ours(tool: str) -> bool:
     """A call of tasktrail's own MCP server (``mcp__tasktrail__record`` in hooks, ``tasktrail.record`` as a
     rollout may namespace it)."""
@@ -417,7 +426,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             prompt_text = str(payload.get("message") or "")
         elif kind == "response_item" and ptype == "message" and payload.get("role") == "user" and not has_user_events:
             text = _message_text(payload)
-            if not text.lstrip().startswith(_BOILERPLATE):
+            if not text.lstrip().startswith(_BOILERPLATE) and not _harness(payload):
                 prompt_text = text
         if prompt_text is not None:
             cleaned = _clean_prompt(prompt_text)

@@ -204,3 +204,22 @@ def test_text_codex_put_in_the_users_turn_is_never_a_prompt() -> None:
     session = codex.map_rollout(numbered, ROLLOUT.stem)
     said = [f["text"] for kind, f in session.items if kind in (ev.RequirementStated, ev.CorrectionMade)]
     assert said == ["Fix the add function in calc.py so the tests pass, then add a test for negative numbers."]
+
+
+def test_the_compaction_requests_answer_is_the_summary_not_a_reply() -> None:
+    """0.171 writes the compaction request's answer as an assistant message right before ``compacted``, whose
+    message ends with it (as the real Codex did in tests/e2e/test_codex.py's compacted session)."""
+    summary = "Fixed add(); next: the negative-numbers test."
+    lines = [
+        {"type": "session_meta", "payload": {"id": SESSION, "cwd": "/w"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                              "content": [{"type": "output_text", "text": summary}]}},
+        {"type": "compacted", "payload": {"message": "Another language model started to solve this problem … Here is "
+                                                     f"the summary produced by the other language model:\n{summary}"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                              "content": [{"type": "output_text", "text": "Going on."}]}},
+    ]
+    numbered = [(n, json.dumps({"timestamp": "2026-12-01T10:00:00Z", **line})) for n, line in enumerate(lines, 1)]
+    items = codex.map_rollout(numbered, "rollout").items
+    assert [f["text"] for kind, f in items if kind is ev.AgentReplied] == ["Going on."]
+    assert [kind for kind, _ in items].count(ev.ContextCompacted) == 1

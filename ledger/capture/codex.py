@@ -443,6 +443,8 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             return
         if kind == "compacted":
             summary = str(payload.get("message") or "").strip()
+            if reply is not None and reply.text.strip() and summary.endswith(reply.text.strip()):
+                reply = None  # the compaction request's answer (0.171 writes it as an assistant message): the summary
             session.items.append(
                 (
                     ev.ContextCompacted,

@@ -216,6 +216,8 @@ def test_the_compaction_requests_answer_is_the_summary_not_a_reply() -> None:
                                               "content": [{"type": "output_text", "text": summary}]}},
         {"type": "compacted", "payload": {"message": "Another language model started to solve this problem … Here is "
                                                      f"the summary produced by the other language model:\n{summary}"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user",  # the prompt that resumed it
+                                              "content": [{"type": "input_text", "text": "Go on."}]}},
         {"type": "response_item", "payload": {"type": "message", "role": "assistant",
                                               "content": [{"type": "output_text", "text": "Going on."}]}},
     ]

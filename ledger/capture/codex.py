@@ -52,6 +52,8 @@ _REJECTED = re.compile(
     r"^\s*(?:(?:exec command|patch|command) rejected by (?:the )?user|aborted(?: by user)?\s*$)", re.I
 )
 """A call the user declined or interrupted (Codex writes these as the call's output)."""
+_SUMMARY_HEAD = re.compile(r"Here is the summary produced by the other language model[^\n]*:\s*\n")
+"""Where Codex's preamble to a compaction summary ends (0.171's ``compacted.message``)."""
 _TOOL_REFUSED = re.compile(r"^\s*(?:unsupported call|failed to parse function arguments|unknown tool)\b", re.I)
 """A call Codex never carried out (no such tool in the turn, arguments it could not read)."""
 _PATCH_HEAD = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$")
@@ -445,11 +447,13 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             summary = str(payload.get("message") or "").strip()
             if reply is not None and reply.text.strip() and summary.endswith(reply.text.strip()):
                 reply = None  # the compaction request's answer (0.171 writes it as an assistant message): the summary
+            # Codex's framing for the next model ("Another language model started …"): the summary follows it.
+            said = _SUMMARY_HEAD.split(summary, maxsplit=1)[-1].strip()
             session.items.append(
                 (
                     ev.ContextCompacted,
                     {
-                        "summary": bound(summary, SUMMARY_LIMIT) if summary else None,
+                        "summary": bound(said, SUMMARY_LIMIT) if said else None,
                         "tokens_before": tokens,
                         "actor": "system",
                         "timestamp": ts,

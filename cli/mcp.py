@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import click
 
 from cli.context import Context, fails_cleanly, pass_context
+from ledger.agent_env import MCP_CLIENTS
 from ledger.errors import TrailError
 
 if TYPE_CHECKING:
@@ -55,9 +56,10 @@ INSTRUCTIONS = (
 
 
 def actor_for(client_name: str | None) -> str:
-    """``agent:<client name>``, the name made to fit the actor pattern ``agent:[^\\s]+``."""
+    """The agent's own actor for a client we know (``agent:codex`` for ``codex-mcp-client``, as its hooks
+    record it), else ``agent:<client name>``, the name made to fit the actor pattern ``agent:[^\\s]+``."""
     name = re.sub(r"\s+", "-", (client_name or "").strip()).removeprefix("agent:")
-    return f"agent:{name or 'mcp-client'}"
+    return MCP_CLIENTS.get(name) or f"agent:{name or 'mcp-client'}"
 
 
 def one_line(text: str) -> str:

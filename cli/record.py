@@ -11,14 +11,15 @@ import click
 from cli.context import Context, emit_json, fails_cleanly, pass_context, whole_number
 from ledger import events as ev
 from ledger import recording
+from ledger.agent_env import default_actor
 
 task_option = click.option(
     "-t", "--task", "task_ref", metavar="TASK", help="Task number or slug prefix (default: the active task)."
 )
 actor_option = click.option(
     "--actor",
-    default="user",
-    show_default=True,
+    default=default_actor,
+    show_default="user, or the agent running the command",
     help="Who states this: user, system, agent:NAME or tool:NAME.",
 )
 because_option = click.option("--because", "because", type=whole_number(1), metavar="EVENT",

@@ -34,6 +34,7 @@ import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ledger.capture.hook import AGENTS, read_only_uri, sqlite_ledger
@@ -46,8 +47,8 @@ if TYPE_CHECKING:
     from ledger.location import Location
     from projections.state import TaskState
 
-FORMAT = 1
-"""Bumped when what the file holds changes meaning."""
+FORMAT = 2
+"""Bumped when what the file holds changes meaning (2: a SessionStart answer per agent and instructions)."""
 KEEP_TASKS = 16
 INBOX_ROWS = 20
 """More rows waiting than this: the full path folds them in rather than the cache vet each."""
@@ -103,10 +104,11 @@ def cached_session_start(payload: dict[str, Any], agent: str, row: int) -> str |
             # Redaction left the id alone (else the full path finds no link for the id it was given).
             if session != payload.get("session_id"):
                 raise Miss("no plain session id")
+            flavour = _flavour(agent, queued)
             linked = _linked(con, agent, session)
             if linked is not None:
-                return str(_active(cache, con, ledger, linked)["linked"])
-            return _new_session(cache, con, ledger, queued, agent, session, received)
+                return str(_active(cache, con, ledger, linked)["linked"][flavour])
+            return _new_session(cache, con, ledger, queued, agent, session, received, flavour)
     except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -139,6 +141,22 @@ def _linked(con: sqlite3.Connection, agent: str, session: str) -> str | None:
     return str(found[0]) if found is not None else None
 
 
+FLAVOURS = tuple((agent, mcp) for agent in AGENTS for mcp in (False, True))
+"""The SessionStart answers kept per task: each agent's budget, with CLI or MCP instructions."""
+
+
+def _flavour(agent: str, queued: dict[str, Any]) -> str:
+    """Which kept answer fits this session: its agent, and whether that agent has tasktrail's MCP server."""
+    from ledger.capture.agent_mcp import has_tasktrail_mcp
+
+    cwd = queued.get("cwd")
+    return _flavour_key(agent, has_tasktrail_mcp(agent, cwd if isinstance(cwd, str) else None))
+
+
+def _flavour_key(agent: str, mcp: bool) -> str:
+    return f"{agent}:{'mcp' if mcp else 'cli'}"
+
+
 def _active(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, task: str) -> dict[str, Any]:
     entry = _entry(cache, con, ledger, task)
     if entry["status"] != "active":
@@ -148,7 +166,7 @@ def _active(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, task: s
 
 def _new_session(
     cache: dict[str, Any], con: sqlite3.Connection, ledger: str, queued: dict[str, Any], agent: str, session: str,
-    received: float,
+    received: float, flavour: str,
 ) -> str:
     from datetime import UTC, datetime
 
@@ -164,7 +182,7 @@ def _new_session(
         raise Miss("no project")
     task = _memo(cache, con, ("session", "", project, _pointers()))
     entry = _entry(cache, con, ledger, task)
-    new = entry["new"]
+    new = (entry["new"] or {}).get(flavour)
     if entry["status"] != "active" or not new:
         raise Miss("the task would be reopened, or its brief cannot take the new event")
     # The fold keeps the latest time seen; the brief shows it to the minute.
@@ -226,8 +244,10 @@ class Watch:
         entry: dict[str, Any] = {
             "key": key, "status": state.status, "updated_at": state.updated_at.isoformat(),
             "resume": render(state) if printed is None else printed,
-            "linked": "" if state.position <= 2 else session_start_json(injection(state)),
-            "new": _template(state, injection) if state.status == "active" else None,
+            "linked": {_flavour_key(agent, mcp): "" if state.position <= 2 else
+                       session_start_json(injection(state, agent=agent, mcp=mcp)) for agent, mcp in FLAVOURS},
+            "new": {_flavour_key(agent, mcp): _template(state, partial(injection, agent=agent, mcp=mcp))
+                    for agent, mcp in FLAVOURS} if state.status == "active" else None,
         }
         cache = _load(self.ledger) or {"tasks": {}, "memo": {}}
         tasks = {k: v for k, v in cache["tasks"].items() if k != task}

@@ -29,6 +29,55 @@ INJECTION_CAP = 10_000
 """Claude Code keeps the first 10,000 characters of injected context and cuts the rest."""
 
 
+def utf16_units(text: str) -> int:
+    """Claude Code's measure of a text: a JavaScript string's length (a character outside the BMP is 2)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def utf8_bytes(text: str) -> int:
+    """Codex's measure: it counts ``ceil(bytes / 4)`` tokens of UTF-8 (``approx_token_count``) and cuts hook
+    output past 2,500 of them (``HOOK_OUTPUT_TOKEN_LIMIT``, codex-rs/hooks/src/output_spill.rs), keeping
+    its head and tail and spilling the whole to a file: 10,000 bytes, whatever the script (a CJK
+    character is 3 bytes, so a third of the characters an ASCII brief may have)."""
+    return len(text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How an agent measures the context a SessionStart hook injects, and how much it keeps whole."""
+
+    measure: Callable[[str], int]
+    cap: int
+    """Past this the agent cuts: the injection never exceeds it."""
+    default: int
+    """What an injection asks for (a margin under ``cap``)."""
+    unit: str
+
+
+BUDGETS = {
+    "claude-code": Budget(utf16_units, INJECTION_CAP, INJECTION_DEFAULT, "chars"),
+    "codex": Budget(utf8_bytes, 10_000, 9_500, "bytes"),
+}
+
+
+@dataclass(frozen=True)
+class Hints:
+    """How the brief tells its reader to do what it suggests: the CLI, or the tasktrail MCP tools where the
+    agent has them (a sandboxed agent may not reach the ledger's file with the CLI: Codex's default
+    workspace-write sandbox refuses it, while the MCP server it starts runs outside the sandbox)."""
+
+    next_step: str
+    older: str
+    """With ``{type}``: where the earlier items of a kind are."""
+    everything: str
+    """With ``{task}``: what shows the whole brief."""
+
+
+CLI = Hints("set one with `trail next`", "trail log --type {type}", "`trail resume{task}` shows all")
+MCP = Hints("set one with the tasktrail MCP tool `record` (kind next_step)", "tasktrail MCP tool `log`, types {type}",
+            "the tasktrail MCP tool `resume_task` shows all")
+
+
 @dataclass(frozen=True)
 class Line:
     section: str
@@ -63,15 +112,14 @@ def is_clutter(path: str) -> bool:
     return any(part in path for part in _CLUTTER_PARTS) or path.rstrip("/").rsplit("/", 1)[-1] in _CLUTTER_NAMES
 
 
-def _older(add: Callable[[str, str, int], None], section: str, total: int, shown: int, event_type: str) -> None:
-    """Say how many older items the state's recent window left out, and where to find them."""
-    if total > shown:
-        add(section, f"- ({total - shown} earlier in the log: trail log --type {event_type})", LEAST)
-
-
-def lines(state: TaskState) -> list[Line]:
+def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
     """Every line the brief could hold, in reading order."""
     out: list[Line] = []
+
+    def _older(add: Callable[[str, str, int], None], section: str, total: int, shown: int, event_type: str) -> None:
+        """Say how many older items the state's recent window left out, and where to find them."""
+        if total > shown:
+            add(section, f"- ({total - shown} earlier in the log: {hints.older.format(type=event_type)})", LEAST)
 
     def add(section: str, text: str, priority: int) -> None:
         out.append(Line(section, text, priority))
@@ -92,7 +140,7 @@ def lines(state: TaskState) -> list[Line]:
     elif state.plan is not None and state.plan.steps:
         step = "## Next step\n(none: every step of the plan is done; confirm with the user what comes next)"
     else:
-        step = "## Next step\n(none recorded: set one with `trail next`)"
+        step = f"## Next step\n(none recorded: {hints.next_step})"
     add("next", step, KEEP)
 
     if state.requirements:
@@ -202,12 +250,13 @@ def lines(state: TaskState) -> list[Line]:
         # A test run is listed once, as its test result (read from the command just before it).
         commands = [c for c in state.commands if c.position + 1 not in tested][-5:]
         for i, cmd in enumerate(commands):
-            code = "?" if cmd.exit_code is None else str(cmd.exit_code)
-            add("results", f"- $ {_clip(cmd.line, 160)} -> exit {code} [{cmd.position}]", LOW + i)
+            # An unknown exit (Codex's hooks report none) is said as such, never as a code to read as failed.
+            code = " (exit code not reported)" if cmd.exit_code is None else f" -> exit {cmd.exit_code}"
+            add("results", f"- $ {_clip(cmd.line, 160)}{code} [{cmd.position}]", LOW + i)
         if state.commands_total > len(commands):
             looked = f", {state.read_only_commands} only read files" if state.read_only_commands else ""
             add("results", f"- ({state.commands_total} commands in all, {state.commands_failed} failed{looked}; "
-                           "trail log --type CommandRan)", LEAST)
+                           f"{hints.older.format(type='CommandRan')})", LEAST)
 
     if state.notes:
         heading("notes", "## Notes")
@@ -247,9 +296,11 @@ def _where_it_stopped(
     add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
 
 
-def render(state: TaskState, max_chars: int | None = None) -> str:
-    """The brief as text, within ``max_chars`` when given (lowest-priority lines drop first)."""
-    candidates = lines(state)
+def render(state: TaskState, max_chars: int | None = None, *, measure: Callable[[str], int] = len,
+           unit: str = "chars", hints: Hints = CLI) -> str:
+    """The brief as text, within ``max_chars`` when given (lowest-priority lines drop first), as ``measure``
+    counts (characters by default; an agent's own measure for what it injects: ``BUDGETS``)."""
+    candidates = lines(state, hints)
     kept = [True] * len(candidates)
     dropped: dict[str, int] = {}
     members: dict[str, int] = {}
@@ -261,45 +312,73 @@ def render(state: TaskState, max_chars: int | None = None) -> str:
         if not dropped:
             return ""
         task = f" {state.number}" if state.number is not None else ""
-        return (f"\n[{sum(dropped.values())} lines left out to fit {max_chars} chars ({', '.join(dropped)}); "
-                f"`trail resume{task}` shows all]")
+        return (f"\n[{sum(dropped.values())} lines left out to fit {max_chars} {unit} ({', '.join(dropped)}); "
+                f"{hints.everything.format(task=task)}]")
 
     def shown_heading(line: Line) -> bool:
         return not line.heading or members.get(line.section, 0) > 0
 
     if max_chars is not None:
-        size = sum(len(line.text) + 1 for line, k in zip(candidates, kept, strict=True) if k and shown_heading(line))
+        size = sum(measure(line.text) + 1 for line, k in zip(candidates, kept, strict=True)
+                   if k and shown_heading(line))
         # Drop the lowest priority first; among equals, the earliest (oldest) line first.
         order = sorted((i for i, line in enumerate(candidates) if line.priority < KEEP),
                        key=lambda i: (candidates[i].priority, i))
         for i in order:
-            if size + len(footer()) <= max_chars:
+            if size + measure(footer()) <= max_chars:
                 break
             line = candidates[i]
             kept[i] = False
-            size -= len(line.text) + 1
+            size -= measure(line.text) + 1
             dropped[line.section] = dropped.get(line.section, 0) + 1
             members[line.section] -= 1
             if members[line.section] == 0:  # its heading goes with its last line
-                size -= sum(len(h.text) + 1 for h in candidates if h.heading and h.section == line.section)
+                size -= sum(measure(h.text) + 1 for h in candidates if h.heading and h.section == line.section)
     text = "\n".join(line.text for line, k in zip(candidates, kept, strict=True) if k and shown_heading(line))
     text += footer()
-    if max_chars is not None and len(text) > max_chars:
-        text = text[: max(0, max_chars - 1)] + "…"
+    if max_chars is not None and measure(text) > max_chars:
+        text = _cut(text, max_chars, measure)
     return text
 
 
-def injection(state: TaskState, max_chars: int = INJECTION_DEFAULT) -> str:
+def _cut(text: str, limit: int, measure: Callable[[str], int]) -> str:
+    """The longest head of ``text`` that, with an ellipsis, measures at most ``limit`` (what the lines that
+    are never dropped still overrun)."""
+    low, high = 0, len(text)
+    while low < high:  # measures only grow with length: bisect the cut
+        mid = (low + high + 1) // 2
+        if measure(text[:mid] + "…") <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low] + "…" if limit >= measure("…") else ""
+
+
+def injection(state: TaskState, max_chars: int | None = None, *, agent: str = "claude-code", mcp: bool = False) -> str:
     """The context a SessionStart hook injects: who the task is, how to record, then the brief.
 
-    Never over ``INJECTION_CAP`` characters, whatever ``max_chars`` asks."""
-    limit = min(max_chars, INJECTION_CAP)
+    Measured as ``agent`` measures it (``BUDGETS``: Claude Code characters, Codex UTF-8 bytes) and never over
+    that agent's cap, whatever ``max_chars`` asks; ``mcp``: the agent has the tasktrail MCP server, so the
+    instructions name its tools, which work where the CLI may not (the agent's sandbox)."""
+    budget = BUDGETS.get(agent, BUDGETS["claude-code"])
+    limit = min(budget.default if max_chars is None else max_chars, budget.cap)
     number = state.number
-    header = (
-        f"You are continuing tasktrail task #{number}. Its ledger holds what earlier sessions did; the brief "
-        "below is its current state. Record as you go (the task is picked for you): "
-        "`trail decide TEXT --because REASON`, `trail attempt TEXT` then `trail fail REASON` or `trail succeed`, "
-        "`trail next TEXT` for the step you mean to take next, `trail note TEXT`. "
-        f"More: `trail resume {number}`, `trail log {number}`, `trail why PATH`.\n\n"
-    )
-    return header + render(state, max_chars=max(200, limit - len(header)))
+    if mcp:
+        header = (
+            f"You are continuing tasktrail task #{number}. Its ledger holds what earlier sessions did; the brief "
+            "below is its current state. Record as you go with the tasktrail MCP tool `record` (the task is "
+            "picked for you): kind `decision` (text, reason, rejected), kind `attempt_start` (text) then "
+            "`attempt_end` (outcome failed, succeeded or abandoned; reason), kind `next_step` (text) for the step "
+            "you mean to take next, kind `note` (text). More: the tools `resume_task`, `log`, `why`.\n\n"
+        )
+    else:
+        header = (
+            f"You are continuing tasktrail task #{number}. Its ledger holds what earlier sessions did; the brief "
+            "below is its current state. Record as you go (the task is picked for you): "
+            "`trail decide TEXT --because REASON`, `trail attempt TEXT` then `trail fail REASON` or "
+            "`trail succeed`, `trail next TEXT` for the step you mean to take next, `trail note TEXT`. "
+            f"More: `trail resume {number}`, `trail log {number}`, `trail why PATH`.\n\n"
+        )
+    body = render(state, max_chars=max(200, limit - budget.measure(header)), measure=budget.measure,
+                  unit=budget.unit, hints=MCP if mcp else CLI)
+    return header + body

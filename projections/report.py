@@ -254,7 +254,7 @@ def _output(text: str) -> str:
 def _commands(state: TaskState) -> str:
     rows = []
     for c in reversed(state.commands):
-        code = "?" if c.exit_code is None else str(c.exit_code)
+        code = "not reported" if c.exit_code is None else str(c.exit_code)
         cls = "fail" if facts.command_failed(c.exit_code) else ""
         took = f"{c.duration_ms} ms" if c.duration_ms is not None else ""
         rows.append(f'<tr class="{cls}"><td>{_pos(c.position)}</td><td><code>{e(c.line)}</code>{_output(c.output_tail)}'

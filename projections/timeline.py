@@ -50,9 +50,9 @@ def _said(event: ev.TaskEvent) -> str:
         case ev.ToolResult():
             return f"tool {event.tool} {'ok' if event.ok else 'ERROR'}: {_short(event.output.tail, 80)}"
         case ev.CommandRan():
-            code = "?" if event.exit_code is None else event.exit_code
+            code = " (exit code not reported)" if event.exit_code is None else f" -> exit {event.exit_code}"
             took = f" in {event.duration_ms} ms" if event.duration_ms is not None else ""
-            return f"ran `{_short(command_line(event), 80)}` -> exit {code}{took}"
+            return f"ran `{_short(command_line(event), 80)}`{code}{took}"
         case ev.FileChanged():
             size = f" ({event.diff.size} B diff{', collected' if event.diff.collected else ''})" if event.diff else ""
             return f"{event.operation} {event.path}{size}"

@@ -28,11 +28,13 @@ import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from ledger import events as ev
 from ledger.bounds import bound
 from ledger.capture.classify import classify
 from ledger.capture.claude_code import Session
+from ledger.capture.codex_outcomes import OUTCOME_KEY
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.testruns import command_facts
@@ -50,6 +52,10 @@ _REJECTED = re.compile(
     r"^\s*(?:(?:exec command|patch|command) rejected by (?:the )?user|aborted(?: by user)?\s*$)", re.I
 )
 """A call the user declined or interrupted (Codex writes these as the call's output)."""
+_SUMMARY_HEAD = re.compile(r"Here is the summary produced by the other language model[^\n]*:\s*\n")
+"""Where Codex's preamble to a compaction summary ends (0.171's ``compacted.message``)."""
+_TOOL_REFUSED = re.compile(r"^\s*(?:unsupported call|failed to parse function arguments|unknown tool)\b", re.I)
+"""A call Codex never carried out (no such tool in the turn, arguments it could not read)."""
 _PATCH_HEAD = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$")
 _MOVE = re.compile(r"^\*\*\* Move to: (.+)$")
 _REQUEST = re.compile(r"^##\s+My request for Codex:\s*$", re.M)
@@ -101,6 +107,26 @@ def _output_text(output: Any) -> tuple[str, int | None]:
     if texts:
         return _output_text("\n".join(texts))
     return json.dumps(output, default=str), None
+
+
+def _harness(payload: dict[str, Any]) -> bool:
+    """A user-role message Codex wrote itself: 0.17x marks each content item's provenance (``user`` for what
+    was typed, ``harness`` for the environment context and the like), so its own text is never a prompt."""
+    meta = payload.get("internal_chat_message_metadata_passthrough")
+    items = meta.get("content_item_metadata") if isinstance(meta, dict) else None
+    kinds = [(i.get("provenance") or {}).get("type") for i in items or () if isinstance(i, dict)]
+    return bool(kinds) and "user" not in kinds
+
+
+def _ours(tool: str) -> bool:
+    """A call of tasktrail's own MCP server (``mcp__tasktrail__record`` in hooks, ``tasktrail.record`` as a
+    rollout may namespace it)."""
+    return tool.startswith(("mcp__tasktrail__", "tasktrail."))
+
+
+def _plan_steps(args: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(step, status)`` of an ``update_plan`` call's arguments (rollout and hook alike)."""
+    return [(str(s.get("step", "")), str(s.get("status", ""))) for s in args.get("plan") or () if isinstance(s, dict)]
 
 
 def _message_text(payload: dict[str, Any]) -> str:
@@ -232,11 +258,34 @@ def _flat(parsed: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[Flat]:
     for number, record in parsed:
         if "payload" in record and "type" in record:
             payload = record["payload"] if isinstance(record["payload"], dict) else {}
+            if record["type"] == "event_msg" and payload.get("type") == "item_completed":
+                payload = _legacy_event(payload)
             yield number, str(record["type"]), payload, record.get("timestamp")
         elif "type" not in record and "id" in record and "instructions" in record:
             yield number, "session_meta", record, record.get("timestamp")
         elif record.get("record_type") != "state":
             yield number, "response_item", record, record.get("timestamp")
+
+
+def _legacy_event(payload: dict[str, Any]) -> dict[str, Any]:
+    """An ``item_completed`` event (0.17x) as the event older rollouts wrote for the same fact: a
+    ``CommandExecution`` item as ``exec_command_end``, a ``FileChange`` as ``patch_apply_end``, so
+    both generations map (and key) alike; other items as they are (their response items hold them)."""
+    item = payload.get("item")
+    if not isinstance(item, dict):
+        return payload
+    if item.get("type") == "CommandExecution":
+        cwd = item.get("cwd")
+        if isinstance(cwd, str) and cwd.startswith("file://"):
+            cwd = unquote(cwd.removeprefix("file://"))
+        return {"type": "exec_command_end", "call_id": item.get("id"), "command": item.get("command"),
+                "cwd": cwd, "exit_code": item.get("exit_code"), "duration": item.get("duration"),
+                "aggregated_output": item.get("aggregated_output"), "status": item.get("status")}
+    if item.get("type") == "FileChange":
+        return {"type": "patch_apply_end", "call_id": item.get("id"), "changes": item.get("changes"),
+                "success": item.get("status") == "completed", "stdout": item.get("stdout"),
+                "stderr": item.get("stderr")}
+    return payload
 
 
 def _subagent(meta: dict[str, Any]) -> bool:
@@ -379,7 +428,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             prompt_text = str(payload.get("message") or "")
         elif kind == "response_item" and ptype == "message" and payload.get("role") == "user" and not has_user_events:
             text = _message_text(payload)
-            if not text.lstrip().startswith(_BOILERPLATE):
+            if not text.lstrip().startswith(_BOILERPLATE) and not _harness(payload):
                 prompt_text = text
         if prompt_text is not None:
             cleaned = _clean_prompt(prompt_text)
@@ -396,11 +445,15 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             return
         if kind == "compacted":
             summary = str(payload.get("message") or "").strip()
+            if reply is not None and reply.text.strip() and summary.endswith(reply.text.strip()):
+                reply = None  # the compaction request's answer (0.171 writes it as an assistant message): the summary
+            # Codex's framing for the next model ("Another language model started …"): the summary follows it.
+            said = _SUMMARY_HEAD.split(summary, maxsplit=1)[-1].strip()
             session.items.append(
                 (
                     ev.ContextCompacted,
                     {
-                        "summary": bound(summary, SUMMARY_LIMIT) if summary else None,
+                        "summary": bound(said, SUMMARY_LIMIT) if said else None,
                         "tokens_before": tokens,
                         "actor": "system",
                         "timestamp": ts,
@@ -514,24 +567,16 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             args = _args(payload) if ptype == "function_call" else {"input": payload.get("input")}
             if ptype == "local_shell_call":
                 args = payload.get("action") or {}
-            if name == "update_plan":
-                steps = [
-                    (str(s.get("step", "")), str(s.get("status", "")))
-                    for s in args.get("plan") or ()
-                    if isinstance(s, dict)
-                ]
-                session.items.extend(plan_items(steps, ACTOR, src.model_copy(update={"record": call_id}), ts))
-                return
             calls[call_id] = (name, args, ts)
             if name in SHELL_TOOLS:
                 shell, argv = _shell_line(args.get("cmd") or args.get("command"))
                 last_action = f"ran {(shell or shlex.join(argv or ()))[:200]}"
-            elif name != "write_stdin":
+            elif name not in ("write_stdin", "update_plan"):
                 last_action = f"{name} {json.dumps(args, default=str)[:200]}"
             return
         if ptype in ("function_call_output", "custom_tool_call_output"):
             call_id = str(payload.get("call_id") or "")
-            name, args, _ = calls.pop(call_id, ("?", {}, ts))
+            name, args, calls_ts = calls.pop(call_id, ("?", {}, ts))
             text, code = _output_text(payload.get("output"))
             key = src.model_copy(update={"record": call_id or src.record})
             if _REJECTED.match(text) and name != "write_stdin":
@@ -540,6 +585,10 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 wrong = last_action if name == "?" else f"{name} {json.dumps(args, default=str)[:200]}"
                 return
             if name == "update_plan":
+                # Recorded once Codex took it: a turn without the tool (``codex exec``) answers
+                # "unsupported call", and its hook never fires, so the plan was never made.
+                if not _TOOL_REFUSED.match(text):
+                    session.items.extend(plan_items(_plan_steps(args), ACTOR, key, calls_ts))
                 return
             if name == "write_stdin":
                 # Polling a running exec_command; without exec_command_end, its final poll has the result.
@@ -575,13 +624,14 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                     if name == "exec_command":
                         return
                 shell, argv = _shell_line(args.get("cmd") or args.get("command"))
-                command_items(shell, argv, args.get("workdir"), code, None, text, "", key, ts, call_id)
+                body, _, _, ms = _exec_response(text)  # the output without Codex's header
+                command_items(shell, argv, args.get("workdir"), code, ms, body, "", key, ts, call_id)
                 return
             if name == "apply_patch" and call_id not in patched and code in (0, None):
                 patch = str(args.get("input") or args.get("patch") or "")
                 session.items.extend(patch_items(patch, cwd, key, ts))
                 return
-            if name == "apply_patch":
+            if name == "apply_patch" or _ours(name):
                 return
             session.items.extend(
                 [
@@ -687,6 +737,13 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
             stdout, stderr, code, ms = _exec_response(response)
             if code is None and (_RUNNING.search(stdout[:2000]) or _REJECTED.match(stdout)):
                 return []  # still running (a later poll ends it), or the user declined it
+            # 0.171 gives the output alone: the exit code is the rollout's (``codex_outcomes``), where found.
+            known = payload.get(OUTCOME_KEY)
+            if code is None and isinstance(known, dict) and isinstance(known.get("exit_code"), int):
+                code = known["exit_code"]
+                ms = known.get("duration_ms") if isinstance(known.get("duration_ms"), int) else ms
+            if ms is None and isinstance(payload.get("duration_ms"), int) and payload["duration_ms"] >= 0:
+                ms = payload["duration_ms"]
             run_cwd = data["workdir"] if isinstance(data.get("workdir"), str) else cwd
             return command_run_items(shell, argv, run_cwd, code, ms, stdout, stderr, key, timestamp,
                                      where=run_cwd, patched=False)
@@ -703,9 +760,9 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
                 "timestamp": timestamp, "source": key.model_copy(update={"record": key.record + "#result"}),
             })]
         if name == "update_plan":
-            steps = [(str(s.get("step", "")), str(s.get("status", "")))
-                     for s in data.get("plan") or () if isinstance(s, dict)]
-            return plan_items(steps, ACTOR, key, timestamp)
+            return [] if _TOOL_REFUSED.match(text) else plan_items(_plan_steps(data), ACTOR, key, timestamp)
+        if _ours(name):
+            return []  # tasktrail's own MCP tools append their events themselves: a mirror would repeat them
         failed = isinstance(response, dict) and bool(response.get("isError") or response.get("is_error"))
         return [
             (ev.ToolCalled, {
@@ -719,10 +776,12 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
                 "timestamp": timestamp, "source": key.model_copy(update={"record": key.record + "#result"}),
             }),
         ]
-    if event in ("Stop", "PreCompact", "PostCompact"):
+    if event in ("Stop", "PreCompact", "PostCompact", "SessionEnd"):
+        # Codex's compaction hooks carry only their trigger (no summary: the rollout's ``compacted``
+        # record has it), SessionEnd only its reason: each is a point in the task, a checkpoint.
         label = {"Stop": "agent stopped", "PreCompact": "before compaction",
-                 "PostCompact": "after compaction"}[str(event)]
-        trigger = payload.get("trigger")
+                 "PostCompact": "after compaction", "SessionEnd": "session ended"}[str(event)]
+        trigger = payload.get("trigger") or payload.get("reason")
         items: list[Item] = [(ev.CheckpointMarked, {
             "label": f"{label} ({trigger})" if trigger else label,
             "actor": ACTOR, "source": src, "timestamp": timestamp,

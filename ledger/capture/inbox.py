@@ -32,6 +32,7 @@ from ledger import refs
 from ledger.capture import claude_code, codex
 from ledger.capture.caps import restore
 from ledger.capture.classify import classify, clean_prompt
+from ledger.capture.codex_outcomes import with_outcomes
 from ledger.capture.hook import DROPPED_KEY, INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool, take_spooled
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
@@ -76,11 +77,14 @@ class _Agent:
     actor: str
     items: Callable[[dict[str, Any], int, Any], list[Item]]
     prompt: Callable[[str], str]
+    enrich: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = list
+    """What the agent's own records add to a session's payloads before they are mapped (I/O, here at the
+    edge): Codex's exit codes from its rollout (``codex_outcomes``)."""
 
 
 AGENTS: dict[str, _Agent] = {
     claude_code.AGENT: _Agent(claude_code.AGENT, claude_code.ACTOR, claude_code.hook_items, clean_prompt),
-    codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt),
+    codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt, with_outcomes),
 }
 
 
@@ -179,20 +183,20 @@ def _items(
         seen = _prompts_seen(ledger, location, agent, task, state.position, session)
     else:
         first, seen = True, {}
-    for row in rows:
+    for row, payload in zip(rows, agent.enrich([r.payload for r in rows]), strict=True):
         ts = datetime.fromtimestamp(row.received, UTC)
-        if isinstance(row.payload.get(DROPPED_KEY), dict):
+        if isinstance(payload.get(DROPPED_KEY), dict):
             items.append(_dropped_item(agent, session, row, ts))
             continue
-        if row.payload.get("hook_event_name") == "UserPromptSubmit":
-            text = agent.prompt(str(row.payload.get("prompt") or ""))
+        if payload.get("hook_event_name") == "UserPromptSubmit":
+            text = agent.prompt(str(payload.get("prompt") or ""))
             if text:
                 record = prompt_record(text, seen)  # the key an import of the transcript gives it too
                 src = ev.SourceKey(agent=agent.name, session=session, record=record)
                 items.append(prompt_item(classify(text, first=first), text, src, ts))
                 first = False
             continue
-        items.extend(agent.items(row.payload, row.id, ts))
+        items.extend(agent.items(payload, row.id, ts))
     return items
 
 
@@ -362,6 +366,7 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
     import os
 
     from ledger import briefcache, verify
+    from ledger.capture.agent_mcp import has_tasktrail_mcp
     from ledger.location import resolve
     from ledger.store import open_ledger
     from projections.brief import injection
@@ -386,6 +391,8 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
             watch.keep(task, state)
         if state.position <= 2:  # opened and linked only: no history worth injecting
             return ""
-        return briefcache.session_start_json(injection(state))
+        # In the agent's own measure, and naming the tools that work in its sandbox (``agent_mcp``).
+        mcp = has_tasktrail_mcp(agent, str(payload["cwd"]) if payload.get("cwd") else None)
+        return briefcache.session_start_json(injection(state, agent=agent, mcp=mcp))
     finally:
         ledger.close()

@@ -446,15 +446,21 @@ def test_item(
 ) -> Item | None:
     """A ``TestResult`` when the shell ``line`` ran a test runner, else None (see the module doc).
 
-    ``exit_code`` None means non-zero but unknown. The outcome follows the exit code, except that
-    printed failures fail a run whose exit code a pipe hid (``pytest | tail``); a run that failed
-    without running tests (collection or compile error, no tests found, runner missing) is an
-    error."""
+    ``exit_code`` None means unknown (Codex's hooks give none; Claude Code's benign non-zero): the
+    runner's own summary decides, and with no summary there is no evidence, so no result. Otherwise
+    the outcome follows the exit code, except that printed failures fail a run whose exit code a pipe
+    hid (``pytest | tail``); a run that failed without running tests (collection or compile error, no
+    tests found, runner missing) is an error."""
     run = recognise(line)
     if run is None:
         return None
     counts = parse_counts(output or "")
     failed = bool(counts.failed)
+    if exit_code is None and not failed and not counts.errors:
+        if counts.passed:
+            exit_code = 0  # "1 passed in 0.28s" and nothing failed: the summary is the evidence
+        elif not counts.found and not _ERROR_SIGNS.search(output or ""):
+            return None  # neither an exit code nor a summary: nothing says how the run went
     if exit_code == 0 and not failed and not counts.errors:
         outcome = "passed"
     elif failed:

@@ -204,8 +204,6 @@ def test_the_plan_comes_from_update_plan(flow: Flow) -> None:
     assert json.loads(update["arguments"]) == {"plan": PLAN}  # the plan went through Codex's own tool
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19: Codex's shell PostToolUse tool_response has no exit code, so "
-                                       "every pytest run is recorded as failed and every exit code as unknown")
 def test_a_failing_then_passing_pytest_ends_passed(flow: Flow) -> None:
     state = flow.state
     assert [c["exit_code"] for c in state["commands"][:2]] == [1, 0]
@@ -229,10 +227,8 @@ def test_an_mcp_record_lands_once_in_the_hooks_ledger_and_the_model_got_its_answ
     assert (answer["task"], answer["position"]) == (1, decisions[0]["position"])  # the hooks' task, the same ledger
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19: the MCP server records as agent:codex-mcp-client, the hooks "
-                                       "as agent:codex: one agent, two actors")
 def test_the_mcp_record_and_the_hooks_name_the_same_actor(flow: Flow) -> None:
-    actors = {e["actor"] for e in flow.before_import if e["type"] in ("DecisionMade", "NextStepSet")}
+    actors = {e["actor"] for e in flow.before_import if e["type"] in ("DecisionRecorded", "NextStepSet")}
     hooks = {e["actor"] for e in flow.before_import if e["type"] == "CommandRan"}
     assert actors == hooks == {"agent:codex"}
 
@@ -246,20 +242,18 @@ def test_the_next_sessions_first_request_holds_the_brief_with_the_next_step(flow
     assert after and NEXT in after[0], briefs[-1][:800]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19: importing the rollout after live capture records each patch "
-                                       "(and other facts) a second time")
 def test_importing_the_rollout_adds_no_duplicates(flow: Flow) -> None:
     def facts(log: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
-        return Counter((e["type"], e["summary"]) for e in log if e["type"] not in ("ConversationLinked",))
+        # json: a ContextCompacted row's own `summary` field (its text) stands where the one-line summary is
+        return Counter((e["type"], json.dumps(e["summary"], sort_keys=True)) for e in log
+                       if e["type"] not in ("ConversationLinked",))
 
     added = facts(flow.after_import) - facts(flow.before_import)
     assert not [fact for fact in added if facts(flow.before_import)[fact]], added
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19: importing a Codex 0.171 rollout records its update_plan "
-                                       "call a second time, as an unnamed tool (`tool ? called: {}`)")
 def test_importing_the_rollout_names_every_tool(flow: Flow) -> None:
-    assert [e["summary"] for e in flow.after_import if e["summary"].startswith("tool ?")] == []
+    assert [e["summary"] for e in flow.after_import if str(e["summary"]).startswith("tool ?")] == []
 
 
 def test_each_scripted_step_was_asked_for_once(flow: Flow) -> None:
@@ -273,13 +267,13 @@ def test_a_compaction_fires_pre_and_post_compact_and_the_model_still_gets_the_br
     side = [r["body"] for r in sandbox.requests(flow.logs["compacted"]) if not r["body"].get("tools")]
     assert any("CONTEXT CHECKPOINT COMPACTION" in text for body in side for text in _texts(body))
     labels = [e["label"] for e in flow.before_import if e["type"] == "CheckpointMarked"]
-    assert labels[-4:] == ["agent stopped", "before compaction (auto)", "after compaction (auto)", "agent stopped"]
+    assert "session ended (other)" in labels  # each `codex exec` ends its session (SessionEnd)
+    turns = [label for label in labels if label != "session ended (other)"]
+    assert turns[-4:] == ["agent stopped", "before compaction (auto)", "after compaction (auto)", "agent stopped"]
     first = flow.requests("compacted")[0]
     assert any("Another language model started" in text for text in _texts(first))  # the summary replaced history
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19: importing a rollout takes the compaction's summary request's "
-                                       "answer for an agent reply (AgentReplied 'ok')")
 def test_importing_does_not_take_the_compaction_summary_for_a_reply(flow: Flow) -> None:
     replies = [e for e in flow.after_import if e["type"] == "AgentReplied"]
     assert [r for r in replies if r["text"]["tail"] == "ok"] == []

@@ -25,10 +25,12 @@ from ledger import events as ev
 from ledger import refs
 from ledger.capture import claude_code, codex
 from ledger.capture.caps import restore
-from ledger.capture.classify import classify, clean_prompt
+from ledger.capture.classify import classify, clean_prompt, request_text
 from ledger.capture.hook import INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
+from ledger.capture.tasklist import KEY as TASK_KEY
+from ledger.capture.tasklist import TaskList
 from ledger.capture.writer import (
     Appended,
     ForgottenSession,
@@ -58,6 +60,9 @@ class Drained:
     tasks: set[UUID] = field(default_factory=set)
 
 
+Mapper = Callable[[dict[str, Any], int, Any], list[Item]]
+
+
 @dataclass(frozen=True)
 class _Agent:
     """How one agent's hook payloads become items: its name (the source keys' agent), its actor,
@@ -67,10 +72,37 @@ class _Agent:
     actor: str
     items: Callable[[dict[str, Any], int, Any], list[Item]]
     prompt: Callable[[str], str]
+    session: Callable[[Ledger, Location, UUID | None, str], Mapper] | None = None
+    """For an agent whose payloads need what the session did before (Claude Code's task list): its
+    mapping for one session's rows, restored from the ledger."""
+
+
+def _claude_session(ledger: Ledger, location: Location, task: UUID | None, session: str) -> Mapper:
+    """Claude Code's mapping with the session's task list as the task holds it: the changes it has
+    counted from their keys, the tasks from the task's plan when that is a task list (this session's,
+    or carried over from another's, see ``tasklist.TaskList.inherited``)."""
+    tasks = TaskList()
+    if task is not None:
+        state = ledger.state(task)
+        for name, sess, record in stored_keys(ledger, location, task, state.position):
+            if name == claude_code.AGENT and sess == session and record.startswith(TASK_KEY):
+                tasks.seen(record)
+        plan = state.plan
+        if plan is not None and plan.steps and all(step.id for step in plan.steps):
+            event = next(iter(ledger.task_events(task, after=plan.position - 1, upto=plan.position)), None)
+            tasks.tasks = {str(step.id): (step.text, step.status) for step in plan.steps}
+            tasks.inherited = event is None or event.source is None or event.source.session != session
+
+    def items(payload: dict[str, Any], row: int, ts: Any) -> list[Item]:
+        return claude_code.hook_items(payload, row, ts, tasks)
+
+    return items
 
 
 AGENTS: dict[str, _Agent] = {
-    claude_code.AGENT: _Agent(claude_code.AGENT, claude_code.ACTOR, claude_code.hook_items, clean_prompt),
+    claude_code.AGENT: _Agent(
+        claude_code.AGENT, claude_code.ACTOR, claude_code.hook_items, clean_prompt, _claude_session
+    ),
     codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt),
 }
 
@@ -139,12 +171,16 @@ def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows:
         if status in OPEN:
             return _Binding(task=found, reopen=status != "active")
         closed = found
-    prompt = next(
-        (str(r.payload.get("prompt") or "") for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit"), ""
-    )
-    if not agent.prompt(prompt):
+    prompts = (_request(agent, r) for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit")
+    prompt = next((p for p in prompts if p), "")  # `/compact` or a command's output names no task
+    if not prompt:
         return _Binding(closed=closed)
-    return _Binding(opened=title_from(agent.prompt(prompt)), closed=closed)
+    return _Binding(opened=title_from(prompt), closed=closed)
+
+
+def _request(agent: _Agent, row: _Row) -> str:
+    """A prompt row's request as the agent's importer reads it, "" when it is none (``classify.request_text``)."""
+    return request_text(agent.prompt(str(row.payload.get("prompt") or ""))) or ""
 
 
 def _items(
@@ -170,17 +206,18 @@ def _items(
         seen = _prompts_seen(ledger, location, agent, task, state.position, session)
     else:
         first, seen = True, {}
+    mapped = agent.session(ledger, location, task, session) if agent.session else agent.items
     for row in rows:
         ts = datetime.fromtimestamp(row.received, UTC)
         if row.payload.get("hook_event_name") == "UserPromptSubmit":
-            text = agent.prompt(str(row.payload.get("prompt") or ""))
+            text = _request(agent, row)
             if text:
                 record = prompt_record(text, seen)  # the key an import of the transcript gives it too
                 src = ev.SourceKey(agent=agent.name, session=session, record=record)
                 items.append(prompt_item(classify(text, first=first), text, src, ts))
                 first = False
             continue
-        items.extend(agent.items(row.payload, row.id, ts))
+        items.extend(mapped(row.payload, row.id, ts))
     return items
 
 

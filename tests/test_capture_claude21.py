@@ -277,9 +277,15 @@ def test_the_real_payloads_replayed_give_a_brief_with_the_plan(live: list[dict[s
     run_here("list", home=home, check=True)  # folds in what came after the last SessionStart
     events = _events(ledger)
     plans = [e for e in events if isinstance(e, ev.PlanUpdated)]
-    # TaskCreated(1) then TaskCreate's PostToolUse: one; TaskUpdate(1 in_progress); TaskCompleted(2), whose
-    # creation the recording did not keep, brings task 2 in whole.
-    assert [_record(p) for p in plans] == ["task:1:pending:0", "task:1:in_progress:0", "task:2:completed:0"]
+    # TaskCreated(1) then TaskCreate's PostToolUse: one; the batch's other two calls (the recording kept one
+    # PostToolUse of each tool, their PostToolBatch all three); TaskUpdate(1 in_progress); TaskCompleted(2).
+    assert [_record(p) for p in plans] == [
+        "task:1:pending:0", "task:2:pending:0", "task:3:pending:0", "task:1:in_progress:0", "task:2:completed:0"
+    ]
+    assert [(s.text, s.status) for s in plans[-1].steps] == [
+        ("Reproduce the failing test", "in_progress"), ("Fix add() in calc.py", "completed"),
+        ("Add a test for negative numbers", "pending"),
+    ]
     state = ledger.state(ledger.task_id(1))
     assert state.next_step == "Reproduce the failing test"
     failed = next(e for e in events if isinstance(e, ev.CommandRan) and e.exit_code)

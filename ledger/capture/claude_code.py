@@ -748,6 +748,17 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any, tasks: TaskLis
         return []  # prompts need the task's history to classify: see capture.inbox
     if event in ("TaskCreated", "TaskCompleted"):
         return items_for(tasks, hook_change(tasks, payload), actor, src, timestamp)
+    if event == "PostToolBatch":
+        # Not installed (it repeats the batch's PostToolUse calls); where it is wired, its task-list calls
+        # fill in what a missed PostToolUse left out: each change lands once whichever brings it.
+        batch: list[Item] = []
+        for call in payload.get("tool_calls") or ():
+            if isinstance(call, dict) and call.get("tool_name") in TASK_TOOLS and call.get("tool_use_id"):
+                said = call.get("tool_response")
+                key = src.model_copy(update={"record": str(call["tool_use_id"])})
+                batch += tool_items(str(call["tool_name"]), call.get("tool_input"), said,
+                                    said if isinstance(said, str) else "", False, actor, key, timestamp, None, tasks)
+        return batch
     if event in ("PostToolUse", "PostToolUseFailure"):
         name = str(payload.get("tool_name") or "?")
         call_id = str(payload.get("tool_use_id") or f"hook:{row}")

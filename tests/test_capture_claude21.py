@@ -71,7 +71,8 @@ def test_the_session_live_then_imported_is_one_set_of_facts(home: Path, ledger: 
     assert failed.exit_code == 1 and failed.stderr is None and failed.duration_ms == 1347
     assert failed.stdout is not None and failed.stdout.tail.startswith("F ")
     assert "FAILED test_calc.py" in failed.stdout.tail
-    assert [e.duration_ms for e in live if isinstance(e, ev.CommandRan)] == [1347, 1098]
+    assert [(e.duration_ms, e.cwd) for e in live if isinstance(e, ev.CommandRan)] == [(1347, "/work/calc"),
+                                                                                       (1098, "/work/calc")]
 
     # "Carry on with the task." is a reply, `/compact` nothing; the synthetic "No response requested." no last words.
     assert [e.text for e in live if isinstance(e, ev.RequirementStated | ev.RequirementChanged)] == [

@@ -180,6 +180,7 @@ def command_item(
     source: ev.SourceKey,
     ts: Any,
     duration_ms: int | None = None,
+    cwd: str | None = None,
 ) -> Item:
     """A Bash call and its outcome. Claude Code only states an exit code on failure."""
     stdout = stderr = None
@@ -195,6 +196,7 @@ def command_item(
         stdout = content
     return ev.CommandRan, {
         "shell": str(data.get("command", "")),
+        "cwd": cwd,
         "exit_code": exit_code,
         "duration_ms": duration_ms,
         "stdout": bounded(stdout if isinstance(stdout, str) else None),
@@ -313,7 +315,7 @@ def tool_items(
     plain = content.removeprefix("Error: ")
     rejected = is_error and (plain.startswith((STOPPED, INTERRUPTED)) or any(d in plain[:300] for d in NOT_RUN))
     if name == "Bash" and not rejected:
-        command = command_item(data, result, content, is_error, actor, source, ts, duration_ms)
+        command = command_item(data, result, content, is_error, actor, source, ts, duration_ms, cwd)
         items = [command]
         line, code = str(data.get("command", "")), command[1]["exit_code"]
         if isinstance(result, dict) and not is_error:

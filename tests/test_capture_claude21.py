@@ -205,6 +205,7 @@ def test_a_huge_exit_code_or_duration_in_a_hook_lands_as_a_failure(home: Path, l
 @pytest.mark.parametrize("text", [
     "Carry on with the task.", "continue", "Continue.", "keep going", "please continue where you left off",
     "go on", "resume the task", "Continue with the plan", "proceed with the next step", "ok, carry on",
+    "What is left?", "what's next?", "where are we", "Are we done?",
 ])
 def test_a_nudge_to_go_on_is_a_reply_even_first(text: str) -> None:
     assert classify(text, first=True) == "reply" and classify(text, first=False) == "reply"
@@ -212,7 +213,7 @@ def test_a_nudge_to_go_on_is_a_reply_even_first(text: str) -> None:
 
 @pytest.mark.parametrize("text", [
     "Continue the refactor by moving parse() into lexer.py", "carry on but use postgres",
-    "continue with the migration to postgres", "next, fix the parser",
+    "continue with the migration to postgres", "next, fix the parser", "What is left to do in the parser module?",
 ])
 def test_going_on_with_named_work_is_a_request(text: str) -> None:
     assert classify(text, first=False) == "requirement"
@@ -265,8 +266,10 @@ def test_every_event_the_real_agent_sent_with_a_fact_is_installed(live: list[dic
             continue  # before the tool ran / the batch's calls again: nothing PostToolUse does not carry
         assert event in CLAUDE_EVENTS, event
         mapped = hook_items(payload, 1, None, tasks.setdefault(payload["session_id"], TaskList()))
-        # Nothing new: the TaskCreated hook before it carried the change; the server appended the record itself.
-        again = payload.get("tool_name") == "TaskCreate" or own_tool(str(payload.get("tool_name")))
+        # Nothing new: the TaskCreated hook before it carried the change; the server appended the record itself;
+        # the compaction's summariser stopping (its words come with PostCompact).
+        again = payload.get("tool_name") == "TaskCreate" or own_tool(str(payload.get("tool_name"))) or (
+            event == "SubagentStop" and not payload.get("agent_type"))
         assert mapped or event in ("SessionStart", "UserPromptSubmit") or again, payload
 
 
@@ -295,8 +298,8 @@ def test_the_real_payloads_replayed_give_a_brief_with_the_plan(live: list[dict[s
     assert not any(isinstance(e, ev.ToolCalled) and e.tool.startswith("mcp__tasktrail__") for e in events)
     (compaction,) = [e for e in events if isinstance(e, ev.ContextCompacted)]
     assert compaction.summary is not None and "Recorded the decision" in compaction.summary.tail
-    stop = next(e for e in events if isinstance(e, ev.CheckpointMarked) and e.label.startswith("sub-agent"))
-    assert stop.note == "Recorded the decision and the next step in tasktrail."
+    # The SubagentStop during /compact is Claude Code's summariser (no agent_type): its words are the summary's.
+    assert not any(isinstance(e, ev.CheckpointMarked) and e.label.startswith("sub-agent") for e in events)
     assert state.last_reply is not None and state.last_reply.text.startswith("Fixed add() in calc.py")
     brief = run_here("resume", "1", home=home, check=True).stdout
     assert "(none recorded)" not in brief and "Reproduce the failing test" in brief

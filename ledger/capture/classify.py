@@ -3,7 +3,8 @@
 Before any rule, ``request_text`` drops what is not a request at all: text the agent put in the
 user's turn (command echoes, their output, caveats, notifications: ``SYNTHETIC``) and slash commands
 that carry no work (``/compact``, a command without arguments). And a bare nudge to go on ("Carry on
-with the task.", "continue where you left off") is a reply, never a requirement, wherever it comes.
+with the task.", "continue where you left off") or a question about where the work stands ("What is
+left?") is a reply, never a requirement, wherever it comes.
 
 The rules, in order (first match wins):
 
@@ -147,6 +148,17 @@ _CONTINUE = re.compile(
 )
 """A nudge to go on ("Carry on with the task.", "continue where you left off"): it names no work."""
 
+_STATUS = re.compile(
+    r"""^\W*(?:(?:ok(?:ay)?|so|and|now)\b[\s,]*)*
+    (?:what(?:'s|\s+is|\s+else\s+is|\s+are)?\s+(?:left|next|remaining|still\s+(?:left|open|to\s+do)|the\s+status|
+        the\s+next\s+step|left\s+to\s+do)(?:\s+(?:now|then))? |
+       where\s+(?:are|were)\s+we(?:\s+at)? | how\s+far\s+(?:are|did)\s+(?:we|you)(?:\s+get)? |
+       status | progress | any\s+progress | are\s+(?:we|you)\s+done | is\s+it\s+done)
+    [\s?!.]*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+"""A question about where the work stands ("What is left?"): asks for an answer, states nothing to do."""
+
 SYNTHETIC = (
     "<command-name>",
     "<command-message>",
@@ -209,8 +221,8 @@ def request_text(text: str) -> str | None:
 
 def classify(text: str, *, first: bool, after_interrupt: bool = False) -> Kind:
     """Which kind of user intent ``text`` is; see the module docstring for the rules."""
-    if len(text) <= 200 and _CONTINUE.match(clean_prompt(text)):
-        return "reply"  # "Carry on with the task.": even a session's first prompt states nothing new
+    if len(text) <= 200 and (_CONTINUE.match(clean_prompt(text)) or _STATUS.match(clean_prompt(text))):
+        return "reply"  # "Carry on with the task.", "What is left?": even as a first prompt, nothing new
     if first:
         return "requirement"
     if _ACK.match(clean_prompt(text)[:80]):

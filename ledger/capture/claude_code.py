@@ -781,6 +781,8 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any, tasks: TaskLis
             return [compaction_item(meta, None, src, timestamp)]
         shown = shown_summary(summary)  # as the transcript keeps it: one fact whichever path brings it
         return [compaction_item(meta, shown, src.model_copy(update={"record": compaction_key(shown)}), timestamp)]
+    if event == "SubagentStop" and not payload.get("agent_type"):
+        return []  # Claude Code's own helper (the compaction's summariser, whose words PostCompact brings)
     if event in ("PreCompact", "Stop", "SessionEnd", "SubagentStop"):
         detail = payload.get("trigger") or payload.get("reason") or payload.get("agent_type") or ""
         said = payload.get("last_assistant_message")

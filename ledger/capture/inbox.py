@@ -23,13 +23,12 @@ from uuid import UUID
 
 from ledger import events as ev
 from ledger import refs
-from ledger.capture import claude_code, codex
+from ledger.capture import claude_code, codex, tasklist
 from ledger.capture.caps import restore
 from ledger.capture.classify import classify, clean_prompt, request_text
 from ledger.capture.hook import INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
-from ledger.capture.tasklist import KEY as TASK_KEY
 from ledger.capture.tasklist import TaskList
 from ledger.capture.writer import (
     Appended,
@@ -78,25 +77,36 @@ class _Agent:
 
 
 def _claude_session(ledger: Ledger, location: Location, task: UUID | None, session: str) -> Mapper:
-    """Claude Code's mapping with the session's task list as the task holds it: the changes it has
-    counted from their keys, the tasks from the task's plan when that is a task list (this session's,
-    or carried over from another's, see ``tasklist.TaskList.inherited``)."""
-    tasks = TaskList()
-    if task is not None:
-        state = ledger.state(task)
-        for name, sess, record in stored_keys(ledger, location, task, state.position):
-            if name == claude_code.AGENT and sess == session and record.startswith(TASK_KEY):
-                tasks.seen(record)
-        plan = state.plan
-        if plan is not None and plan.steps and all(step.id for step in plan.steps):
-            event = next(iter(ledger.task_events(task, after=plan.position - 1, upto=plan.position)), None)
-            tasks.tasks = {str(step.id): (step.text, step.status) for step in plan.steps}
-            tasks.inherited = event is None or event.source is None or event.source.session != session
+    """Claude Code's mapping with the session's task list as the task holds it, restored at the first
+    row that needs it (a drain of rows without task-list traffic reads nothing more)."""
+    tasks: TaskList | None = None
 
     def items(payload: dict[str, Any], row: int, ts: Any) -> list[Item]:
+        nonlocal tasks
+        if tasks is None and tasklist.concerns(payload):
+            tasks = _task_list(ledger, location, task, session)
         return claude_code.hook_items(payload, row, ts, tasks)
 
     return items
+
+
+def _task_list(ledger: Ledger, location: Location, task: UUID | None, session: str) -> TaskList:
+    """The session's task list as the task holds it: the changes counted from their keys, the tasks from
+    the task's plan when that is a task list (this session's, or carried over from another's: see
+    ``tasklist.TaskList.inherited``)."""
+    tasks = TaskList()
+    if task is None:
+        return tasks
+    state = ledger.state(task)
+    for name, sess, record in stored_keys(ledger, location, task, state.position):
+        if name == claude_code.AGENT and sess == session and record.startswith(tasklist.KEY):
+            tasks.seen(record)
+    plan = state.plan
+    if plan is not None and plan.steps and all(step.id for step in plan.steps):
+        event = next(iter(ledger.task_events(task, after=plan.position - 1, upto=plan.position)), None)
+        tasks.tasks = {str(step.id): (step.text, step.status) for step in plan.steps}
+        tasks.inherited = event is None or event.source is None or event.source.session != session
+    return tasks
 
 
 AGENTS: dict[str, _Agent] = {

@@ -108,6 +108,12 @@ class TaskList:
         return ev.PlanUpdated, {"steps": steps, "actor": actor, "timestamp": timestamp, "source": source}
 
 
+def concerns(payload: dict[str, Any]) -> bool:
+    """Whether a hook payload is task-list traffic (what needs the session's list)."""
+    event = payload.get("hook_event_name")
+    return event in HOOKS or event == "PostToolBatch" or payload.get("tool_name") in TOOLS
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 

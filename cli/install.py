@@ -226,9 +226,15 @@ CLAUDE_EVENTS = (
     "PostToolUse",
     "PostToolUseFailure",
     "PreCompact",
+    "PostCompact",
     "Stop",
+    "SubagentStop",
+    "TaskCreated",
+    "TaskCompleted",
     "SessionEnd",
 )
+"""Claude Code's hook events that carry facts; 2.1 plans with TaskCreate/TaskUpdate, and
+TaskCreated/TaskCompleted fire for them (PostCompact: the summary; SubagentStop: its report)."""
 CLAUDE_MATCHERS = {"PostToolUse": "*", "PostToolUseFailure": "*"}
 CLAUDE_SUFFIX = " hook claude-code"
 CLAUDE_SCOPES = ("project", "local", "user")

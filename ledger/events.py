@@ -294,13 +294,21 @@ class TaskLinked(TaskEvent):
 class PlanStep(Value):
     text: str
     status: PlanStatus
+    id: str | None = None
+    """The agent's own id of the step, where it has one (Claude Code's task list: ``TaskCreate`` ids)."""
 
 
 class PlanUpdated(TaskEvent):
-    """The agent's plan as it now stands (Claude Code TodoWrite, Codex update_plan); replaces the last one."""
+    """The agent's plan as it now stands (Claude Code TodoWrite or task list, Codex update_plan); replaces
+    the last one. v1 steps had no ``id``."""
 
     TOPIC = "tasktrail/PlanUpdated"
+    class_version: ClassVar[int] = 2
     steps: tuple[PlanStep, ...]
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state["steps"] = [{**step, "id": None} for step in state.get("steps") or ()]
 
 
 class ContextCompacted(TaskEvent):

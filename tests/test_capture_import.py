@@ -48,7 +48,9 @@ def test_claude_import_maps_records_and_reports_the_torn_line(home: Path, ledger
     by_type = [type(e).__name__ for e in events]
     assert by_type.count("CommandRan") == 2
     failing = next(e for e in events if isinstance(e, ev.CommandRan) and e.exit_code)
-    assert failing.exit_code == 1 and failing.shell == "pytest -q" and failing.stderr is not None
+    # 2.x puts a failure's whole output after "Exit code N": the command's output, not its stderr.
+    assert failing.exit_code == 1 and failing.shell == "pytest -q" and failing.stderr is None
+    assert failing.stdout is not None and failing.stdout.tail == "FAILED test_calc.py::test_add - assert -1 == 3"
     change = next(e for e in events if isinstance(e, ev.FileChanged))
     assert change.path == "/work/demo/calc.py" and change.diff is not None and "+    return a + b" in change.diff.tail
     assert change.before_sha256 is not None and change.after_sha256 is not None  # derived from originalFile

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from cli import codextrust
+from cli.install import CLAUDE_EVENTS
 from tests.conftest import REPO
 
 SCRIPT = Path(sys.executable).parent / "trail"
@@ -88,7 +89,8 @@ def test_the_shared_settings_get_the_name_on_path_at_the_root_or_a_refusal(repo:
     data = json.loads(once)
     assert data["model"] == "opus" and data["hooks"]["PostToolUse"][0] == MINE
     ours = [c for c in commands(data) if c != "./audit.sh"]
-    assert len(ours) == 7 and set(ours) == {"trail hook claude-code"}  # no machine path in a shared file
+    # No machine path in a shared file.
+    assert len(ours) == len(CLAUDE_EVENTS) and set(ours) == {"trail hook claude-code"}
     assert trail("install", "claude-code", cwd=repo, home=home, path=path).returncode == 0
     assert settings.read_text() == once  # idempotent
     assert trail("uninstall", "claude-code", "--project", cwd=repo / "pkg", home=home, path=path).returncode == 0
@@ -116,7 +118,7 @@ def test_local_from_a_subfolder_writes_only_the_root_settings_local_json(repo: P
     after = files(repo)
     assert set(after) - set(before) == {".claude/settings.local.json"}
     ours = commands(json.loads(after[".claude/settings.local.json"]))
-    assert len(ours) == 7 and {c.rsplit(" hook ", 1)[0] for c in ours} == {str(SCRIPT)}  # this installation
+    assert len(ours) == len(CLAUDE_EVENTS) and {c.rsplit(" hook ", 1)[0] for c in ours} == {str(SCRIPT)}  # ours
     assert trail("install", "claude-code", "--local", cwd=repo, home=home).returncode == 0
     assert files(repo) == after
     assert not (home / ".claude").exists()
@@ -133,7 +135,7 @@ def test_user_scope_writes_the_home_settings_and_keeps_the_rest(repo: Path, tmp_
     assert trail("install", "claude-code", "--user", cwd=repo, home=home).returncode == 0
     data = json.loads(settings.read_text())
     assert data["theme"] == "dark" and data["hooks"]["Stop"][0] == original["hooks"]["Stop"][0]
-    assert len([c for c in commands(data) if c.endswith(" hook claude-code")]) == 7
+    assert len([c for c in commands(data) if c.endswith(" hook claude-code")]) == len(CLAUDE_EVENTS)
     assert not (repo / ".claude").exists()
     assert trail("uninstall", "claude-code", cwd=repo, home=home).returncode == 0  # every scope that has them
     assert json.loads(settings.read_text()) == original

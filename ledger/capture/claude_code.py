@@ -16,30 +16,39 @@ from typing import Any
 
 from ledger import events as ev
 from ledger.bounds import bound
-from ledger.capture.classify import classify, clean_prompt
-from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, sha256, title_from
+from ledger.capture.classify import classify, request_text, slash_request
+from ledger.capture.items import (
+    Item,
+    bounded,
+    own_tool,
+    plan_items,
+    prompt_item,
+    prompt_record,
+    sha256,
+    title_from,
+)
 from ledger.capture.jsonl import Skipped, records
 from ledger.capture.refusals import INTERRUPTED, NOT_RUN, STOPPED
+from ledger.capture.tasklist import TOOLS as TASK_TOOLS
+from ledger.capture.tasklist import TaskList, hook_change, items_for, tool_change
 from ledger.capture.testruns import command_facts
 
 AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 REJECTED = "The user doesn't want to proceed"
-_EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
-_SKIP_PROMPT = (
-    "<command-name>",
-    "<command-message>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "Caveat: The messages below",
-)
+_EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)[^\S\n]*(?:\n|$)")
+DURATION_MAX = 7 * 24 * 3600 * 1000
+EXIT_MAX = 2**31 - 1
+"""Largest exit code taken as stated; a larger one (no real process exits so) is not believed."""
 _BASH_TAG = re.compile(r"<bash-(input|stdout|stderr)>(.*?)</bash-\1>", re.S)
 _REASON = re.compile(
     r"(?:The user provided the following reason for the rejection:|the user said:)\s*(.*)\Z", re.S | re.I
 )
 PLAN_MAX = 1500
 """Characters of an approved plan kept as the decision's text (its heading and first lines)."""
+SUBAGENT_MAX = 2000
+"""Bytes of a sub-agent's closing report kept on its stop checkpoint (its end, where the result is)."""
 SUMMARY_MAX = 12_000
 """Bytes of a compaction summary kept: the tail holds the pending work and the current state."""
 REPLY_MAX = 8000
@@ -156,18 +165,29 @@ def file_item(name: str, data: dict[str, Any], result: Any, actor: str, source: 
     }
 
 
+def duration(value: Any) -> int | None:
+    """A hook's ``duration_ms`` as stored: a whole number of milliseconds within a week, else unknown."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= DURATION_MAX
+    return int(value) if ok else None
+
+
 def command_item(
-    data: dict[str, Any], result: Any, content: str, is_error: bool, actor: str, source: ev.SourceKey, ts: Any
+    data: dict[str, Any],
+    result: Any,
+    content: str,
+    is_error: bool,
+    actor: str,
+    source: ev.SourceKey,
+    ts: Any,
+    duration_ms: int | None = None,
+    cwd: str | None = None,
 ) -> Item:
     """A Bash call and its outcome. Claude Code only states an exit code on failure."""
     stdout = stderr = None
     exit_code: int | None = 0
     if is_error:
         text = result if isinstance(result, str) else content
-        match = _EXIT.match(text or "")
-        # 1.0.x failures carry no "Exit code N": the command failed, its code is unknown, so 1.
-        exit_code = int(match.group(1)) if match else 1
-        stderr = text
+        exit_code, stdout = failed_output(text or "")
     elif isinstance(result, dict):
         stdout, stderr = result.get("stdout"), result.get("stderr")
         if result.get("returnCodeInterpretation"):
@@ -176,13 +196,28 @@ def command_item(
         stdout = content
     return ev.CommandRan, {
         "shell": str(data.get("command", "")),
+        "cwd": cwd,
         "exit_code": exit_code,
+        "duration_ms": duration_ms,
         "stdout": bounded(stdout if isinstance(stdout, str) else None),
         "stderr": bounded(stderr if isinstance(stderr, str) else None),
         "actor": actor,
         "source": source,
         "timestamp": ts,
     }
+
+
+def failed_output(text: str) -> tuple[int, str]:
+    """A failed Bash call's exit code and output. 2.x reports both in one text, "Exit code N" then
+    stdout and stderr as the command printed them (the hook's ``error``, the transcript's result),
+    so the rest is the command's output. 1.0.x failures carry no code: the command failed, its code
+    is unknown, so 1; so is a code too large to be real (and to store)."""
+    match = _EXIT.match(text)
+    if match is None:
+        return 1, text
+    digits = match.group(1)
+    code = int(digits) if len(digits.lstrip("-")) <= 10 else EXIT_MAX + 1
+    return (code if -EXIT_MAX - 1 <= code <= EXIT_MAX else 1), text[match.end():]
 
 
 _DENIED = ("requires approval", "was blocked", "requested permissions", "<tool_use_error>")
@@ -199,15 +234,9 @@ def bare_feedback(name: str, body: str, record: dict[str, Any]) -> bool:
             and not any(d in body for d in _DENIED))
 
 
-_COMMAND = re.compile(r"<command-name>\s*(/?[\w:.-]+)\s*</command-name>.*?<command-args>(.*?)</command-args>", re.S)
-
-
 def slash_command(text: str) -> str | None:
-    """``/name args`` for a slash command the user ran with arguments, else None."""
-    match = _COMMAND.search(text)
-    if match is None or not match.group(2).strip():
-        return None
-    return f"{match.group(1)} {match.group(2).strip()}"
+    """``/name args`` for a slash command the user ran with work to do, else None (``classify.slash_request``)."""
+    return slash_request(text) or None
 
 
 def rejection_reason(content: str) -> str | None:
@@ -265,18 +294,28 @@ def tool_items(
     source: ev.SourceKey,
     ts: Any,
     cwd: str | None = None,
+    tasks: TaskList | None = None,
+    duration_ms: int | None = None,
 ) -> list[Item]:
     """One finished tool call (shared by the importer and the live hook).
 
     A Bash call adds its test run (``testruns``) and, when it exited 0, the deletes and renames
     it made (``shell_effects``). A tool use the user rejected with a reason adds that reason as a
-    correction; an approved ``ExitPlanMode`` adds the plan as a decision."""
+    correction; an approved ``ExitPlanMode`` adds the plan as a decision. A task-list call
+    (``TaskCreate`` …) changes the session's ``tasks`` and adds the plan it leaves, if it changed;
+    without ``tasks`` (a sub-agent's file, which cannot know the list) it adds nothing."""
     data = data if isinstance(data, dict) else {}
+    if own_tool(name):
+        return []
+    if name in TASK_TOOLS and not is_error:
+        if tasks is None:
+            return []
+        return items_for(tasks, tool_change(tasks, name, data, result, content), actor, source, ts)
     tool_actor = f"tool:{name}" if re.fullmatch(r"\S+", name) else "tool:unknown"
     plain = content.removeprefix("Error: ")
     rejected = is_error and (plain.startswith((STOPPED, INTERRUPTED)) or any(d in plain[:300] for d in NOT_RUN))
     if name == "Bash" and not rejected:
-        command = command_item(data, result, content, is_error, actor, source, ts)
+        command = command_item(data, result, content, is_error, actor, source, ts, duration_ms, cwd)
         items = [command]
         line, code = str(data.get("command", "")), command[1]["exit_code"]
         if isinstance(result, dict) and not is_error:
@@ -342,6 +381,22 @@ def tool_items(
     ]
 
 
+SYNTHETIC_REPLIES = frozenset({"", "No response requested.", "(no content)"})
+"""Texts Claude Code writes as the assistant's turn itself, no model behind them (after `/compact`, an
+empty reply); its transcript marks them with the model ``<synthetic>``, the Stop hook does not."""
+
+
+def synthetic_reply(record: dict[str, Any]) -> bool:
+    """An assistant line Claude Code wrote itself: not the agent's words."""
+    message = record.get("message")
+    message = message if isinstance(message, dict) else {}
+    blocks = message.get("content")
+    blocks = blocks if isinstance(blocks, list) else []
+    texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    return message.get("model") == "<synthetic>" or (bool(texts) and all(
+        isinstance(t, str) and t.strip() in SYNTHETIC_REPLIES for t in texts))
+
+
 def reply_item(text: str, actor: str, session: str, timestamp: Any) -> Item:
     """The agent's closing message of a turn. Keyed by its text's hash, so the Stop hook's
     ``last_assistant_message`` and the transcript's last text of that turn are one fact."""
@@ -351,6 +406,42 @@ def reply_item(text: str, actor: str, session: str, timestamp: Any) -> Item:
         "timestamp": timestamp,
         "source": ev.SourceKey(agent=AGENT, session=session, record=f"{REPLY}{sha256(text.strip())[:16]}"),
     }
+
+
+COMPACT = "compact:"
+"""Source-record prefix of a compaction known by its summary: the PostCompact hook's and the transcript's agree."""
+_CONTINUED = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier portion of the conversation.\n\n"
+)
+_AFTER_SUMMARY = (
+    "\n\nIf you need specific details from before compaction",
+    "\n\nRecent messages are preserved verbatim.",
+    "\n\nYour REPL VM state has been cleared",
+    "\nContinue the conversation from where it left off",
+)
+
+
+def shown_summary(summary: str) -> str:
+    """A compaction summary as Claude Code puts it before the model (2.1): its ``<analysis>`` dropped,
+    ``<summary>`` made "Summary:", runs of blank lines made one. The PostCompact hook gets the summary as
+    the model wrote it; the transcript keeps it shown so (inside ``continued_summary``'s wrapper)."""
+    text = re.sub(r"<analysis>[\s\S]*?</analysis>", "", summary, count=1)
+    text = re.sub(r"<summary>([\s\S]*?)</summary>", lambda m: "Summary:\n" + m.group(1).strip(), text, count=1)
+    return re.sub(r"\n\n+", "\n\n", text).strip()
+
+
+def continued_summary(message: str) -> str | None:
+    """The summary inside the transcript's "This session is being continued …" message, or None."""
+    if not message.startswith(_CONTINUED):
+        return None
+    body = message[len(_CONTINUED):]
+    cut = min((i for i in (body.find(t) for t in _AFTER_SUMMARY) if i >= 0), default=len(body))
+    return body[:cut].strip() or None
+
+
+def compaction_key(shown: str) -> str:
+    return f"{COMPACT}{sha256(shown)[:16]}"
 
 
 def compaction_item(meta: dict[str, Any], summary: str | None, source: ev.SourceKey, timestamp: Any) -> Item:
@@ -418,6 +509,8 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     """Index in ``session.items`` of the last compaction still waiting for its summary."""
     titled_by: str | None = None
     """Whether the title came from a prompt, and whether that prompt was a real request."""
+    tasks = TaskList()
+    """The session's task list (``TaskCreate`` …); a sub-agent's file gets none (see ``tool_items``)."""
     queued: list[tuple[int, str, Any]] = []
     """Prompts typed while the agent worked (index in items, text, time); one that
     never comes back as a user line is still something the user said, and lands where it was typed."""
@@ -457,8 +550,8 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if kind == "queue-operation":
             content = record.get("content")
             if record.get("operation") == "enqueue" and isinstance(content, str):
-                text = clean_prompt(content)
-                if text and text != "tool_result" and not text.startswith(_SKIP_PROMPT):
+                text = request_text(content) or ""
+                if text and text != "tool_result":
                     queued.append((len(session.items), text, ts))
             return
         if kind in ("custom-title", "ai-title"):
@@ -482,7 +575,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                 )
             return
         if kind == "assistant":
-            main = actor == ACTOR and not record.get("isApiErrorMessage")
+            main = actor == ACTOR and not record.get("isApiErrorMessage") and not synthetic_reply(record)
             for block in (record.get("message") or {}).get("content") or ():
                 if main and isinstance(block, dict) and block.get("type") == "text":
                     said = block.get("text")
@@ -501,12 +594,15 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         if record.get("isCompactSummary"):
             text = text_of(content)
             if text.strip():
+                inner = continued_summary(text)
+                known = src.model_copy(update={"record": compaction_key(inner)}) if inner else None
                 if compaction is not None:
                     cls, fields = session.items[compaction]
                     summary = compaction_item({}, text, src, ts)[1]["summary"]
-                    session.items[compaction] = (cls, {**fields, "summary": summary})
+                    session.items[compaction] = (cls, {**fields, "summary": summary,
+                                                       "source": known or fields["source"]})
                 else:
-                    session.items.append(compaction_item({}, text, src, ts))
+                    session.items.append(compaction_item({}, text, known or src, ts))
             compaction = None
             reply = None  # the turn before the compaction is summarised, not where it stopped
             return
@@ -540,6 +636,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                         tool_src,
                         ts,
                         cwd,
+                        None if session.is_subagent else tasks,
                     )
                 )
         if not _is_prompt(record, content):
@@ -571,12 +668,11 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
                 )
                 user_command = None
             return
-        command = slash_command(text)
-        if command is not None:
-            text = command  # `/orchestrator create TODO app`: the arguments are the request
-        elif text.lstrip().startswith(_SKIP_PROMPT):
+        request = request_text(text)  # `/orchestrator create TODO app`: the arguments are the request
+        if request is None:
+            close_turn()  # the user took the turn (`/compact`), though nothing was asked for
             return
-        cleaned = clean_prompt(text) or text.strip()
+        cleaned = request or text.strip()
         queued[:] = [q for q in queued if q[1] != cleaned]  # it came back as a user line
         close_turn()
         prompts += 1
@@ -642,14 +738,29 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
 # -- live hook payloads ----------------------------------------------------------------------------
 
 
-def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
-    """Items for one Claude Code hook payload taken from the inbox (row = its inbox id)."""
+def hook_items(payload: dict[str, Any], row: int, timestamp: Any, tasks: TaskList | None = None) -> list[Item]:
+    """Items for one Claude Code hook payload taken from the inbox (row = its inbox id); ``tasks`` is
+    the session's task list as the ledger holds it (``capture.inbox`` restores it), kept up here."""
     session = str(payload.get("session_id") or "unknown")
     event = payload.get("hook_event_name")
     actor = actor_for(payload)
     src = ev.SourceKey(agent=AGENT, session=session, record=f"hook:{row}")
+    tasks = TaskList() if tasks is None else tasks
     if event == "UserPromptSubmit":
         return []  # prompts need the task's history to classify: see capture.inbox
+    if event in ("TaskCreated", "TaskCompleted"):
+        return items_for(tasks, hook_change(tasks, payload), actor, src, timestamp)
+    if event == "PostToolBatch":
+        # Not installed (it repeats the batch's PostToolUse calls); where it is wired, its task-list calls
+        # fill in what a missed PostToolUse left out: each change lands once whichever brings it.
+        batch: list[Item] = []
+        for call in payload.get("tool_calls") or ():
+            if isinstance(call, dict) and call.get("tool_name") in TASK_TOOLS and call.get("tool_use_id"):
+                said = call.get("tool_response")
+                key = src.model_copy(update={"record": str(call["tool_use_id"])})
+                batch += tool_items(str(call["tool_name"]), call.get("tool_input"), said,
+                                    said if isinstance(said, str) else "", False, actor, key, timestamp, None, tasks)
+        return batch
     if event in ("PostToolUse", "PostToolUseFailure"):
         name = str(payload.get("tool_name") or "?")
         call_id = str(payload.get("tool_use_id") or f"hook:{row}")
@@ -659,13 +770,24 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
         content = str(error) if error else (response if isinstance(response, str) else "")
         tool_src = src.model_copy(update={"record": call_id})
         cwd = str(payload["cwd"]) if payload.get("cwd") else None
-        return tool_items(name, payload.get("tool_input"), response, content, is_error, actor, tool_src, timestamp, cwd)
+        return tool_items(
+            name, payload.get("tool_input"), response, content, is_error, actor, tool_src, timestamp, cwd, tasks,
+            duration(payload.get("duration_ms")),
+        )
     if event == "PostCompact":
         summary = payload.get("compact_summary") or payload.get("summary")
         meta = {"trigger": payload.get("trigger")}
-        return [compaction_item(meta, summary if isinstance(summary, str) else None, src, timestamp)]
+        if not isinstance(summary, str) or not shown_summary(summary):
+            return [compaction_item(meta, None, src, timestamp)]
+        shown = shown_summary(summary)  # as the transcript keeps it: one fact whichever path brings it
+        return [compaction_item(meta, shown, src.model_copy(update={"record": compaction_key(shown)}), timestamp)]
+    if event == "SubagentStop" and not payload.get("agent_type"):
+        return []  # Claude Code's own helper (the compaction's summariser, whose words PostCompact brings)
     if event in ("PreCompact", "Stop", "SessionEnd", "SubagentStop"):
-        detail = payload.get("trigger") or payload.get("reason") or ""
+        detail = payload.get("trigger") or payload.get("reason") or payload.get("agent_type") or ""
+        said = payload.get("last_assistant_message")
+        # What a sub-agent reported back is the fact its stop carries (the main agent's closing words are AgentReplied).
+        report = said.strip() if event == "SubagentStop" and isinstance(said, str) and said.strip() else None
         label = {
             "PreCompact": "before compaction",
             "Stop": "agent stopped",
@@ -677,14 +799,14 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
                 ev.CheckpointMarked,
                 {
                     "label": f"{label} ({detail})" if detail else label,
+                    "note": bound(report, SUBAGENT_MAX).tail if report else None,
                     "actor": actor,
                     "source": src,
                     "timestamp": timestamp,
                 },
             )
         ]
-        said = payload.get("last_assistant_message")
-        if event == "Stop" and actor == ACTOR and isinstance(said, str) and said.strip():
+        if event == "Stop" and actor == ACTOR and isinstance(said, str) and said.strip() not in SYNTHETIC_REPLIES:
             items.append(reply_item(said, actor, session, timestamp))
         return items
     return []

@@ -29,13 +29,14 @@ from uuid import UUID
 
 from ledger import events as ev
 from ledger import refs
-from ledger.capture import claude_code, codex
+from ledger.capture import claude_code, codex, tasklist
 from ledger.capture.caps import restore
-from ledger.capture.classify import classify, clean_prompt
+from ledger.capture.classify import classify, clean_prompt, request_text
 from ledger.capture.codex_outcomes import with_outcomes
 from ledger.capture.hook import DROPPED_KEY, INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool, take_spooled
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
+from ledger.capture.tasklist import TaskList
 from ledger.capture.writer import (
     Appended,
     ForgottenSession,
@@ -68,6 +69,9 @@ class Drained:
     tasks: set[UUID] = field(default_factory=set)
 
 
+Mapper = Callable[[dict[str, Any], int, Any], list[Item]]
+
+
 @dataclass(frozen=True)
 class _Agent:
     """How one agent's hook payloads become items: its name (the source keys' agent), its actor,
@@ -80,11 +84,49 @@ class _Agent:
     enrich: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = list
     """What the agent's own records add to a session's payloads before they are mapped (I/O, here at the
     edge): Codex's exit codes from its rollout (``codex_outcomes``)."""
+    session: Callable[[Ledger, Location, UUID | None, str], Mapper] | None = None
+    """For an agent whose payloads need what the session did before (Claude Code's task list): its
+    mapping for one session's rows, restored from the ledger."""
+
+
+def _claude_session(ledger: Ledger, location: Location, task: UUID | None, session: str) -> Mapper:
+    """Claude Code's mapping with the session's task list as the task holds it, restored at the first
+    row that needs it (a drain of rows without task-list traffic reads nothing more)."""
+    tasks: TaskList | None = None
+
+    def items(payload: dict[str, Any], row: int, ts: Any) -> list[Item]:
+        nonlocal tasks
+        if tasks is None and tasklist.concerns(payload):
+            tasks = _task_list(ledger, location, task, session)
+        return claude_code.hook_items(payload, row, ts, tasks)
+
+    return items
+
+
+def _task_list(ledger: Ledger, location: Location, task: UUID | None, session: str) -> TaskList:
+    """The session's task list as the task holds it: the changes counted from their keys, the tasks from
+    the task's plan when that is a task list (this session's, or carried over from another's: see
+    ``tasklist.TaskList.inherited``)."""
+    tasks = TaskList()
+    if task is None:
+        return tasks
+    state = ledger.state(task)
+    for name, sess, record in stored_keys(ledger, location, task, state.position):
+        if name == claude_code.AGENT and sess == session and record.startswith(tasklist.KEY):
+            tasks.seen(record)
+    plan = state.plan
+    if plan is not None and plan.steps and all(step.id for step in plan.steps):
+        event = next(iter(ledger.task_events(task, after=plan.position - 1, upto=plan.position)), None)
+        tasks.tasks = {str(step.id): (step.text, step.status) for step in plan.steps}
+        tasks.inherited = event is None or event.source is None or event.source.session != session
+    return tasks
 
 
 AGENTS: dict[str, _Agent] = {
-    claude_code.AGENT: _Agent(claude_code.AGENT, claude_code.ACTOR, claude_code.hook_items, clean_prompt),
-    codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt, with_outcomes),
+    claude_code.AGENT: _Agent(
+        claude_code.AGENT, claude_code.ACTOR, claude_code.hook_items, clean_prompt, session=_claude_session
+    ),
+    codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt, enrich=with_outcomes),
 }
 
 
@@ -152,12 +194,16 @@ def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows:
         if status in OPEN:
             return _Binding(task=found, reopen=status != "active")
         closed = found
-    prompt = next(
-        (str(r.payload.get("prompt") or "") for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit"), ""
-    )
-    if not agent.prompt(prompt):
+    prompts = (_request(agent, r.payload) for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit")
+    prompt = next((p for p in prompts if p), "")  # `/compact` or a command's output names no task
+    if not prompt:
         return _Binding(closed=closed)
-    return _Binding(opened=title_from(agent.prompt(prompt)), closed=closed)
+    return _Binding(opened=title_from(prompt), closed=closed)
+
+
+def _request(agent: _Agent, payload: dict[str, Any]) -> str:
+    """A prompt row's request as the agent's importer reads it, "" when it is none (``classify.request_text``)."""
+    return request_text(agent.prompt(str(payload.get("prompt") or ""))) or ""
 
 
 def _items(
@@ -183,20 +229,21 @@ def _items(
         seen = _prompts_seen(ledger, location, agent, task, state.position, session)
     else:
         first, seen = True, {}
+    mapped = agent.session(ledger, location, task, session) if agent.session else agent.items
     for row, payload in zip(rows, agent.enrich([r.payload for r in rows]), strict=True):
         ts = datetime.fromtimestamp(row.received, UTC)
         if isinstance(payload.get(DROPPED_KEY), dict):
             items.append(_dropped_item(agent, session, row, ts))
             continue
         if payload.get("hook_event_name") == "UserPromptSubmit":
-            text = agent.prompt(str(payload.get("prompt") or ""))
+            text = _request(agent, payload)
             if text:
                 record = prompt_record(text, seen)  # the key an import of the transcript gives it too
                 src = ev.SourceKey(agent=agent.name, session=session, record=record)
                 items.append(prompt_item(classify(text, first=first), text, src, ts))
                 first = False
             continue
-        items.extend(agent.items(payload, row.id, ts))
+        items.extend(mapped(payload, row.id, ts))
     return items
 
 

@@ -21,6 +21,18 @@ requirement at append time (an importer cannot know positions)."""
 
 TITLE_MAX = 80
 
+OWN_SERVERS = ("tasktrail", "trail")
+"""Names ``trail install`` (and the docs) register ``trail mcp`` under: ``mcp__<server>__<tool>``."""
+OWN_TOOLS = frozenset({"list_tasks", "resume_task", "record", "why", "log", "replay", "query"})
+
+
+def own_tool(name: str) -> bool:
+    """A call of tasktrail's own MCP server. Not captured as a tool call: a ``record`` is already in
+    the ledger, appended by the server itself (capturing the call too made one fact three events),
+    and the reads add nothing to the task."""
+    server, _, tool = name.removeprefix("mcp__").partition("__")
+    return name.startswith("mcp__") and server in OWN_SERVERS and tool in OWN_TOOLS
+
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -14,7 +14,8 @@ HOME and TRAIL_HOME; the tests then assert on what it left: the ledger (``trail 
 5. ``after_compact``: ``--continue`` again, the first turn after the compaction;
 6. then ``trail import claude-code`` of the transcripts Claude Code wrote, into the same ledger.
 
-Where tasktrail is wrong today the test asserts the right behaviour and is marked ``xfail(strict=True)``.
+Where tasktrail was wrong (issue 19) the test asserted the right behaviour under ``xfail(strict=True)``; the
+Claude Code capture fixes made them pass, so the marks are gone.
 """
 
 from __future__ import annotations
@@ -265,8 +266,6 @@ def test_claude_code_2_1_plans_with_task_tools_unless_tasks_are_off(flow: Flow) 
     assert "TodoWrite" in anthropic.tool_names(todo) and not TASK_TOOLS & set(anthropic.tool_names(todo))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 19: 2.1's TaskCreate/TaskUpdate plan is ignored (no PlanUpdated)")
 def test_a_task_tools_plan_gives_the_next_session_its_next_step(flow: Flow) -> None:
     state = flow.sessions["plan"].after["state"]
     assert [(step["text"], step["status"]) for step in (state["plan"] or {}).get("steps", [])] == [
@@ -307,9 +306,6 @@ def test_a_failing_then_passing_test_run(flow: Flow) -> None:
     assert "## Failed earlier, passing since" in brief and "test pytest: failed at" in brief
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 19: a Bash call's CommandRan drops the hook payload's cwd and "
-                          "duration_ms (PostToolUse carries both)")
 def test_a_command_keeps_where_it_ran_and_how_long_it_took(flow: Flow) -> None:
     runs = events(flow.live_log, "CommandRan")
     assert all(run["cwd"] == str(flow.repo) and run["duration_ms"] is not None for run in runs)
@@ -344,8 +340,6 @@ def test_a_second_session_starts_with_the_brief(flow: Flow) -> None:
     assert any("Added test_negative.py" in text for text in anthropic.texts(flow.sessions["carry_on"].main[0]))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 19: 'Carry on with the task.' is stored as a requirement")
 def test_carry_on_is_not_a_requirement(flow: Flow) -> None:
     requirements = [item["text"] for item in flow.sessions["carry_on"].after["state"]["requirements"]]
     assert CARRY_ON not in requirements
@@ -372,23 +366,15 @@ def test_compact_in_print_mode(flow: Flow) -> None:
     assert len(compactions) == 1 and "scripted summary e2e-7f3a" in compactions[0]["summary"]["tail"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 19: live capture keeps no compaction summary (PostCompact is not hooked)")
 def test_compaction_summary_is_captured_live(flow: Flow) -> None:
     compactions = events(flow.live_log, "ContextCompacted")
     assert len(compactions) == 1 and "scripted summary e2e-7f3a" in compactions[0]["summary"]["tail"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 19: the import stores the '/compact' command as a requirement")
 def test_compact_is_not_a_requirement(flow: Flow) -> None:
     assert "/compact" not in [item["text"] for item in flow.resumed["state"]["requirements"]]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 19: the import adds Claude Code's synthetic 'No response requested.' "
-                          "(its reply to the post-compaction 'Continue from where you left off.') "
-                          "after the live last words, and it becomes the agent's last words")
 def test_no_response_requested_is_not_the_agents_last_words(flow: Flow) -> None:
     assert flow.resumed["state"]["last_reply"]["text"] == "The README line on add()."
     assert "No response requested." not in flow.resumed["brief"]
@@ -408,9 +394,6 @@ def test_an_mcp_record_by_the_model_lands_once(flow: Flow) -> None:
         "task": 1, "position": decisions[0]["position"], "event": "DecisionRecorded", "actor": "agent:claude-code"}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 19: the hook also records tasktrail's own MCP calls (ToolCalled and "
-                          "ToolResult of mcp__tasktrail__record), so the decision is in the log twice")
 def test_tasktrails_own_mcp_calls_are_not_recorded_again(flow: Flow) -> None:
     repeats = [event for event in flow.log if DECISION in json.dumps(event) and event["type"] != "DecisionRecorded"]
     assert repeats == []

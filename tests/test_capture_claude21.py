@@ -1,0 +1,342 @@
+"""Claude Code 2.1 as it really runs: plans made with TaskCreate/TaskUpdate and the TaskCreated/TaskCompleted
+hooks, PostCompact and SubagentStop, failing Bash as PostToolUseFailure, continuation prompts, slash
+commands and synthetic replies, and calls of tasktrail's own MCP server.
+
+``fixtures/claude-2.1-tasks.jsonl`` is one session's transcript and ``claude-2.1-tasks-hooks.json`` the
+hook payloads of the same session, in the order Claude Code sends them; both are shaped field for field
+on what Claude Code 2.1.197 wrote and sent in a real run (``../shared/fixtures/live``, used below when
+present): the TaskCreated hook before the TaskCreate call's PostToolUse, TaskCompleted before the
+TaskUpdate's, a failing Bash's whole output in ``error``, ``compact_summary`` as the model wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.install import CLAUDE_EVENTS
+from ledger import events as ev
+from ledger.capture import claude_code
+from ledger.capture.classify import classify, request_text, slash_request
+from ledger.capture.claude_code import failed_output, hook_items, map_transcript
+from ledger.capture.items import own_tool
+from ledger.capture.jsonl import Lines
+from ledger.capture.tasklist import TaskList, hook_change, tool_change
+from ledger.store import Ledger
+from tests.conftest import SHARED, run_here, run_trail
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TRANSCRIPT = FIXTURES / "claude-2.1-tasks.jsonl"
+HOOKS = json.loads((FIXTURES / "claude-2.1-tasks-hooks.json").read_text())
+LIVE = SHARED / "fixtures" / "live" / "claude-code-2.1.197-hooks.json"
+
+
+def _events(ledger: Ledger, number: int = 1) -> list[ev.TaskEvent]:
+    return list(ledger.task_events(ledger.task_id(number)))
+
+
+def _record(e: ev.TaskEvent) -> str:
+    assert e.source is not None
+    return e.source.record
+
+
+def _hook(payload: dict[str, Any], home: Path) -> None:
+    proc = run_here("hook", "claude-code", home=home, stdin=json.dumps(payload))
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+# -- the session through the live hooks, then its transcript -------------------------------------------
+
+
+def test_the_session_live_then_imported_is_one_set_of_facts(home: Path, ledger: Ledger) -> None:
+    for payload in HOOKS:
+        _hook(payload, home)
+        run_here("list", home=home, check=True)  # a read folds the inbox: the list is restored at each row
+    live = _events(ledger)
+    plans = [e for e in live if isinstance(e, ev.PlanUpdated)]
+    # 3 tasks made and 5 moves, each once: TaskCreated + TaskCreate (and TaskCompleted + TaskUpdate) are one fact.
+    assert [_record(p) for p in plans] == [
+        "task:1:pending:0", "task:2:pending:0", "task:3:pending:0", "task:1:in_progress:0",
+        "task:1:completed:0", "task:2:in_progress:0", "task:2:completed:0", "task:3:in_progress:0",
+    ]
+    assert [(s.id, s.status) for s in plans[-1].steps] == [("1", "completed"), ("2", "completed"), ("3", "in_progress")]
+    state = ledger.state(ledger.task_id(1))
+    assert state.next_step == "Add a test for negative numbers" and state.next_step_from == "plan"
+
+    # A failing Bash: "Exit code 1" read, the rest is its output, the hook's duration kept.
+    failed = next(e for e in live if isinstance(e, ev.CommandRan) and e.exit_code)
+    assert failed.exit_code == 1 and failed.stderr is None and failed.duration_ms == 1347
+    assert failed.stdout is not None and failed.stdout.tail.startswith("F ")
+    assert "FAILED test_calc.py" in failed.stdout.tail
+    assert [(e.duration_ms, e.cwd) for e in live if isinstance(e, ev.CommandRan)] == [(1347, "/work/calc"),
+                                                                                       (1098, "/work/calc")]
+
+    # "Carry on with the task." is a reply, `/compact` nothing; the synthetic "No response requested." no last words.
+    assert [e.text for e in live if isinstance(e, ev.RequirementStated | ev.RequirementChanged)] == [
+        "Fix the add function in calc.py so the tests pass, then add a test for negative numbers."
+    ]
+    assert not any(isinstance(e, ev.CorrectionMade) for e in live)
+    assert [e.text for e in live if isinstance(e, ev.NoteAdded)] == ["user: Carry on with the task."]
+    assert state.last_reply is not None
+    assert state.last_reply.text == "Recorded the decision; writing test_add_negative next."
+    # The record call of tasktrail's own server is the server's to append: no ToolCalled/ToolResult of it.
+    assert not any(isinstance(e, ev.ToolCalled | ev.ToolResult) for e in live)
+    # PostCompact: the summary as the model is shown it, keyed so the transcript's compaction is the same fact.
+    (compaction,) = [e for e in live if isinstance(e, ev.ContextCompacted)]
+    assert compaction.trigger == "manual" and compaction.summary is not None
+    assert "Pending Tasks: write test_add_negative" in compaction.summary.tail
+    assert "<analysis>" not in compaction.summary.tail
+    stop = next(e for e in live if isinstance(e, ev.CheckpointMarked) and e.label.startswith("sub-agent stopped"))
+    assert stop.label == "sub-agent stopped (general-purpose)"
+    assert stop.note == "Read calc.py: add() is the only function."
+
+    run_trail("import", "claude-code", str(TRANSCRIPT), home=home, check=True)
+    added = _events(ledger)[len(live):]
+    # The import knows the same facts under the same keys: only where the transcript ends, and the pause, are new.
+    assert [type(e).__name__ for e in added] == ["CheckpointMarked", "StatusChanged"], [_record(e) for e in added]
+    brief = run_here("resume", "1", home=home, check=True).stdout
+    assert "## Next step" in brief and "Add a test for negative numbers" in brief
+    assert "No response requested" not in brief
+    assert "/compact" not in brief and "Carry on with the task." not in brief.split("## Notes")[0]
+
+
+def test_the_transcript_alone_maps_to_what_the_hooks_give() -> None:
+    """The pure mappings side by side: an import of the transcript and the session's hook payloads, mapped
+    in one pass, give the same plan, command and compaction facts under the same keys."""
+    session = map_transcript(Lines(TRANSCRIPT), TRANSCRIPT.stem)
+    tasks = TaskList()
+    hooked = [item for row, payload in enumerate(HOOKS) for item in hook_items(payload, row, None, tasks)]
+
+    def keyed(items: list[Any], *types: type) -> list[tuple[str, str]]:
+        return [(cls.__name__, fields["source"].record) for cls, fields in items if cls in types]
+
+    kinds = (ev.PlanUpdated, ev.CommandRan, ev.FileChanged, ev.TestResult, ev.ContextCompacted)
+    assert keyed(session.items, *kinds) == keyed(hooked, *kinds)
+    last = [fields["steps"] for cls, fields in session.items if cls is ev.PlanUpdated][-1]
+    assert last == [fields["steps"] for cls, fields in hooked if cls is ev.PlanUpdated][-1]
+    replies = [fields["text"] for cls, fields in session.items if cls is ev.AgentReplied]
+    assert replies[-1].tail == "Recorded the decision; writing test_add_negative next."
+
+
+# -- the task list ---------------------------------------------------------------------------------------
+
+
+def test_task_list_changes_are_counted_so_a_task_done_twice_is_two_facts() -> None:
+    tasks = TaskList()
+    made = {"task": {"id": "1", "subject": "a"}}
+    assert tool_change(tasks, "TaskCreate", {"subject": "a"}, made, "") == "task:1:pending:0"
+    assert hook_change(tasks, {"hook_event_name": "TaskCreated", "task_id": "1", "task_subject": "a"}) is None
+    assert hook_change(tasks, {"hook_event_name": "TaskCompleted", "task_id": "1", "task_subject": "a"}) == (
+        "task:1:completed:0"
+    )
+    done = {"success": True, "taskId": "1", "updatedFields": ["status"]}
+    assert tool_change(tasks, "TaskUpdate", {"taskId": "1", "status": "completed"}, done, "") is None  # same move
+    assert tool_change(tasks, "TaskUpdate", {"taskId": "1", "status": "in_progress"}, done, "") == (
+        "task:1:in_progress:0"
+    )
+    assert tool_change(tasks, "TaskUpdate", {"taskId": "1", "status": "completed"}, done, "") == "task:1:completed:1"
+    # A failed update, or one of a task never seen made, changes nothing.
+    assert tool_change(tasks, "TaskUpdate", {"taskId": "1", "status": "pending"}, {"success": False}, "") is None
+    assert tool_change(tasks, "TaskUpdate", {"taskId": "9", "status": "completed"}, done, "") is None
+    # Sub-agent transcripts have the text alone; TaskGet states a task whole, so it brings it in.
+    got = "Task #9: Research bob\nStatus: in_progress\nDescription: x"
+    assert tool_change(tasks, "TaskGet", {"taskId": "9"}, None, got) == "task:9:in_progress:0"
+    assert tool_change(tasks, "TaskUpdate", {"taskId": "9", "status": "deleted"}, done, "") == "task:9:deleted:0"
+    listed = {"tasks": [{"id": "1", "subject": "a", "status": "completed"}, {"id": "2", "subject": "b",
+                                                                             "status": "pending"}]}
+    assert tool_change(tasks, "TaskList", {}, listed, "") is True
+    assert tool_change(tasks, "TaskList", {}, listed, "") is None  # nothing new
+    assert tasks.tasks == {"1": ("a", "completed"), "2": ("b", "pending")}
+    # Restored from its keys, a list counts on where it left off.
+    again = TaskList(tasks=dict(tasks.tasks))
+    for record in ("task:1:pending:0", "task:1:completed:0", "task:1:in_progress:0", "task:1:completed:1"):
+        again.seen(record)
+    assert again.update("1", "in_progress") == "task:1:in_progress:1"
+
+
+def test_a_list_carried_over_from_another_session_is_dropped_when_ids_start_again() -> None:
+    carried = TaskList(tasks={"1": ("old", "completed"), "2": ("older", "pending")}, inherited=True)
+    assert carried.update("2", "in_progress") == "task:2:in_progress:0"  # the same list, continued
+    fresh = TaskList(tasks={"1": ("old", "completed"), "2": ("older", "pending")}, inherited=True)
+    assert fresh.create("1", "new") == "task:1:pending:0" and fresh.tasks == {"1": ("new", "pending")}
+
+
+def test_a_sub_agent_file_leaves_the_plan_alone() -> None:
+    """A sub-agent's transcript cannot know the list it updates; the main file's updates carry the move."""
+    lines = [json.loads(line) for line in TRANSCRIPT.read_text().splitlines()]
+    for record in lines:
+        record["agentId"] = "a1affb17dd0ae625f"
+    numbered = [(i, json.dumps(r)) for i, r in enumerate(lines, 1)]
+    session = map_transcript(numbered, "agent-a1affb17dd0ae625f")
+    assert session.is_subagent and not any(cls is ev.PlanUpdated for cls, _ in session.items)
+
+
+# -- failing Bash -----------------------------------------------------------------------------------------
+
+
+def test_a_failure_s_exit_code_is_read_bounded() -> None:
+    assert failed_output("Exit code 2\nboom") == (2, "boom")
+    assert failed_output("Error: Exit code 127\n/bin/sh: nope: not found") == (127, "/bin/sh: nope: not found")
+    assert failed_output("Exit code -1") == (-1, "")
+    assert failed_output("Exit code 99999999999\nx") == (1, "x")  # beyond any real exit: failed, code not believed
+    assert failed_output("Exit code " + "9" * 5000 + "\nx") == (1, "x")  # no int() of 5,000 digits
+    assert failed_output("Exit code 12abc") == (1, "Exit code 12abc")  # not the header: all output
+    assert failed_output("permission denied") == (1, "permission denied")  # 1.0.x: no code given
+
+
+def test_a_huge_exit_code_or_duration_in_a_hook_lands_as_a_failure(home: Path, ledger: Ledger) -> None:
+    _hook({**HOOKS[1]}, home)  # the session's first prompt opens the task
+    failure = {"session_id": HOOKS[1]["session_id"], "cwd": HOOKS[1]["cwd"], "hook_event_name": "PostToolUseFailure",
+               "tool_name": "Bash", "tool_use_id": "toolu_huge", "tool_input": {"command": "make"},
+               "error": "Exit code " + "7" * 5000 + "\nmake: *** [all] Error 7", "duration_ms": 10**40}
+    _hook(failure, home)
+    run_here("list", home=home, check=True)
+    (command,) = [e for e in _events(ledger) if isinstance(e, ev.CommandRan)]
+    assert command.exit_code == 1 and command.duration_ms is None
+    assert command.stdout is not None and command.stdout.tail == "make: *** [all] Error 7"
+
+
+# -- prompts that are not requests, replies that are not the agent's -----------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "Carry on with the task.", "continue", "Continue.", "keep going", "please continue where you left off",
+    "go on", "resume the task", "Continue with the plan", "proceed with the next step", "ok, carry on",
+    "What is left?", "what's next?", "where are we", "Are we done?",
+])
+def test_a_nudge_to_go_on_is_a_reply_even_first(text: str) -> None:
+    assert classify(text, first=True) == "reply" and classify(text, first=False) == "reply"
+
+
+@pytest.mark.parametrize("text", [
+    "Continue the refactor by moving parse() into lexer.py", "carry on but use postgres",
+    "continue with the migration to postgres", "next, fix the parser", "What is left to do in the parser module?",
+])
+def test_going_on_with_named_work_is_a_request(text: str) -> None:
+    assert classify(text, first=False) == "requirement"
+
+
+@pytest.mark.parametrize(("text", "asked"), [
+    ("/compact", None),  # as the hook's prompt has it
+    ("/compact keep the API notes", None),  # a session command, whatever its arguments
+    ("<command-name>/compact</command-name>\n            <command-message>compact</command-message>\n"
+     "            <command-args></command-args>", None),  # as the transcript has it
+    ("/orchestrator create TODO app", "/orchestrator create TODO app"),
+    ("<command-name>/orchestrator</command-name>\n<command-message>orchestrator</command-message>\n"
+     "<command-args>create TODO app</command-args>", "/orchestrator create TODO app"),  # the same text: one key
+    ("/review", None),  # no arguments: no work named
+    ("<local-command-stdout>Compacted </local-command-stdout>", None),
+    ("Caveat: The messages below were generated by the user while running local commands. DO NOT respond", None),
+    ("<user_instructions>\nbe terse\n</user_instructions>", None),  # Codex's injected context
+    ("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>", None),
+    ("<turn_aborted>\nThe user interrupted\n</turn_aborted>", None),
+    ("/usr/bin/python3 is missing, install it", "/usr/bin/python3 is missing, install it"),  # a path, not a command
+    ("Fix the add function", "Fix the add function"),
+])
+def test_what_a_prompt_asks_for(text: str, asked: str | None) -> None:
+    assert request_text(text) == asked
+    if text.startswith("/") and " " not in text:
+        assert slash_request(text) == ""
+
+
+def test_own_mcp_tools_are_not_captured_twice() -> None:
+    assert own_tool("mcp__tasktrail__record") and own_tool("mcp__trail__resume_task")
+    assert not own_tool("mcp__github__record") and not own_tool("mcp__tasktrail__other") and not own_tool("Bash")
+
+
+# -- the real payloads of Claude Code 2.1.197 (../shared, when present) -------------------------------------------
+
+
+@pytest.fixture
+def live() -> list[dict[str, Any]]:
+    if not LIVE.exists():
+        pytest.skip(f"{LIVE} is not here")
+    payloads: list[dict[str, Any]] = json.loads(LIVE.read_text())
+    return payloads
+
+
+def test_every_event_the_real_agent_sent_with_a_fact_is_installed(live: list[dict[str, Any]]) -> None:
+    tasks: dict[str, TaskList] = {}
+    for payload in live:
+        event = payload["hook_event_name"]
+        if event in ("PreToolUse", "PostToolBatch"):
+            continue  # before the tool ran / the batch's calls again: nothing PostToolUse does not carry
+        assert event in CLAUDE_EVENTS, event
+        mapped = hook_items(payload, 1, None, tasks.setdefault(payload["session_id"], TaskList()))
+        # Nothing new: the TaskCreated hook before it carried the change; the server appended the record itself;
+        # the compaction's summariser stopping (its words come with PostCompact).
+        again = payload.get("tool_name") == "TaskCreate" or own_tool(str(payload.get("tool_name"))) or (
+            event == "SubagentStop" and not payload.get("agent_type"))
+        assert mapped or event in ("SessionStart", "UserPromptSubmit") or again, payload
+
+
+def test_the_real_payloads_replayed_give_a_brief_with_the_plan(live: list[dict[str, Any]], home: Path,
+                                                               ledger: Ledger, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    for payload in live:
+        _hook(json.loads(json.dumps(payload).replace("RUN/", f"{run}/")), home)
+    run_here("list", home=home, check=True)  # folds in what came after the last SessionStart
+    events = _events(ledger)
+    plans = [e for e in events if isinstance(e, ev.PlanUpdated)]
+    # TaskCreated(1) then TaskCreate's PostToolUse: one; the batch's other two calls (the recording kept one
+    # PostToolUse of each tool, their PostToolBatch all three); TaskUpdate(1 in_progress); TaskCompleted(2).
+    assert [_record(p) for p in plans] == [
+        "task:1:pending:0", "task:2:pending:0", "task:3:pending:0", "task:1:in_progress:0", "task:2:completed:0"
+    ]
+    assert [(s.text, s.status) for s in plans[-1].steps] == [
+        ("Reproduce the failing test", "in_progress"), ("Fix add() in calc.py", "completed"),
+        ("Add a test for negative numbers", "pending"),
+    ]
+    state = ledger.state(ledger.task_id(1))
+    assert state.next_step == "Reproduce the failing test"
+    failed = next(e for e in events if isinstance(e, ev.CommandRan) and e.exit_code)
+    assert failed.exit_code == 1 and failed.duration_ms == 1347 and failed.stdout is not None
+    assert "FAILED test_calc.py::test_add" in failed.stdout.tail and failed.stderr is None
+    assert not any(isinstance(e, ev.ToolCalled) and e.tool.startswith("mcp__tasktrail__") for e in events)
+    (compaction,) = [e for e in events if isinstance(e, ev.ContextCompacted)]
+    assert compaction.summary is not None and "Recorded the decision" in compaction.summary.tail
+    # The SubagentStop during /compact is Claude Code's summariser (no agent_type): its words are the summary's.
+    assert not any(isinstance(e, ev.CheckpointMarked) and e.label.startswith("sub-agent") for e in events)
+    assert state.last_reply is not None and state.last_reply.text.startswith("Fixed add() in calc.py")
+    brief = run_here("resume", "1", home=home, check=True).stdout
+    assert "(none recorded)" not in brief and "Reproduce the failing test" in brief
+
+
+def test_a_real_2_1_transcript_with_a_task_list_and_sub_agents(home: Path, ledger: Ledger) -> None:
+    root = SHARED / "fixtures" / "claude-code"
+    files = sorted(root.glob("worktrees-teammates-ef958aa1*.jsonl")) if root.exists() else []
+    if not files:
+        pytest.skip("the 2.1.114 teammates transcripts are not here")
+    run_trail("import", "claude-code", *map(str, files), home=home, check=True)
+    plans = [e for e in _events(ledger) if isinstance(e, ev.PlanUpdated)]
+    records = [_record(p) for p in plans]
+    assert len(records) == len(set(records)) and all(r.startswith("task:") or r.endswith("#plan") for r in records)
+    # Six tasks made, each started and finished (bob's by his own sub-agent, seen by the lead's update).
+    assert [(s.id, s.status) for s in plans[-1].steps] == [(str(i), "completed") for i in range(1, 7)]
+    assert plans[-1].steps[0].text == "Research plan mode (alice)"
+    midway = next(p for p in plans if _record(p) == "task:5:in_progress:0")
+    assert midway.actor == claude_code.ACTOR and [s.status for s in midway.steps].count("completed") == 4
+
+
+def test_a_plan_stored_before_steps_had_ids_reads_through_the_upcast(ledger: Ledger) -> None:
+    import orjson
+    from eventsourcing.persistence import StoredEvent
+
+    from ledger.mapper import PydanticMapper
+
+    task = ledger.open_task("plans").id
+    assert task is not None
+    ledger.append(task, ev.PlanUpdated, steps=(ev.PlanStep(text="a", status="pending", id="1"),))
+    new = next(e for e in ledger.task_events(task) if isinstance(e, ev.PlanUpdated))
+    mapper = ledger.mapper
+    assert isinstance(mapper, PydanticMapper)
+    stored = mapper.to_stored_event(new)
+    state = orjson.loads(stored.state)
+    assert state.pop("class_version") == 2
+    state["steps"] = [{"text": "a", "status": "pending"}]  # as version 1 wrote it
+    old = mapper.to_domain_event(StoredEvent(stored.originator_id, stored.originator_version, stored.topic,
+                                             orjson.dumps(state)))
+    assert isinstance(old, ev.PlanUpdated) and old.steps == (ev.PlanStep(text="a", status="pending"),)

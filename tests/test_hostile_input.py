@@ -311,7 +311,7 @@ def test_poison_rows_go_to_dead_letters_and_everything_after_them_lands(home: Pa
     assert listing.returncode == 0 and "Traceback" not in listing.stderr, listing.stderr
     notices = listing.stderr.strip().splitlines()
     assert notices and all(line.startswith("trail: ") for line in notices), notices
-    assert any("99999999999999999999" not in line and "refused" in line for line in notices), notices
+    assert all("99999999999999999999" not in line for line in notices), notices  # the value is never echoed
     state = json.loads(run_here("resume", "1", "--json", home=home, check=True).stdout)["state"]
     assert "make" in [c["line"] for c in state["commands"]]  # the row after the poison landed
     for later in ("list", "log", "verify"):

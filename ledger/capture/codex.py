@@ -668,6 +668,10 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             # A record of a shape this mapper does not know is skipped with its reason, never fatal.
             session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
     flush_reply()  # where the rollout stops: the agent's last words so far
+    for call_id, (name, args, ts) in calls.items():
+        if name == "update_plan":  # the rollout stops before its answer: no refusal seen, the plan stands
+            key = ev.SourceKey(agent=AGENT, session=origin or session.session_id or stem, record=call_id)
+            session.items.extend(plan_items(_plan_steps(args), ACTOR, key, ts))
     if session.title is None and session.session_id:
         session.title = f"codex session {session.session_id[:8]}"
     # Call ids are unique to the call: a fork's copied history holds the earlier session's ids, so the

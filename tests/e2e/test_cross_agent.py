@@ -146,6 +146,9 @@ class Cross:
     """``trail log TASK --json`` of each task after the live runs."""
     resumed: dict[int, dict[str, Any]] = field(default_factory=dict)
     """``trail resume TASK --json`` of each task after the live runs."""
+    why: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """``trail why calc.py:LINE --json``'s changes after the live runs: line 2 (``return a + b``, Codex's fix in
+    task #1) and line 6 (``return a * b``, added by Codex's stub in task #2, changed by Claude Code's edit)."""
     imported: dict[str, Any] = field(default_factory=dict)
     imported_logs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -186,6 +189,7 @@ def cross(claude: Path, codex: Path, tmp_path_factory: pytest.TempPathFactory) -
     cross.listed["live"] = cross.trail("list")
     for task in (1, 2):
         cross.logs[task], cross.resumed[task] = cross.trail("log", str(task)), cross.trail("resume", str(task))
+    cross.why = {line: cross.trail("why", f"calc.py:{line}")["changes"] for line in (2, 6)}
     began = time.monotonic()
     cross.imported = {"claude-code": cross.trail("import", "claude-code", str(root / "home" / ".claude" / "projects")),
                       "codex": cross.trail("import", "codex", str(root / "codex_home" / "sessions"))}
@@ -316,6 +320,33 @@ def test_importing_both_agents_transcripts_opens_no_task(cross: Cross) -> None:
         linked = {(e["agent"], e["session_id"]) for e in events(cross.logs[task], "ConversationLinked")}
         assert {(e["agent"], e["session_id"]) for e in events(cross.imported_logs[task], "ConversationLinked")} \
             == linked, task
+
+
+def _changes(changes: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
+    return [(change["task"], change["position"], change["actor"]) for change in changes]
+
+
+def _calc_changes(log: list[dict[str, Any]], task: int, actor: str) -> list[tuple[int, int, str]]:
+    return [(task, e["position"], e["actor"]) for e in events(log, "FileChanged")
+            if Path(e["path"]).name == "calc.py" and e["actor"] == actor]
+
+
+def test_why_follows_a_line_through_claude_codes_edit(cross: Cross) -> None:
+    edit = _calc_changes(cross.logs[2], 2, "agent:claude-code")
+    assert _changes(cross.why[6])[:1] == edit  # the newest change of line 6 is Claude Code's edit
+    assert [change for change in _changes(cross.why[2]) if change in edit] == []  # its hunk is lines 3-6
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="issue 19: a Codex FileChanged keeps the apply_patch section as its diff, whose hunks "
+                          "('@@' with no line numbers) say no line, so `trail why PATH:LINE` lists every Codex "
+                          "patch of the file for every line")
+def test_why_follows_a_line_through_codexs_patches(cross: Cross) -> None:
+    fix = _calc_changes(cross.logs[1], 1, "agent:codex")
+    stub = _calc_changes(cross.logs[2], 2, "agent:codex")
+    edit = _calc_changes(cross.logs[2], 2, "agent:claude-code")
+    assert _changes(cross.why[2]) == fix  # line 2 was last changed by Codex's fix; the stub only added below it
+    assert _changes(cross.why[6]) == edit + stub  # the stub added line 6, so nothing older touched it
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,

@@ -7,8 +7,8 @@ namespace:
 
 * flow A, task #1: ``claude -p REQUIREMENT_A`` plans (TodoWrite), runs the failing pytest and leaves "Fix
   add() in calc.py" as the plan's next step; then ``codex exec "Carry on with the task."`` gets that brief,
-  updates the plan, fixes add() with apply_patch and runs the passing pytest;
-* the user closes task #1 (``trail done``);
+  updates the plan, fixes add() with apply_patch and runs the passing pytest, leaving the plan's last step;
+* the user closes task #1 (``trail done``) with that step still open;
 * flow B, task #2, the reverse: ``codex exec REQUIREMENT_B`` plans, adds a stub multiply() and its test with
   apply_patch, runs the failing pytest and leaves "Implement multiply() in calc.py"; then ``claude -p "Carry
   on with the task."`` gets that brief, implements it (Read, Edit) and runs the passing pytest;
@@ -41,7 +41,7 @@ PYTEST = f"{flows.PYTHON} -m pytest -q -p no:cacheprovider"
 CARRY_ON = "Carry on with the task."
 
 REQUIREMENT_A = "Fix the add function in calc.py so the tests pass."
-PLAN_A = ["Reproduce the failing test", "Fix add() in calc.py", "Run the tests again"]
+PLAN_A = ["Reproduce the failing test", "Fix add() in calc.py", "Add a test for negative numbers"]
 NEXT_A = PLAN_A[1]
 FIX_ADD = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
            "*** End Patch")
@@ -81,7 +81,7 @@ CODEX_CONTINUES = [
     [{"update_plan": _plan(["completed", "in_progress", "pending"], PLAN_A)}],
     [{"apply_patch": FIX_ADD}],
     [{"shell": PYTEST}],
-    [{"update_plan": _plan(["completed", "completed", "completed"], PLAN_A)}],
+    [{"update_plan": _plan(["completed", "completed", "pending"], PLAN_A)}],
     [{"text": "Fixed add() in calc.py; the tests pass."}],
 ]
 CODEX_BEGINS = [
@@ -183,7 +183,7 @@ def cross(claude: Path, codex: Path, tmp_path_factory: pytest.TempPathFactory) -
     cross.run("claude_begins", "claude-code", claude, ["-p", REQUIREMENT_A], CLAUDE_BEGINS)
     cross.run("codex_continues", "codex", codex, [CARRY_ON], CODEX_CONTINUES)
     cross.listed["a"] = cross.trail("list")
-    cross.trail("done", "add() fixed")
+    cross.trail("done", "add() fixed; the negative-number test can wait")
     cross.run("codex_begins", "codex", codex, [REQUIREMENT_B], CODEX_BEGINS)
     cross.run("claude_continues", "claude-code", claude, ["-p", CARRY_ON], _claude_continues(cross.repo))
     cross.listed["live"] = cross.trail("list")
@@ -249,7 +249,8 @@ def test_what_codex_did_lands_in_the_task_claude_code_began(cross: Cross) -> Non
     plans = events(log, "PlanUpdated")
     assert [p["actor"] for p in plans] == ["agent:claude-code"] * 2 + ["agent:codex"] * 2
     state = cross.runs["codex_continues"].after["state"]
-    assert [(s["text"], s["status"]) for s in state["plan"]["steps"]] == [(step, "completed") for step in PLAN_A]
+    assert [(s["text"], s["status"]) for s in state["plan"]["steps"]] == [
+        (PLAN_A[0], "completed"), (PLAN_A[1], "completed"), (PLAN_A[2], "pending")]
     assert state["last_reply"]["text"] == "Fixed add() in calc.py; the tests pass."
 
 
@@ -351,8 +352,9 @@ def test_why_follows_a_line_through_codexs_patches(cross: Cross) -> None:
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="issue 19: importing Claude Code's transcript of task #1 sets the task to paused "
-                          "('imported: the session ended with work open') though Codex carried on after that "
-                          "session and the user has since closed the task")
+                          "('imported: the session ended with work open'): the import settles the task's status "
+                          "by that session's end though Codex carried on after it and the user has since "
+                          "closed the task")
 def test_importing_an_earlier_session_leaves_the_later_status(cross: Cross) -> None:
     assert [(task["number"], task["status"]) for task in cross.listed["imported"]] == [(1, "done"), (2, "done")]
     assert [(e["status"], e["actor"]) for e in events(cross.imported_logs[1], "StatusChanged")] == [("done", "user")]

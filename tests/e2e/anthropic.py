@@ -37,6 +37,8 @@ SUMMARY = (
     "and add a test for negative numbers (scripted summary e2e-7f3a).\n</summary>"
 )
 SIDE_TEXT = "ok"
+HOOK_CONTEXT = "SessionStart hook additional context:"
+"""How Claude Code 2.1.197 opens the system-role message that carries a SessionStart hook's context."""
 
 
 def kind(body: Any) -> str:
@@ -67,6 +69,33 @@ def texts(body: dict[str, Any]) -> list[str]:
 
 def tool_names(body: dict[str, Any]) -> list[str]:
     return [str(tool.get("name")) for tool in body.get("tools") or [] if isinstance(tool, dict)]
+
+
+def injected(body: dict[str, Any]) -> str:
+    """The latest SessionStart hook text the model received (a system-role message), or ''. A continued
+    conversation still holds the earlier sessions' injections, so the latest is this session's."""
+    return next((text for text in reversed(texts(body)) if text.startswith(HOOK_CONTEXT)), "")
+
+
+def tool_results(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The tool results a request carries, by tool-use id."""
+    found = {}
+    for message in body.get("messages") or []:
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                found[block["tool_use_id"]] = block
+    return found
+
+
+def tool_result_text(block: dict[str, Any]) -> str:
+    """What a tool result told the model, as one text."""
+    return "\n".join(_block_texts(block.get("content")))
+
+
+def tool_uses(body: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [block for message in body.get("messages") or [] if message.get("role") == "assistant"
+            for block in message.get("content") or [] if isinstance(block, dict)
+            and block.get("type") == "tool_use" and block.get("name") == name]
 
 
 def respond(path: str, body: Any, steps: list[Any], seen: dict[str, Any]) -> Reply:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -13,7 +14,8 @@ REQUIRED = os.environ.get("TRAIL_E2E_REQUIRED") == "1"
 """Set by ``.ci/run``: there a missing agent or namespace is a failure, not a skip."""
 
 
-def _unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test saying why, or fail it where the agents are required (CI)."""
     if REQUIRED:
         pytest.fail(f"TRAIL_E2E_REQUIRED=1 but {reason}")
     pytest.skip(reason)
@@ -22,7 +24,7 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="session")
 def isolation() -> None:
     if problem := sandbox.isolation_problem():
-        _unavailable(problem)
+        unavailable(problem)
 
 
 def agent_program(name: str) -> Path:
@@ -30,8 +32,7 @@ def agent_program(name: str) -> Path:
     try:
         return agents.install(agents.AGENTS[name])
     except (RuntimeError, OSError) as error:
-        _unavailable(f"{name} {agents.AGENTS[name].version} is not available: {error}")
-        raise  # unreachable: _unavailable raises
+        unavailable(f"{name} {agents.AGENTS[name].version} is not available: {error}")
 
 
 @pytest.fixture(scope="session")

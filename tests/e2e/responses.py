@@ -59,6 +59,33 @@ def respond(path: str, body: Any, steps: list[Any], seen: dict[str, Any]) -> Rep
     return _stream(number, items, tokens)
 
 
+def main_requests(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The bodies of the main conversation's requests (those offering tools), in order (``requests`` as
+    ``sandbox.requests`` reads them)."""
+    return [r["body"] for r in requests
+            if r["path"].endswith("/responses") and isinstance(r["body"], dict) and r["body"].get("tools")]
+
+
+def texts(body: dict[str, Any]) -> list[str]:
+    """Every text of the request's ``input``: messages of every role, and tool outputs."""
+    found = []
+    for item in body.get("input") or ():
+        content = item.get("content") if isinstance(item, dict) else None
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                found.append(part["text"])
+        if isinstance(item, dict) and isinstance(item.get("output"), str):
+            found.append(item["output"])
+    return found
+
+
+def outputs(body: dict[str, Any]) -> dict[str, str]:
+    """The tool outputs the request carries, by call id (a structured output as its JSON)."""
+    return {i["call_id"]: i["output"] if isinstance(i["output"], str) else json.dumps(i["output"])
+            for i in body.get("input") or () if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")
+            and "call_id" in i and "output" in i}
+
+
 def _next_step(given: list[Any], steps: list[Any], tag: str) -> int:
     calls = {str(i.get("call_id")) for i in given if isinstance(i, dict) and i.get("call_id")}
     said = {_text(i) for i in given if isinstance(i, dict) and i.get("type") == "message"

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -35,8 +33,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_here
-from tests.e2e import anthropic, sandbox
-from tests.e2e.conftest import REQUIRED
+from tests.e2e import anthropic, flows, sandbox
+from tests.e2e.anthropic import injected, tool_results, tool_uses
+from tests.e2e.flows import events, next_step_section
 
 REQUIREMENT = "Fix the add function in calc.py so the tests pass, then add a test for negative numbers."
 PLAN = [("Reproduce the failing test", "Reproducing the failing test"),
@@ -138,34 +137,8 @@ def _todo_steps(repo: Path) -> list[Any]:
     ]
 
 
-def _missing(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"TRAIL_E2E_REQUIRED=1 but {reason}")
-    pytest.skip(reason)
-
-
-def _environment(home: Path, trail_home: Path) -> dict[str, str]:
-    venv = Path(sys.executable).parent  # the venv running the tests holds the `trail` a user would have installed
-    if not (venv / "trail").exists():
-        _missing(f"no trail script beside {sys.executable}: run the tests with the venv's python")
-    if shutil.which("git") is None:
-        _missing("git is not on PATH")
-    return {
-        "PATH": os.pathsep.join([str(venv), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": str(home), "TRAIL_HOME": str(trail_home), "LANG": "C.UTF-8",
-        "ANTHROPIC_BASE_URL": "http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-real-key",
-        "IS_SANDBOX": "1",  # lets root use --permission-mode bypassPermissions
-        "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
-
-
 def _make_repo(repo: Path, env: dict[str, str]) -> None:
-    repo.mkdir()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
-    for command in (["git", "init", "-q"], ["git", "add", "."],
-                    ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-qm", "calc"]):
-        subprocess.run(command, cwd=repo, env=env, check=True, capture_output=True)
+    flows.make_repo(repo, env)
     installed = subprocess.run(["trail", "install", "claude-code", "--local", "--mcp"], cwd=repo, env=env,
                                capture_output=True, text=True)
     assert installed.returncode == 0, f"trail install claude-code: {installed.stderr.strip()}"
@@ -176,7 +149,7 @@ def flow(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flo
     root = tmp_path_factory.mktemp("claude-e2e")
     flow = Flow(repo=root / "repo", home=root / "home", trail_home=root / "trail")
     flow.home.mkdir()
-    env = _environment(flow.home, flow.trail_home)
+    env = flows.claude_environment(flow.home, flow.trail_home)
     _make_repo(flow.repo, env)
     started = time.monotonic()
 
@@ -184,9 +157,7 @@ def flow(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flo
         before = list(flow.sessions.values())[-1].after if flow.sessions else {}
         log = root / f"{name}.requests.jsonl"
         began = time.monotonic()
-        result = sandbox.run([str(claude), *args, "--output-format", "stream-json", "--verbose",
-                              "--permission-mode", "bypassPermissions"],
-                             api="anthropic", steps=steps, log=log, env={**env, **(extra or {})}, cwd=flow.repo)
+        result = flows.run_claude(claude, args, steps, log=log, env={**env, **(extra or {})}, cwd=flow.repo)
         seconds = time.monotonic() - began
         flow.sessions[name] = Session(name, args, result.returncode, seconds, result.stdout, result.stderr,
                                       sandbox.requests(log), before, flow.trail("resume"))
@@ -209,40 +180,6 @@ def flow(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flo
 
 
 # -- helpers over the ledger and the requests ----------------------------------------------------------
-
-
-def events(log: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [event for event in log if event["type"] == kind]
-
-
-def injected(body: dict[str, Any]) -> str:
-    """The latest SessionStart hook text the model received (a system-role message), or ''. A continued
-    conversation still holds the earlier sessions' injections, so the latest is this session's."""
-    marker = "SessionStart hook additional context:"
-    return next((text for text in reversed(anthropic.texts(body)) if text.startswith(marker)), "")
-
-
-def next_step_section(brief: str) -> str:
-    """The line under the brief's '## Next step' heading (which may say where the step came from)."""
-    lines = brief.splitlines()
-    heading = next((i for i, line in enumerate(lines) if line.startswith("## Next step")), None)
-    return lines[heading + 1] if heading is not None and heading + 1 < len(lines) else ""
-
-
-def tool_results(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The tool results a request carries, by tool-use id."""
-    found = {}
-    for message in body.get("messages") or []:
-        for block in message.get("content") if isinstance(message.get("content"), list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                found[block["tool_use_id"]] = block
-    return found
-
-
-def tool_uses(body: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    return [block for message in body.get("messages") or [] if message.get("role") == "assistant"
-            for block in message.get("content") or [] if isinstance(block, dict)
-            and block.get("type") == "tool_use" and block.get("name") == name]
 
 
 def sha256(path: Path) -> str:

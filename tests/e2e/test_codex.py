@@ -13,7 +13,6 @@ under the temporary folder, which is TMPDIR's.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -25,10 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import sandbox
+from tests.e2e import flows, responses, sandbox
 
-PYTHON = sys.executable
-TRAIL = Path(PYTHON).parent / "trail"
+PYTHON, TRAIL = flows.PYTHON, flows.TRAIL
 PROMPT = "Fix the add function in calc.py so the tests pass, then add a test for negative numbers."
 NEXT = "Add a test for negative numbers"
 PLAN = [{"step": "Reproduce the failing test", "status": "in_progress"},
@@ -48,21 +46,6 @@ FIRST = [
     [{"mcp": {"server": "tasktrail", "tool": "record", "arguments": {"kind": "next_step", "text": NEXT}}}],
     [{"text": "Fixed add() in calc.py; the tests pass. Still to do: add a test for negative numbers."}],
 ]
-CONFIG = """\
-model = "gpt-5.5"
-model_provider = "scripted"
-model_auto_compact_token_limit = 50000
-
-[model_providers.scripted]
-name = "scripted"
-wire_api = "responses"
-env_key = "SCRIPTED_API_KEY"
-
-[tools.update_plan]
-enabled = true
-"""
-"""A slug Codex knows (else it offers no apply_patch); a compaction limit a scripted reply can pass; update_plan,
-which 0.171 offers only when enabled; the provider's base_url comes per run (-c), with the port."""
 
 
 @dataclass
@@ -89,55 +72,23 @@ class Flow:
 
     def codex(self, name: str, program: Path, args: list[str], steps: list[Any]) -> None:
         log = self.root / f"{name}.requests.jsonl"
-        provider = 'model_providers.scripted.base_url="http://127.0.0.1:{port}/v1"'
-        command = [str(program), "exec", *args[:-1], "--json", "--dangerously-bypass-approvals-and-sandbox",
-                   "-c", provider, args[-1]]
         started = time.monotonic()
-        done = sandbox.run(command, api="responses", steps=steps, log=log, env=self.env, cwd=self.repo, timeout=120)
+        done = flows.run_codex(program, args, steps, log=log, env=self.env, cwd=self.repo)
         self.seconds[name] = time.monotonic() - started
         assert done.returncode == 0, f"codex {name} exited {done.returncode}: {done.stderr[-2000:]}"
         self.logs[name], self.runs[name] = log, done
 
     def requests(self, name: str) -> list[dict[str, Any]]:
         """The main conversation's requests of run ``name`` (those offering tools)."""
-        return [r["body"] for r in sandbox.requests(self.logs[name])
-                if r["path"].endswith("/responses") and isinstance(r["body"], dict) and r["body"].get("tools")]
-
-
-def _texts(body: dict[str, Any]) -> list[str]:
-    found = []
-    for item in body.get("input") or ():
-        content = item.get("content") if isinstance(item, dict) else None
-        for part in content if isinstance(content, list) else ():
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                found.append(part["text"])
-        if isinstance(item, dict) and isinstance(item.get("output"), str):
-            found.append(item["output"])
-    return found
-
-
-def _outputs(body: dict[str, Any]) -> dict[str, str]:
-    return {i["call_id"]: i["output"] if isinstance(i["output"], str) else json.dumps(i["output"])
-            for i in body.get("input") or () if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")
-            and "call_id" in i and "output" in i}
+        return responses.main_requests(sandbox.requests(self.logs[name]))
 
 
 @pytest.fixture(scope="module")
 def flow(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> Flow:
     root = tmp_path_factory.mktemp("codex-e2e")
     repo = root / "repo"
-    for name in ("home", "codex_home", "tmp", "trail", "repo"):
-        (root / name).mkdir()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
-    git = ["git", "-c", "user.email=e2e@example.invalid", "-c", "user.name=e2e"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "calc"]):
-        subprocess.run([*git, *args], cwd=repo, check=True, capture_output=True)
-    (root / "codex_home" / "config.toml").write_text(CONFIG)
-    env = {"HOME": str(root / "home"), "CODEX_HOME": str(root / "codex_home"), "TMPDIR": str(root / "tmp"),
-           "TRAIL_HOME": str(root / "trail"), "PATH": os.pathsep.join([str(TRAIL.parent), "/usr/bin", "/bin"]),
-           "SCRIPTED_API_KEY": "sk-scripted-not-a-key", "LANG": "C.UTF-8"}
-    flow = Flow(root, repo, env)
+    flows.make_repo(repo)
+    flow = Flow(root, repo, flows.codex_environment(root))
     installed = flow.trail("install", "codex")
     assert installed.returncode == 0, installed.stderr
     flow.codex("first", codex, [PROMPT], FIRST)
@@ -212,7 +163,7 @@ def test_a_failing_then_passing_pytest_ends_passed(flow: Flow) -> None:
 
 def test_the_model_saw_the_failing_then_the_passing_run(flow: Flow) -> None:
     requests = flow.requests("first")
-    outputs = _outputs(requests[-1])
+    outputs = responses.outputs(requests[-1])
     runs = [text for text in outputs.values() if "pytest" in text or "passed" in text or "failed" in text]
     assert any("1 failed" in text for text in runs) and any("1 passed" in text for text in runs), runs
 
@@ -221,7 +172,7 @@ def test_an_mcp_record_lands_once_in_the_hooks_ledger_and_the_model_got_its_answ
     decisions = flow.state["decisions"]
     assert [(d["text"], d["reason"]) for d in decisions] == [(DECISION["text"], DECISION["reason"])]
     assert [e["type"] for e in flow.before_import].count("DecisionRecorded") == 1
-    answers = [text for text in _outputs(flow.requests("first")[-1]).values() if '"DecisionRecorded"' in text]
+    answers = [text for text in responses.outputs(flow.requests("first")[-1]).values() if '"DecisionRecorded"' in text]
     assert len(answers) == 1, "the model never received the record tool's answer"
     answer = json.loads(answers[0].split("Output:\n", 1)[-1])
     assert (answer["task"], answer["position"]) == (1, decisions[0]["position"])  # the hooks' task, the same ledger
@@ -236,7 +187,7 @@ def test_the_mcp_record_and_the_hooks_name_the_same_actor(flow: Flow) -> None:
 @pytest.mark.parametrize("run", ["resumed", "new", "compacted"])
 def test_the_next_sessions_first_request_holds_the_brief_with_the_next_step(flow: Flow, run: str) -> None:
     first = flow.requests(run)[0]
-    briefs = [text for text in _texts(first) if "Next step" in text and "Task #1" in text]
+    briefs = [text for text in responses.texts(first) if "Next step" in text and "Task #1" in text]
     assert briefs, f"the first request of the {run} session holds no brief"
     after = briefs[-1].split("Next step", 1)[1].strip().splitlines()
     assert after and NEXT in after[0], briefs[-1][:800]
@@ -265,13 +216,14 @@ def test_each_scripted_step_was_asked_for_once(flow: Flow) -> None:
 
 def test_a_compaction_fires_pre_and_post_compact_and_the_model_still_gets_the_brief(flow: Flow) -> None:
     side = [r["body"] for r in sandbox.requests(flow.logs["compacted"]) if not r["body"].get("tools")]
-    assert any("CONTEXT CHECKPOINT COMPACTION" in text for body in side for text in _texts(body))
+    assert any("CONTEXT CHECKPOINT COMPACTION" in text for body in side for text in responses.texts(body))
     labels = [e["label"] for e in flow.before_import if e["type"] == "CheckpointMarked"]
     assert "session ended (other)" in labels  # each `codex exec` ends its session (SessionEnd)
     turns = [label for label in labels if label != "session ended (other)"]
     assert turns[-4:] == ["agent stopped", "before compaction (auto)", "after compaction (auto)", "agent stopped"]
     first = flow.requests("compacted")[0]
-    assert any("Another language model started" in text for text in _texts(first))  # the summary replaced history
+    # the summary replaced history
+    assert any("Another language model started" in text for text in responses.texts(first))
 
 
 def test_importing_does_not_take_the_compaction_summary_for_a_reply(flow: Flow) -> None:

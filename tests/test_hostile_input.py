@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from ledger.capture.hook import MAX_PAYLOAD
 from ledger.capture.jsonl import MAX_DEPTH, loads, too_deep
 from ledger.redact import BUILTIN, _key_bodies, _spans, redact_json, redact_text
+from tests.test_hostile import _PEAK as PEAK_PROBE
 from tests.conftest import REPO, run_here
 
 SESSION = "44444444-aaaa-4bbb-8ccc-0000000000ee"
@@ -343,19 +344,7 @@ def test_an_exit_code_no_process_can_have_is_refused_by_the_event_model() -> Non
 
 # -- 5. every read of a file is bounded -----------------------------------------------------------
 
-_PEAK = """
-import resource, sys
-from cli.main import main
-sys.argv = ["trail", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
-sys.exit(code)
-"""
+_PEAK = PEAK_PROBE  # a trail process that reports its peak RSS last
 
 
 def _trail_process(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from ledger.capture.hook import MAX_PAYLOAD
 from ledger.capture.jsonl import MAX_DEPTH, loads, too_deep
 from ledger.redact import BUILTIN, _key_bodies, _spans, redact_json, redact_text
-from tests.test_hostile import _PEAK as PEAK_PROBE
 from tests.conftest import REPO, run_here
+from tests.test_hostile import _PEAK as PEAK_PROBE
 
 SESSION = "44444444-aaaa-4bbb-8ccc-0000000000ee"
 GITHUB = "ghp_" + "Zq8Xw3Vb7Nm2Kp5Lr9Ts4Yc6Hd1Gf0Ja3Eu"

@@ -321,13 +321,12 @@ def build(state: Context) -> "MCPServer[Any]":
         column names, the rows as objects and whether rows were cut at the limit."""
 
         def body() -> dict[str, Any]:
-            from cli.analytics import json_records
-            from projections import readmodel  # DuckDB loads only when a query is asked
+            from projections import capped_query, readmodel  # DuckDB loads only when a query is asked
 
             path = readmodel.readmodel_path(state.location)
             readmodel.refresh(ledger(), path)
-            found = readmodel.query(path, sql, sandbox=True, limit=limit, seconds=QUERY_SECONDS)
-            return {"columns": list(found.columns), "rows": json_records(found), "truncated": found.truncated}
+            found = capped_query.run(path, sql, limit=limit, seconds=QUERY_SECONDS)
+            return {"columns": found.columns, "rows": found.rows, "truncated": found.truncated, "cut": found.cut}
 
         return guarded(body)
 

@@ -157,7 +157,8 @@ SANDBOX: dict[str, str | bool] = {
     # DuckDB would also allow the whole "<model>.duckdb.tmp/" folder, where COPY TO could then write;
     # with no temporary folder a query that outgrows memory fails instead of spilling.
     "temp_directory": "",
-    "memory_limit": "2GB",
+    # Below the query child's address space (``capped_query.MEMORY_BYTES``), so DuckDB fails first, cleanly.
+    "memory_limit": "1GB",
 }
 """Connect-time settings of a sandboxed connection (on top of ``duckdb_offline.OFFLINE``); locked after."""
 

@@ -55,27 +55,24 @@ def _table(result: Result) -> str:
 
 
 def json_records(result: Result) -> list[dict[str, Any]]:
-    """The rows as column -> value, in values any JSON encoder takes (the MCP query tool's answer too)."""
-    return [{column: _json_ready(v) for column, v in zip(result.columns, row, strict=True)} for row in result.rows]
+    """The rows as column -> value, in values any JSON encoder takes (as the MCP query tool answers them)."""
+    from projections.capped_query import json_ready
+
+    return [{column: json_ready(v) for column, v in zip(result.columns, row, strict=True)} for row in result.rows]
 
 
-_INT64 = 2**63
+def _capped(path: Path, sql: str) -> Result:
+    """The query as the MCP query tool runs it (a capped child process), at its largest row limit."""
+    from cli.mcp import QUERY_ROWS_MAX, QUERY_SECONDS
+    from projections import capped_query
+    from projections.readmodel import Result
 
-
-def _json_ready(value: Any) -> Any:
-    # Times and UUIDs pass (both encoders take them); intervals and decimals become text, BLOBs hex, and
-    # integers past 64 bits (HUGEINT sums) text, which orjson refuses.
-    if isinstance(value, list | tuple):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, timedelta) or type(value).__name__ == "Decimal":
-        return str(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
-        return str(value)
-    return value
+    found = capped_query.run(path, sql, limit=QUERY_ROWS_MAX, seconds=QUERY_SECONDS)
+    if found.truncated or found.cut:
+        click.echo(f"trail: answer cut as the MCP query tool cuts it ({found.cut} values cut, "
+                   f"rows left out: {'yes' if found.truncated else 'no'})", err=True)
+    rows = [tuple(record[c] for c in found.columns) for record in found.rows]
+    return Result(columns=tuple(found.columns), rows=rows, truncated=found.truncated)
 
 
 @click.command("query")
@@ -100,12 +97,15 @@ def query_command(ctx: Context, sql: str, as_json: bool, as_csv: bool, rebuild: 
     --sandbox: what every other front door (trail mcp) gets. Only the read model's
     tables; reading or writing any other file (read_csv, read_text, COPY, ATTACH,
     EXPORT), INSTALL and LOAD fail, and no SET can undo that (the configuration is locked).
+    It runs in a child process with the MCP tool's caps: memory, 10 s, 1,000 rows,
+    rows cut to 32 KiB and the answer to 256 KiB.
     """
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
     from projections import readmodel
 
-    result = readmodel.query(_refreshed(ctx, rebuild), sql, sandbox=sandbox)
+    path = _refreshed(ctx, rebuild)
+    result = _capped(path, sql) if sandbox else readmodel.query(path, sql)
     if as_json:
         emit_json(json_records(result))
     elif as_csv:

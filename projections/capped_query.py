@@ -70,11 +70,17 @@ def _encoded(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
 
 
-def _cut(value: Any, size: int, keep: int) -> Any:
-    """``value`` as text of at most about ``keep`` bytes, marked with what was dropped."""
-    text = value.encode() if isinstance(value, str) else _encoded(value)
-    head = text[:max(keep, 0)].decode("utf-8", "ignore")
-    return head + CUT.format(size - len(head.encode()))
+def _cut(value: Any, size: int, room: int) -> str:
+    """``value`` as text whose JSON takes at most ``room`` bytes (escapes counted), marked with what was dropped."""
+    whole = (value if isinstance(value, str) else _encoded(value).decode()).encode()
+    keep = room - len(CUT.format(size)) - 2
+    while True:
+        head = whole[:max(keep, 0)].decode("utf-8", "ignore")
+        out = head + CUT.format(len(whole) - len(head.encode()))
+        over = len(_encoded(out)) - room
+        if over <= 0 or keep <= 0:
+            return out
+        keep -= over
 
 
 def fit_row(columns: Sequence[str], row: Sequence[Any], budget: int = ROW_BYTES) -> tuple[dict[str, Any], int]:
@@ -84,7 +90,7 @@ def fit_row(columns: Sequence[str], row: Sequence[Any], budget: int = ROW_BYTES)
     the larger ones are each cut to the share that is left."""
     values = [json_ready(v) for v in row]
     sizes = [len(_encoded(v)) for v in values]
-    room = budget - sum(len(c) + 6 for c in columns)
+    room = budget - 2 - sum(len(_encoded(c)) + 2 for c in columns)  # braces, quoted names, colons, commas
     if sum(sizes) <= room:
         return dict(zip(columns, values, strict=True)), 0
     share, left = 0, room
@@ -94,10 +100,9 @@ def fit_row(columns: Sequence[str], row: Sequence[Any], budget: int = ROW_BYTES)
         if sizes[i] > share:
             break
         left -= sizes[i]
-    marker = len(CUT.format(10**12).encode())
     cut = [i for i in order if sizes[i] > share]
     for i in cut:
-        values[i] = _cut(values[i], sizes[i], share - marker - 2)
+        values[i] = _cut(values[i], sizes[i], share)
     return dict(zip(columns, values, strict=True)), len(cut)
 
 
@@ -105,7 +110,7 @@ def fit(columns: Sequence[str], rows: Iterable[Sequence[Any]], limit: int,
         budget: int = RESULT_BYTES, row_budget: int = ROW_BYTES) -> Capped:
     """At most ``limit`` rows, each within ``row_budget``, all within ``budget`` bytes of JSON."""
     kept: list[dict[str, Any]] = []
-    used = cut = 0
+    used, cut = 1, 0  # the list's brackets, less the last row's comma
     truncated = False
     for row in rows:
         if len(kept) == limit:
@@ -175,6 +180,21 @@ def _child() -> None:
     sys.stdout.buffer.write(_encoded(answer))
 
 
+PROBE_ROWS = 16
+"""Rows read first to tell how wide rows are, and so how many more can fit ``RESULT_BYTES`` once cut."""
+
+
+def _rows(relation: Any, limit: int) -> list[tuple[Any, ...]]:
+    """Up to ``limit + 1`` rows, but no more than the answer can hold: 1,000 rows of 1 MB would be built
+    whole before any was cut. A relation runs again on each fetch, so the probe costs a second run."""
+    rows: list[tuple[Any, ...]] = relation.limit(min(limit + 1, PROBE_ROWS)).fetchall()
+    if len(rows) < PROBE_ROWS or limit + 1 <= PROBE_ROWS:
+        return rows
+    wide = sum(len(_encoded(json_ready(list(row)))) for row in rows) // len(rows)
+    wanted = min(limit + 1, RESULT_BYTES // max(1, min(wide, ROW_BYTES)) + 2)
+    return rows if wanted <= len(rows) else relation.limit(wanted).fetchall()
+
+
 def _answer(path: Path, sql: str, limit: int, seconds: float) -> dict[str, Any]:
     import threading
 
@@ -192,7 +212,7 @@ def _answer(path: Path, sql: str, limit: int, seconds: float) -> dict[str, Any]:
                 if relation is None:  # a statement with no rows
                     return {"columns": [], "rows": [], "truncated": False, "cut": 0}
                 columns = list(relation.columns)
-                rows = relation.limit(limit + 1).fetchall()
+                rows = _rows(relation, limit)
             finally:
                 timer.cancel()
     except duckdb.InterruptException:

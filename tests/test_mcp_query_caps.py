@@ -33,7 +33,8 @@ SERVER_PEAK_KB = 400 * 1024
 """Before the caps one 300 MB row took the server to 2.4 GB."""
 MARKER = "tasktrail-query-caps-server"
 ORDINARY = "SELECT number, title FROM tasks ORDER BY number"
-TASKS = [{"number": 1, "title": "Fix login timeout on slow networks"}, {"number": 2, "title": "Set up a Rust workspace"}]
+TASKS = [{"number": 1, "title": "Fix login timeout on slow networks"},
+         {"number": 2, "title": "Set up a Rust workspace"}]
 
 
 def _server_pid() -> int:

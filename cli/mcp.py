@@ -317,8 +317,11 @@ def build(state: Context) -> "MCPServer[Any]":
     ) -> dict[str, Any]:
         """SQL across every task in the ledger (DuckDB), e.g. which files changed most, which commands keep failing,
         why attempts failed: SELECT path, count(*) FROM files GROUP BY 1 ORDER BY 2 DESC. Sandboxed: only the read
-        model's tables, read-only; no other file, no extension, no network, no SET of the sandbox. Returns the
-        column names, the rows as objects and whether rows were cut at the limit."""
+        model's tables, read-only; no other file, no extension, no network, no SET of the sandbox. Capped, whatever
+        the SQL: it runs in a process of its own with 1.5 GiB of memory and 10 s; each row's JSON is cut to 32 KiB
+        (its largest values cut, ending in "…[cut N bytes]") and the answer to 256 KiB of rows. A query past its
+        memory or time is an error and nothing else is affected. Returns the column names, the rows as objects,
+        truncated (rows were left out, at the limit or the 256 KiB) and cut (how many values were cut)."""
 
         def body() -> dict[str, Any]:
             from projections import capped_query, readmodel  # DuckDB loads only when a query is asked

@@ -29,7 +29,7 @@ from mcp.types import Implementation  # noqa: E402
 
 ANSWER_S = 10 + capped_query.GRACE_SECONDS + 10
 """Each call's bound: the tool's 10 s, the child's grace, and room for a loaded machine."""
-SERVER_PEAK_KB = 400 * 1024
+SERVER_PEAK_KB = 250 * 1024
 """Before the caps one 300 MB row took the server to 2.4 GB."""
 MARKER = "tasktrail-query-caps-server"
 ORDINARY = "SELECT number, title FROM tasks ORDER BY number"

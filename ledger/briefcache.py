@@ -517,8 +517,10 @@ def _writing_key(ledger: str) -> bytes:
         return _key(ledger)
     except KeyRefused:
         raise
+    except FileNotFoundError:
+        replace = False  # the first key: linked in only if no other process's got there first
     except (Miss, OSError):
-        pass
+        replace = True  # malformed, or a symlink (never followed): the link itself is replaced
     path = key_file(ledger)
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -532,7 +534,7 @@ def _writing_key(ledger: str) -> bytes:
             handle.write(key)
             handle.flush()
             os.fsync(handle.fileno())
-        if os.path.lexists(path):
+        if replace:
             os.replace(temporary, path)
         else:
             with suppress(FileExistsError):  # another process made the first key meanwhile: use that one

@@ -512,7 +512,10 @@ def _key(ledger: str) -> bytes:
 
 def _writing_key(ledger: str) -> bytes:
     """The key for writing: the one there, else a new one (first use, or one that was malformed or missing,
-    which makes every entry sealed with the old key a miss). A refused key is never replaced: Miss."""
+    which makes every entry sealed with the old key a miss). A refused key is never replaced: Miss.
+
+    Read afresh, not from this process's memory: a long-lived process never seals with a key since replaced."""
+    _keys.pop(key_file(ledger), None)
     try:
         return _key(ledger)
     except KeyRefused:

@@ -3,6 +3,7 @@ reclassify."""
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,6 +155,11 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     drained = drain(ctx.ledger(), ctx.location)
     left = sorted(spool.glob("*.json")) if spool.is_dir() else []
     codex_hooks, skipped = codex_hook_problems()
+    key_problem = None
+    if ctx.location.is_sqlite:
+        from ledger.briefcache import key_problem as brief_key_problem
+
+        key_problem = brief_key_problem(os.path.realpath(ctx.location.sqlite_path))
     report = {
         "dead_letters": len(left),
         "replayed": replayed,
@@ -162,6 +168,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
         "failed": failed,
         "codex_hooks": codex_hooks,
         "codex_hooks_skipped": skipped,
+        "brief_cache_key": key_problem,
     }
     if as_json:
         emit_json(report)
@@ -175,6 +182,9 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
             click.echo(f"  {line}")
         if skipped:
             click.echo("  `trail install codex` turns hooks on and trusts tasktrail's hooks again")
+        if key_problem:
+            click.echo(f"brief cache: off, its key is refused: {key_problem} (remove it: the next resume makes "
+                       "a new one)")
         for line in failed:
             click.echo(f"  cannot replay {line}", err=True)
     if failed:

@@ -19,8 +19,10 @@ a fast path answers only when it can show the full path would answer the same by
   also agree with the last row. Anything that differs, is missing or fails to read takes the full
   path, which refuses or answers (``ledger.reading``'s checks), and refreshes the cache.
 
-The file is one JSON document per ledger under ``TRAIL_HOME/cache`` (mode 0600), with a sha256 of its
-body and the ledger path: a corrupt, foreign or edited file is never shown. The brief holds nothing
+The file is one JSON document per ledger under ``TRAIL_HOME/cache`` (mode 0600), sealed with an HMAC-SHA256
+of its body and the ledger path under a per-ledger secret key in ``TRAIL_HOME/keys`` (``_key``): a corrupt,
+foreign or edited file is never shown, nor one forged by whoever can write the cache folder but not read
+the key (an unkeyed hash could be recomputed by anyone). The brief holds nothing
 time-relative (times are absolute, to the minute); SessionStart's one moving part, the position and
 time of the ``ConversationLinked`` event a new session adds, is filled in at print time (``_new_session``).
 """
@@ -28,12 +30,14 @@ time of the ``ConversationLinked`` event a new session adds, is filled in at pri
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import sqlite3
+import stat
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +51,9 @@ if TYPE_CHECKING:
     from ledger.location import Location
     from projections.state import TaskState
 
-FORMAT = 2
-"""Bumped when what the file holds changes meaning (2: a SessionStart answer per agent and instructions)."""
+FORMAT = 3
+"""Bumped when what the file holds changes meaning (2: a SessionStart answer per agent and instructions;
+3: the seal is keyed)."""
 KEEP_TASKS = 16
 INBOX_ROWS = 20
 """More rows waiting than this: the full path folds them in rather than the cache vet each."""
@@ -463,9 +468,102 @@ def cache_file(ledger: str) -> str:
     return os.path.join(home_dir(), "cache", f"briefs-{name}.json")
 
 
-def _seal(ledger: str, body: dict[str, Any]) -> str:
+def key_file(ledger: str) -> str:
+    """The secret key the cache of the ledger at real path ``ledger`` is sealed with: outside the cache folder,
+    so a writer of that folder alone learns nothing it could seal a forgery with."""
+    return os.path.join(home_dir(), "keys", os.path.basename(cache_file(ledger))[:-len(".json")] + ".key")
+
+
+KEY_BYTES = 32
+_keys: dict[str, bytes] = {}
+"""Keys read in this process, by key file: read once."""
+
+
+class KeyRefused(Miss):
+    """The key file is there but not to be trusted: not a 0600 regular file of ours in a folder only we can write."""
+
+
+def _read_key(ledger: str) -> bytes:
+    """The ledger's key as stored, or Miss: missing or malformed (the full path writes a new one) or refused."""
+    path = key_file(ledger)
+    folder = os.stat(os.path.dirname(path))
+    if folder.st_uid != os.geteuid() or folder.st_mode & 0o077:
+        raise KeyRefused(f"{os.path.dirname(path)} is not a folder only its owner can open (mode 0700)")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid() or found.st_mode & 0o777 != 0o600:
+            raise KeyRefused(f"{path} is not a regular file of this user with mode 0600")
+        key = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(key) != KEY_BYTES:
+        raise Miss("a malformed key")
+    return key
+
+
+def _key(ledger: str) -> bytes:
+    """The key for reading: any failure is a miss (a symlink, a wrong owner or mode included)."""
+    path = key_file(ledger)
+    if path not in _keys:
+        _keys[path] = _read_key(ledger)
+    return _keys[path]
+
+
+def _writing_key(ledger: str) -> bytes:
+    """The key for writing: the one there, else a new one (first use, or one that was malformed or missing,
+    which makes every entry sealed with the old key a miss). A refused key is never replaced: Miss.
+
+    Read afresh, not from this process's memory: a long-lived process never seals with a key since replaced."""
+    _keys.pop(key_file(ledger), None)
+    try:
+        return _key(ledger)
+    except KeyRefused:
+        raise
+    except FileNotFoundError:
+        replace = False  # the first key: linked in only if no other process's got there first
+    except (Miss, OSError):
+        replace = True  # malformed, or a symlink (never followed): the link itself is replaced
+    path = key_file(ledger)
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    # Written whole under a private name (O_EXCL), then linked in: a reader never sees half a key, and of two
+    # writers racing for the first key one wins and both use it; a malformed key is replaced (os.replace).
+    key = os.urandom(KEY_BYTES)
+    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(key)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if replace:
+            os.replace(temporary, path)
+        else:
+            with suppress(FileExistsError):  # another process made the first key meanwhile: use that one
+                os.link(temporary, path)
+    finally:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+    _keys.pop(path, None)
+    return _key(ledger)
+
+
+def key_problem(ledger: str) -> str | None:
+    """Why the brief cache of the ledger at real path ``ledger`` refuses its key (for `trail doctor`), or None."""
+    try:
+        _read_key(ledger)
+    except KeyRefused as exc:
+        return str(exc)
+    except (Miss, OSError):
+        return None  # missing or malformed: the next full answer writes a new key
+    return None
+
+
+def _seal(ledger: str, body: dict[str, Any], key: bytes) -> str:
     text = json.dumps(body, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(f"{FORMAT}\x1f{ledger}\x1f{text}".encode("utf-8", "surrogatepass")).hexdigest()
+    message = f"{FORMAT}\x1f{ledger}\x1f{text}".encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 def _load(ledger: str) -> dict[str, Any] | None:
@@ -474,12 +572,14 @@ def _load(ledger: str) -> dict[str, Any] | None:
         with open(cache_file(ledger), encoding="utf-8") as handle:
             found = json.load(handle)
         body = found["body"]
-        if found["format"] != FORMAT or found["ledger"] != ledger or found["seal"] != _seal(ledger, body):
+        if found["format"] != FORMAT or found["ledger"] != ledger or not isinstance(found["seal"], str):
+            return None
+        if not hmac.compare_digest(found["seal"], _seal(ledger, body, _key(ledger))):
             return None
         if not isinstance(body.get("tasks"), dict) or not isinstance(body.get("memo"), dict):
             return None
         return dict(body)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (Miss, OSError, ValueError, KeyError, TypeError):
         return None
 
 
@@ -489,7 +589,7 @@ def _store(ledger: str, body: dict[str, Any]) -> None:
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}")
-    document = {"format": FORMAT, "ledger": ledger, "seal": _seal(ledger, body), "body": body}
+    document = {"format": FORMAT, "ledger": ledger, "seal": _seal(ledger, body, _writing_key(ledger)), "body": body}
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

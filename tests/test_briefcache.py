@@ -110,6 +110,12 @@ def test_every_way_in_shows_at_the_next_resume(demo: Path, way: str, tmp_path: P
         assert "last event [19]" not in after
 
 
+def _key_of(home: Path, ledger: str) -> bytes:
+    """The ledger's cache key, as the owner (not a forger) can read it."""
+    name = Path(briefcache.cache_file(ledger)).name.removesuffix(".json")
+    return (home / "keys" / f"{name}.key").read_bytes()
+
+
 def _tamper_cache(home: Path, change: str) -> None:
     [cache] = cache_files(home)
     document = json.loads(cache.read_text())
@@ -121,13 +127,14 @@ def _tamper_cache(home: Path, change: str) -> None:
         cache.write_text(json.dumps(document))
     elif change == "foreign":  # a sound cache of another ledger, under this ledger's name
         other = home / "elsewhere.db"
+        key = _key_of(home, document["ledger"])
         document["ledger"] = str(other)
-        document["seal"] = briefcache._seal(str(other), document["body"])
+        document["seal"] = briefcache._seal(str(other), document["body"], key)
         cache.write_text(json.dumps(document))
     elif change == "resealed":  # edited and sealed again: the key no longer matches what is stored
         for entry in document["body"]["tasks"].values():
             entry["key"] = "0" * 64
-        document["seal"] = briefcache._seal(document["ledger"], document["body"])
+        document["seal"] = briefcache._seal(document["ledger"], document["body"], _key_of(home, document["ledger"]))
         cache.write_text(json.dumps(document))
 
 

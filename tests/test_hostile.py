@@ -218,8 +218,11 @@ def test_deep_hook_payload_is_refused_in_one_line_and_doctor_says_so(home: Path)
     run_trail("verify", home=home, check=True)
 
 
+# The child's own high-water mark (VmHWM, kB) from /proc: ``ru_maxrss`` keeps the largest RSS across
+# execve, and a child spawned by vfork starts from the parent's, so a test process that once held a
+# 50 MB payload made every later probe read hundreds of MB.
 _PEAK = """
-import resource, sys
+import sys
 from cli.main import main
 sys.argv = ["trail", *sys.argv[1:]]
 try:
@@ -228,7 +231,9 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+with open("/proc/self/status") as status:
+    peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+print("PEAK", peak, file=sys.stderr)
 sys.exit(code)
 """
 

@@ -33,6 +33,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.fixture(autouse=True)
+def _own_default_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a test sets no TRAIL_HOME, the default one (``$XDG_DATA_HOME/tasktrail``) is a folder of its own,
+    not the user's ~/.local/share/tasktrail: tests that opened a ledger by path alone left active.json entries,
+    compaction archives and a ledger.db there, shared with every other worker, run and user (and its
+    redaction patterns would reach their appends). A folder beside tmp_path, so no test finds it in its own."""
+    monkeypatch.delenv("TRAIL_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
 def with_schema(url: str, schema: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}schema={schema}"
 

@@ -33,6 +33,26 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (pyproject's addopts): two, a whole file each (``--dist loadfile``); none when the
+    command names one file, which one worker would run alone after both had started."""
+    files = {arg.split("::", 1)[0] for arg in config.args}
+    if len(files) == 1 and (config.invocation_params.dir / files.pop()).is_file():
+        return 0
+    return 2
+
+
+@pytest.fixture(autouse=True)
+def _own_default_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a test sets no TRAIL_HOME, the default one (``$XDG_DATA_HOME/tasktrail``) is a folder of its own,
+    not the user's ~/.local/share/tasktrail: tests that opened a ledger by path alone left active.json entries,
+    compaction archives and a ledger.db there, shared with every other worker, run and user (and its
+    redaction patterns would reach their appends). A folder beside tmp_path, so no test finds it in its own."""
+    monkeypatch.delenv("TRAIL_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
 def with_schema(url: str, schema: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}schema={schema}"
 

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 from ledger import events as ev
 from ledger.store import Ledger
 from projections import agent_trace
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$")
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?Z$")
@@ -100,8 +100,8 @@ def test_export_gives_valid_line_ranges_for_recorded_changes(home: Path, tmp_pat
     _git(work, "commit", "-qm", "base")
     head = _git(work, "rev-parse", "HEAD")
 
-    def trail(*args: str) -> str:
-        return run_trail(*args, home=home, cwd=work, check=True).stdout
+    def trail(*args: str) -> str:  # set-up, in this process; the export under test stays a process
+        return run_here(*args, home=home, cwd=work, check=True).stdout
 
     trail("start", "Attribute lines")
     trail("checkpoint", "base")
@@ -111,7 +111,7 @@ def test_export_gives_valid_line_ranges_for_recorded_changes(home: Path, tmp_pat
     trail("changed", "new.py", "--actor", "agent:claude-code")
     (work / "app.py").write_text("one\nTWO\nthree\n")  # only removals: nothing to attribute
     trail("changed", "app.py")
-    out = trail("export", "1", "--agent-trace", "trace.jsonl")
+    out = run_trail("export", "1", "--agent-trace", "trace.jsonl", home=home, cwd=work, check=True).stdout
     assert "2 Agent Trace records" in out and "1 no added lines" in out
 
     records = [json.loads(line) for line in (work / "trace.jsonl").read_text().splitlines()]

@@ -55,8 +55,8 @@ def test_why_line_follows_moves_through_later_diffs(home: Path, tmp_path: Path) 
     work.mkdir()
     f = work / "app.py"
 
-    def trail(*args: str) -> None:
-        run_trail(*args, home=home, cwd=work, check=True)
+    def trail(*args: str) -> None:  # set-up, in this process; the `why` reads under test stay processes
+        run_here(*args, home=home, cwd=work, check=True)
 
     f.write_text("a\nb\nc\n")
     trail("start", "line history")

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ledger.location import Location
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.stores import chain_breaks, stored_rows
 
 
@@ -64,10 +64,10 @@ def test_readme_flow_survives_across_processes(home: Path, location: Location, t
 
 
 def test_switch_and_slug_prefix(home: Path) -> None:
-    run_trail("start", "Port the parser to Rust", home=home, check=True)
-    run_trail("start", "Port the lexer to Rust", home=home, check=True)
-    run_trail("start", "Write release notes", home=home, check=True)
-    run_trail("note", "the active task is the last one started", home=home, check=True)
+    run_here("start", "Port the parser to Rust", home=home, check=True)  # set-up, in this process
+    run_here("start", "Port the lexer to Rust", home=home, check=True)
+    run_here("start", "Write release notes", home=home, check=True)
+    run_here("note", "the active task is the last one started", home=home, check=True)
     assert "#3" in run_trail("list", home=home).stdout.splitlines()[2][:6]
     assert run_trail("switch", "port-the-p", home=home, check=True).stdout.startswith("Active task: #1")
     run_trail("require", "Same AST as before", home=home, check=True)
@@ -80,7 +80,7 @@ def test_second_change_is_diffed_against_the_first(home: Path, tmp_path: Path) -
     work = tmp_path / "w"
     work.mkdir()
     (work / "a.txt").write_text("one\ntwo\n")
-    run_trail("start", "Edit a file twice", home=home, cwd=work, check=True)
+    run_here("start", "Edit a file twice", home=home, cwd=work, check=True)  # set-up, in this process
     run_trail("changed", "a.txt", home=home, cwd=work, check=True)
     (work / "a.txt").write_text("one\nTWO\n")
     run_trail("changed", "a.txt", home=home, cwd=work, check=True)

@@ -33,11 +33,12 @@ import click
 
 from cli import codextrust, tomlpatch
 from cli.context import fails_cleanly
+from ledger.capture.agent_mcp import PROGRAMS
 from ledger.capture.jsonl import loads
 from ledger.errors import TrailError
 
-NAMES = ("trail", "tasktrail")
-"""The console scripts of this package (pyproject ``[project.scripts]``): the same program."""
+NAMES = PROGRAMS
+"""The console scripts of this package (``ledger.capture.agent_mcp.PROGRAMS``)."""
 SERVER = "tasktrail"
 """The name the MCP server is registered under."""
 

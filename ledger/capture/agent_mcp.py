@@ -25,14 +25,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-_PROGRAMS = ("trail", "tasktrail")
+PROGRAMS = ("trail", "tasktrail")
+"""The console scripts of this package (pyproject ``[project.scripts]``): the same program."""
 
 
 def _ours(name: str, server: Any) -> bool:
     if not isinstance(server, dict) or server.get("enabled") is False:
         return False
     command, args = server.get("command"), server.get("args")
-    runs_us = (isinstance(command, str) and os.path.basename(command) in _PROGRAMS
+    runs_us = (isinstance(command, str) and os.path.basename(command) in PROGRAMS
                and isinstance(args, list) and args[:1] == ["mcp"])
     return name == "tasktrail" or runs_us
 

@@ -15,6 +15,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -23,8 +24,30 @@ from ledger.store import Ledger, open_ledger
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-POSTGRES_URL = os.environ.get("TRAIL_TEST_POSTGRES_URL", "")
 BACKENDS = ["sqlite", "postgres"]
+
+
+def _worker_database(url: str) -> str:
+    """Each xdist worker gets a database of its own on the test server, made on first use. PostgreSQL keeps the
+    rows a VACUUM may remove as long as any transaction in the same database holds an older snapshot, so a
+    long transaction of the other worker's test (in another schema) left a compacted task's space in place."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not url or not worker:
+        return url
+    import psycopg
+    from psycopg import sql
+
+    parts = urlsplit(url)
+    name = f"{parts.path.lstrip('/') or 'postgres'}_{worker}"
+    with psycopg.connect(url.split("?", 1)[0], autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(name)))
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+POSTGRES_URL = _worker_database(os.environ.get("TRAIL_TEST_POSTGRES_URL", ""))
+if POSTGRES_URL:
+    os.environ["TRAIL_TEST_POSTGRES_URL"] = POSTGRES_URL
 
 
 def pytest_configure(config: pytest.Config) -> None:

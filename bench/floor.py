@@ -45,11 +45,11 @@ class Floor:
 
     def append_promised(self, events: Iterable[dict[str, Any]]) -> float:
         """``append_batch`` with the two things every tasktrail write promises done to each event, and
-        nothing else: its strings redacted (``ledger.redact``, one Redactor a batch, as the ledger
-        uses) and the event linked into a hash chain (``ledger.chain.seal``); seconds taken. What any
+        nothing else: its strings redacted (``ledger.domain.redact``, one Redactor a batch, as the ledger
+        uses) and the event linked into a hash chain (``ledger.domain.chain.seal``); seconds taken. What any
         write keeping those promises costs in this process, as a ceiling for tasktrail's own rate."""
-        from ledger import chain
-        from ledger.redact import Redactor
+        from ledger.domain import chain
+        from ledger.domain.redact import Redactor
 
         began = time.perf_counter()
         redactor = Redactor()

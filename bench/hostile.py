@@ -53,7 +53,7 @@ def _best(work: Callable[[], object], repeat: int) -> float:
 
 def table(sizes: tuple[int, int] = (1 << 20, 4 << 20), repeat: int = 3) -> Table:
     from ledger.capture.jsonl import too_deep
-    from ledger.redact import BUILTIN, redact_text
+    from ledger.domain.redact import BUILTIN, redact_text
 
     small, large = sizes
     out = Table(

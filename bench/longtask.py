@@ -24,10 +24,10 @@ from typing import Any
 from uuid import UUID
 
 from bench.workload import Workload
-from ledger import archive
-from ledger.location import Location, resolve
-from ledger.store import Ledger, open_ledger
-from ledger.task import Task
+from ledger.app import archive
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import Location, resolve
+from ledger.domain.task import Task
 from projections import readmodel
 
 

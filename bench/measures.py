@@ -86,8 +86,8 @@ def append_batched(plan: Plan, trail: TrailRun, floor: FloorRun, delta: GraphRun
             "",
         )
         table.notes.append(
-            f"The promises floor redacts every string (`ledger.redact`) and links each event into a hash chain "
-            f"(`ledger.chain`) before the same insert: what any write keeping tasktrail's two promises costs "
+            f"The promises floor redacts every string (`ledger.domain.redact`) and links each event into a hash chain "
+            f"(`ledger.domain.chain`) before the same insert: what any write keeping tasktrail's two promises costs "
             f"here, with no validation, rules, fold or snapshot. At {promised_rate / floor_rate:.0%} of the "
             f"floor it bounds what tasktrail can reach in this process; tasktrail ran at "
             f"{trail_rate / promised_rate:.0%} of it."
@@ -425,8 +425,8 @@ def import_logs(plan: Plan, directory: Path, bare_seconds: float | None, fixture
     if importer is None:
         table.add("every log", "", "", "", NA, "", "", goal, table.check(name, None))
         return table
-    from ledger.location import resolve
-    from ledger.store import open_ledger
+    from ledger.app.store import open_ledger
+    from ledger.base.location import resolve
 
     total_bytes, total_seconds, logs = 0, 0.0, 0
     missed: list[str] = []
@@ -501,8 +501,8 @@ def readmodel_refresh(plan: Plan, trail: TrailRun, directory: Path) -> Table:
     if longtask is None or readmodel is None or not hasattr(longtask, "refresh_after_1000"):
         table.add("1,000 new events", "", "", NA, "", "<= 2x", table.check(REFRESH_GOAL, None))
         return table
-    from ledger.location import resolve
-    from ledger.store import open_ledger
+    from ledger.app.store import open_ledger
+    from ledger.base.location import resolve
 
     # The same refresh on a small ledger: what "proportional to the new events" means.
     small_location = resolve(str(directory / "refresh-baseline" / "ledger.db"))
@@ -558,7 +558,7 @@ def compaction(plan: Plan, trail: TrailRun) -> Table:
         table.add(f"{trail.built:,}", f"{disk_bytes(trail.db) / 1e6:,.1f} MB (file)", NA, NA, NA, "", "", "",
                   ">= 20x; < raw", table.check(COMPACTION_GOAL, None))
         return table
-    from ledger.location import resolve
+    from ledger.base.location import resolve
 
     f = longtask.compaction_figures(trail.ledger, resolve(str(trail.db)), trail.db, trail.task,
                                     random.Random(plan.seed), keep=keep)

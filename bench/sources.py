@@ -11,10 +11,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ledger import events as ev
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
 from ledger.capture.writer import stored_keys
-from ledger.location import Location
-from ledger.store import open_ledger
+from ledger.domain import events as ev
 
 SIZES = (100, 1000, 5000)
 

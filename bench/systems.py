@@ -24,8 +24,8 @@ from eventsourcing.application import LRUCache
 from bench import workload
 from bench.floor import Floor
 from bench.timing import disk_bytes, median, timed, wall
-from ledger.location import resolve
-from ledger.store import Ledger, open_ledger
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import resolve
 from projections import brief
 
 BATCH = 1_000

@@ -6,7 +6,7 @@ and the peers (as plain JSON-able dicts via ``as_dict``), so every system stores
 Shape, per the issue: user requirements and corrections (~200 B), tool calls (~150 B), command
 results (200 B to 8 KB, skewed towards small), file edits with diffs (~1 KB), decisions; plus the
 attempts, test results and next steps an agent loop interleaves. Bulky text goes through
-``ledger.bounds.bound`` exactly as the capture path does, so outputs over its 4 KB limit are
+``ledger.domain.bounds.bound`` exactly as the capture path does, so outputs over its 4 KB limit are
 stored as a tail plus size and hash, by every system alike.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ledger import events as ev
-from ledger.bounds import bound
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 from projections.state import TaskState
 
 Item = tuple[type[ev.TaskEvent], dict[str, Any]]

@@ -9,8 +9,8 @@ import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
 from cli.params import AGE, Age
-from ledger.errors import BadInput, Refused
-from ledger.location import resolve
+from ledger.base.errors import BadInput, Refused
+from ledger.base.location import resolve
 
 
 @click.command("migrate")
@@ -28,7 +28,7 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     \b
     trail migrate --from sqlite:~/.local/share/tasktrail/ledger.db --to postgresql://me:pw@db:5432/trail
     """
-    from ledger import migrate as copying
+    from ledger.app import migrate as copying
 
     report = copying.run(resolve(source), resolve(target), progress=lambda line: click.echo(line, err=True))
     if as_json:
@@ -59,9 +59,9 @@ def forget(ctx: Context, task: str | None, age: Age | None, yes: bool, actor: st
     interrupted. Re-running on a forget that was interrupted finishes it. A missing or
     unreadable archive does not stop it: a warning says what it held is not known.
     """
-    from ledger import forget as forgetting
-    from ledger import refs
-    from ledger.registry import Entry, Tombstone
+    from ledger.app import forget as forgetting
+    from ledger.app import refs
+    from ledger.domain.registry import Entry, Tombstone
 
     if (task is None) == (age is None):
         raise BadInput("give a TASK or --older-than AGE (not both)")

@@ -16,7 +16,7 @@ from uuid import UUID
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
-from ledger.errors import NotFound
+from ledger.base.errors import NotFound
 from projections import queries
 
 if TYPE_CHECKING:

@@ -171,7 +171,7 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
     from cli import context
-    from ledger.location import resolve
+    from ledger.base.location import resolve
 
     state = context.Context(location=resolve(db))
     ctx.obj = state

@@ -11,7 +11,7 @@ from projections import points
 
 
 def _position(ctx: Context, task_id: UUID, spec: str) -> int:
-    from ledger import reading
+    from ledger.app import reading
 
     return reading.position(ctx.ledger(), task_id, points.parse(spec))
 
@@ -29,7 +29,7 @@ def why(ctx: Context, target: str, task_ref: str | None, as_json: bool) -> None:
     A line is followed back through later diffs, so PATH:LINE numbers the line as the
     file is now (as of its last recorded change).
     """
-    from ledger import reading
+    from ledger.app import reading
 
     path, line = reading.why_target(target)
     ledger = ctx.ledger()
@@ -65,7 +65,7 @@ def why(ctx: Context, target: str, task_ref: str | None, as_json: bool) -> None:
 @fails_cleanly
 def diff(ctx: Context, task: str, a: str, b: str, as_json: bool) -> None:
     """What changed in TASK's state between points A and B (each as for `replay --at`)."""
-    from ledger import reading
+    from ledger.app import reading
     from projections import statediff
 
     entry = ctx.entry(task)
@@ -94,8 +94,8 @@ def branch(ctx: Context, task: str, title: str, at: str, no_switch: bool, as_jso
     The new task holds copies of the first events (same positions), then a link back.
     The original task is left as it is.
     """
-    from ledger import refs
-    from ledger.project import current_project
+    from ledger.app import refs
+    from ledger.base.project import current_project
 
     entry = ctx.entry(task)
     position = _position(ctx, entry.task_id, at)
@@ -122,7 +122,7 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
 
     Exits 5 when any task is broken.
     """
-    from ledger.verify import LedgerBroken, parse_head, verify_task
+    from ledger.app.verify import LedgerBroken, parse_head, verify_task
 
     if expect is not None:
         if not task:

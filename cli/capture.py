@@ -25,8 +25,8 @@ def _run_import(
     ctx: Context, agent: str, paths: tuple[Path, ...], task: str | None, as_json: bool,
     project: Path | None, since: datetime | None,
 ) -> None:
+    from ledger.base.project import project_of
     from ledger.capture.importer import DEFAULT_ROOTS, discover, import_files
-    from ledger.project import project_of
 
     files = discover(list(paths) or [DEFAULT_ROOTS[agent]])
     ledger = ctx.ledger()
@@ -157,7 +157,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     codex_hooks, skipped = codex_hook_problems()
     key_problem = None
     if ctx.location.is_sqlite:
-        from ledger.briefcache import key_problem as brief_key_problem
+        from ledger.app.briefcache import key_problem as brief_key_problem
 
         key_problem = brief_key_problem(os.path.realpath(ctx.location.sqlite_path))
     report = {
@@ -209,7 +209,7 @@ def reclassify(ctx: Context, position: int, kind: str, task: str | None, as_json
     The log is never edited: an IntentReclassified event is appended and the task's
     state moves the prompt to its new kind.
     """
-    from ledger import events as ev
+    from ledger.domain import events as ev
 
     entry = ctx.entry(task)
     state = ctx.ledger().append(entry.task_id, ev.IntentReclassified, target=position, kind=kind, actor="user")

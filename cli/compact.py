@@ -6,7 +6,7 @@ import click
 
 from cli.context import Context, fails_cleanly, pass_context, whole_number
 from cli.params import AGE, Age
-from ledger import archive
+from ledger.app import archive
 
 
 @click.command("compact")
@@ -71,7 +71,7 @@ def compact_command(
 
 
 def _gc(ctx: Context, task_ref: str | None, age: Age | None, threshold: int, dry_run: bool) -> None:
-    from ledger import artifacts
+    from ledger.app import artifacts
 
     if age is None:
         raise click.UsageError("--gc-artifacts needs --older-than AGE")

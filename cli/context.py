@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import orjson
 
-from ledger.errors import StoreUnavailable, TrailError
-from ledger.location import Location
+from ledger.base.errors import StoreUnavailable, TrailError
+from ledger.base.location import Location
 
 if TYPE_CHECKING:
-    from ledger.registry import Entry
-    from ledger.store import Create, Ledger
+    from ledger.app.store import Create, Ledger
+    from ledger.domain.registry import Entry
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,7 +38,7 @@ class Context:
     def ledger(self) -> Ledger:
         """Open the ledger on first use (the default location is created then: no set-up step)."""
         if self._ledger is None:
-            from ledger.store import open_ledger
+            from ledger.app.store import open_ledger
 
             self._ledger = open_ledger(self.location, create=self._may_create())
             self.before_read(self._ledger)
@@ -77,8 +77,8 @@ class Context:
             click.echo(f"trail: {line}", err=True)
 
     def entry(self, ref: str | None) -> Entry:
-        from ledger import refs
-        from ledger.project import current_project
+        from ledger.app import refs
+        from ledger.base.project import current_project
 
         return refs.resolve(ref, self.ledger().entries(), self.location, current_project())
 

@@ -23,9 +23,9 @@ def demo(ctx: Context, keep: bool, as_json: bool) -> None:
 
     By default the sample goes into a throw-away ledger that is deleted afterwards.
     """
-    from ledger import sample
-    from ledger.location import Location
-    from ledger.store import open_ledger
+    from ledger.app import sample
+    from ledger.app.store import open_ledger
+    from ledger.base.location import Location
     from projections import brief
 
     with tempfile.TemporaryDirectory(prefix="trail-demo-") as scratch:
@@ -40,8 +40,8 @@ def demo(ctx: Context, keep: bool, as_json: bool) -> None:
             if not keep:
                 ledger.close()
     if keep and state.id is not None:
-        from ledger import refs
-        from ledger.project import current_project
+        from ledger.app import refs
+        from ledger.base.project import current_project
 
         refs.set_active(ctx.location, state.id, current_project())  # so `trail log` and `trail resume` show it next
     text = brief.render(state)

@@ -6,7 +6,7 @@ repository's ``.claude/settings.json``, ``.mcp.json``, ``.codex/``) gets only a 
 neither name is ours the command refuses and names the per-user scope. A per-user file
 (``.claude/settings.local.json``, ``~/.claude/settings.json``, ``~/.codex/``) gets the absolute path
 of this installation's script, so the hooks run whatever PATH the agent has. Project files go to
-the repository root (``ledger.project.project_of``) from whichever subfolder the command runs in.
+the repository root (``ledger.base.project.project_of``) from whichever subfolder the command runs in.
 
 Every edit keeps what the user has: JSON files are merged (ours are recognised by their command,
 ``… hook claude-code`` / ``… hook codex`` / ``… mcp``), Codex's ``config.toml`` is edited line by line
@@ -33,9 +33,9 @@ import click
 
 from cli import codextrust, tomlpatch
 from cli.context import fails_cleanly
+from ledger.base.errors import TrailError
 from ledger.capture.agent_mcp import PROGRAMS
 from ledger.capture.jsonl import loads
-from ledger.errors import TrailError
 
 NAMES = PROGRAMS
 """The console scripts of this package (``ledger.capture.agent_mcp.PROGRAMS``)."""
@@ -94,7 +94,7 @@ def shared_command(where: str, personal: str) -> str:
 
 def project_root() -> Path:
     """The repository root of the working directory (its git top level, else the folder itself)."""
-    from ledger.project import project_of
+    from ledger.base.project import project_of
 
     return Path(project_of(os.getcwd()) or os.getcwd())
 
@@ -368,7 +368,7 @@ FEATURE, OLD_FEATURE = "hooks", "codex_hooks"
 """Codex 0.171 reads ``[features] hooks``; ``codex_hooks`` is its deprecated name (older trail wrote it)."""
 MCP_TABLE = ("mcp_servers", SERVER)
 MCP_ENV = ("TRAIL_HOME", "TRAIL_DATABASE_URL", "TRAIL_DB", "XDG_DATA_HOME")
-"""What locates the ledger (``ledger.location``): Codex starts an MCP server with a cleared environment
+"""What locates the ledger (``ledger.base.location``): Codex starts an MCP server with a cleared environment
 except the variables its ``env_vars`` names, so without these the server would write to another ledger."""
 STATE = ("hooks", "state")
 CODEX_TIMEOUTS = {"SessionEnd": 3}

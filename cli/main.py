@@ -2,7 +2,7 @@
 
 `trail hook claude-code` and `trail hook codex` run on every tool call of the agent, so they must not
 pay for click, pydantic or eventsourcing; nor does `trail [--db PATH] resume [TASK]` when the brief
-cache holds its answer (``ledger.briefcache``); everything else goes to the click app in ``cli.app``.
+cache holds its answer (``ledger.app.briefcache``); everything else goes to the click app in ``cli.app``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def main() -> None:
     asked = resume_args(sys.argv[1:])
     if asked is not None:
         # `trail resume [TASK]` answers from the brief cache while nothing it shows has changed.
-        from ledger.briefcache import cached_resume
+        from ledger.app.briefcache import cached_resume
 
         text = cached_resume(asked[1], asked[0])
         if text is not None:

@@ -1,7 +1,7 @@
 """`trail mcp`: the ledger as an MCP server over stdio, on the official Python SDK (``tasktrail[mcp]``).
 
 Thin, as every command is: each tool parses its arguments and calls the library the CLI calls
-(``ledger.refs``, ``ledger.recording``, ``ledger.reading``, ``projections.*``); no rule lives here.
+(``ledger.app.refs``, ``ledger.app.recording``, ``ledger.app.reading``, ``projections.*``); no rule lives here.
 The task is the active task of the client's project (the server's working directory, or the
 ``project`` argument) unless ``task`` names one; the actor is ``agent:<the client's name>`` from
 the MCP ``initialize`` handshake. Anything a user could get wrong is a tool error (one line,
@@ -11,7 +11,7 @@ No ``from __future__ import annotations`` here: the SDK reads the tools' signatu
 JSON schemas, and the tools are defined inside ``build`` (the SDK is imported only when serving).
 
 The server answers ``initialize`` and ``tools/list`` before it loads the ledger: ``build`` imports the
-SDK and what the schemas name (``ledger.recording``'s kinds, the brief's budget) and nothing else; the
+SDK and what the schemas name (``ledger.app.recording``'s kinds, the brief's budget) and nothing else; the
 ledger, its events and the projections load on the first tool call. A client that lists tools as soon as
 the server answers (Claude Code does not wait for a slow one) finds them all.
 """
@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import click
 
 from cli.context import Context, fails_cleanly, pass_context
-from ledger.agent_env import MCP_CLIENTS
-from ledger.errors import TrailError
+from ledger.base.agent_env import MCP_CLIENTS
+from ledger.base.errors import TrailError
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from ledger.registry import Entry
-    from ledger.store import Ledger
+    from ledger.app.store import Ledger
+    from ledger.domain.registry import Entry
 
 T = TypeVar("T")
 
@@ -75,8 +75,8 @@ def build(state: Context) -> "MCPServer[Any]":
     from mcp.types import ToolAnnotations
     from pydantic import Field, ValidationError
 
-    from ledger import recording
-    from ledger.project import current_project, project_of
+    from ledger.app import recording
+    from ledger.base.project import current_project, project_of
 
     lock = threading.Lock()  # the SDK runs tools in worker threads; one ledger call at a time
 
@@ -123,7 +123,7 @@ def build(state: Context) -> "MCPServer[Any]":
         return project_of(project) if project else current_project()
 
     def entry_for(task: str | int | None, project: str | None) -> "Entry":
-        from ledger import refs
+        from ledger.app import refs
 
         ref = None if task is None else str(task)
         return refs.resolve(ref, ledger().entries(), state.location, project_for(project))
@@ -159,7 +159,7 @@ def build(state: Context) -> "MCPServer[Any]":
         `active` marks the active task of the project (the one the other tools use when no task is named)."""
 
         def body() -> dict[str, Any]:
-            from ledger import reading
+            from ledger.app import reading
 
             where = project_for(project)
             return {"project": where, "tasks": reading.task_rows(ledger(), state.location, where, status or ())}
@@ -175,7 +175,7 @@ def build(state: Context) -> "MCPServer[Any]":
         before continuing the task."""
 
         def body() -> str:
-            from ledger import reading
+            from ledger.app import reading
             from projections import brief
 
             return brief.render(reading.state(ledger(), entry_for(task, project)), max_chars=max_chars)
@@ -240,7 +240,7 @@ def build(state: Context) -> "MCPServer[Any]":
         the decision and the requirement or correction behind it. A line is followed back through later diffs."""
 
         def body() -> dict[str, Any]:
-            from ledger import reading
+            from ledger.app import reading
 
             path, line = reading.why_target(target)
             opened = ledger()
@@ -263,7 +263,7 @@ def build(state: Context) -> "MCPServer[Any]":
         """The task's timeline, oldest first: each event's position, type, time, actor and a one-line summary."""
 
         def body() -> dict[str, Any]:
-            from ledger import reading
+            from ledger.app import reading
             from projections import timeline
 
             keep = timeline.EventFilter(types=reading.event_types(types or (), "types"))
@@ -289,7 +289,7 @@ def build(state: Context) -> "MCPServer[Any]":
         the position it stands for and the task's last position now."""
 
         def body() -> dict[str, Any]:
-            from ledger import reading
+            from ledger.app import reading
             from projections import brief, points
 
             point = points.parse(at)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from ledger.errors import BadSetting
+from ledger.base.errors import BadSetting
 from projections import points
 
 

@@ -41,7 +41,7 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
 
     With --json: the brief plus the full task state, for an agent to read.
     """
-    from ledger import briefcache, reading
+    from ledger.app import briefcache, reading
 
     ledger = ctx.ledger()  # opened and its capture inbox folded in: the brief cache watches from here on
     watch = briefcache.watch(ctx.location, "resume", task) if not as_json and max_chars is None else None
@@ -62,7 +62,7 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
 @fails_cleanly
 def replay(ctx: Context, task: str | None, at: str, max_chars: int | None, as_json: bool) -> None:
     """Show TASK as it was at a point in its history, in the same views as `resume`."""
-    from ledger import reading
+    from ledger.app import reading
 
     point = points.parse(at)
     entry = ctx.entry(task)
@@ -89,7 +89,7 @@ def log(
     until: str | None, path: str | None, grep: str | None, limit: int | None, as_json: bool,
 ) -> None:
     """Print TASK's timeline: one line per event, oldest first, filtered as asked."""
-    from ledger import reading
+    from ledger.app import reading
     from projections.timeline import EventFilter
 
     keep = EventFilter(
@@ -116,8 +116,8 @@ def log(
 @fails_cleanly
 def list_tasks(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
     """List all tasks with their status and next step (* marks the active task)."""
-    from ledger import reading
-    from ledger.project import current_project
+    from ledger.app import reading
+    from ledger.base.project import current_project
 
     rows = reading.task_rows(ctx.ledger(), ctx.location, current_project(), statuses)
     if as_json:

@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, pass_context, whole_number
-from ledger import events as ev
-from ledger import recording
-from ledger.agent_env import default_actor
+from ledger.app import recording
+from ledger.base.agent_env import default_actor
+from ledger.domain import events as ev
 
 task_option = click.option(
     "-t", "--task", "task_ref", metavar="TASK", help="Task number or slug prefix (default: the active task)."
@@ -51,7 +51,7 @@ def _append(
 
 
 def _record(ctx: Context, task_ref: str | None, as_json: bool, kind: str, actor: str, **given: Any) -> int:
-    """Append a ``kind`` record (``ledger.recording``: the mapping the MCP server's record tool shares)."""
+    """Append a ``kind`` record (``ledger.app.recording``: the mapping the MCP server's record tool shares)."""
     event_class, fields = recording.event(kind, **given)
     return _append(ctx, task_ref, event_class, as_json, **fields, actor=actor)
 
@@ -81,7 +81,7 @@ def _simple(name: str, kind: str, help_text: str, metavar: str = "TEXT") -> clic
 @fails_cleanly
 def start(ctx: Context, title: str, no_switch: bool, actor: str, as_json: bool) -> None:
     """Open a new task named TITLE and make it the active task."""
-    from ledger import refs
+    from ledger.app import refs
 
     state = ctx.ledger().open_task(title, cwd=os.getcwd(), actor=actor)
     if not no_switch and state.id is not None:
@@ -183,8 +183,8 @@ def ran(ctx: Context, argv: tuple[str, ...], because: int | None, task_ref: str 
     \b
     Example:  trail ran -- pytest tests/test_login.py
     """
-    from ledger.bounds import bound
-    from ledger.run import run
+    from ledger.app.run import run
+    from ledger.domain.bounds import bound
 
     entry = ctx.entry(task_ref)  # fail on a bad task before running anything
     done = run(list(argv))
@@ -215,8 +215,8 @@ def changed(
     ctx: Context, paths: tuple[str, ...], because: int | None, task_ref: str | None, actor: str, as_json: bool
 ) -> None:
     """Record that files changed: their new sha256 and a unified diff against the last recorded version."""
-    from ledger.bounds import bound
-    from ledger.workspace import BlobCache, describe_change
+    from ledger.app.workspace import BlobCache, describe_change
+    from ledger.domain.bounds import bound
 
     entry = ctx.entry(task_ref)
     ledger = ctx.ledger()
@@ -317,8 +317,8 @@ def link(ctx: Context, other: str, relation: str, task_ref: str | None, actor: s
 @fails_cleanly
 def switch(ctx: Context, task: str) -> None:
     """Make TASK the active task of this project (the one commands here use when none is named)."""
-    from ledger import refs
-    from ledger.project import current_project
+    from ledger.app import refs
+    from ledger.base.project import current_project
 
     entry = ctx.entry(task)
     refs.set_active(ctx.location, entry.task_id, current_project())

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from cli.context import Context, fails_cleanly, pass_context, task_argument
-from ledger.errors import TrailError
+from ledger.base.errors import TrailError
 
 
 def write_file(target: Path, data: bytes) -> None:
@@ -36,7 +36,7 @@ def show(ctx: Context, task: str | None, target: Path, at: str | None) -> None:
     """Write TASK's report as one self-contained HTML page: status and next step, a timeline grouped by session
     and attempt, requirements with their earlier wordings, files with diffs and why, commands, tests,
     checkpoints and activity over time."""
-    from ledger import reading, verify
+    from ledger.app import reading, verify
     from projections import points, report
 
     entry = ctx.entry(task)

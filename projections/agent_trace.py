@@ -35,7 +35,7 @@ from datetime import UTC
 from typing import Any
 from urllib.parse import quote
 
-from ledger import events as ev
+from ledger.domain import events as ev
 from projections import hunks
 
 VERSION = "0.1"

@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
-from ledger import events as ev
+from ledger.domain import events as ev
 from projections.commands import is_read_only
 
 FAILED_OUTCOMES: frozenset[str] = frozenset({"failed", "abandoned"})

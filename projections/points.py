@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from ledger import events as ev
-from ledger.errors import BadInput, BadSetting
+from ledger.base.errors import BadInput, BadSetting
+from ledger.domain import events as ev
 
 WHOLE = re.compile(r"-?[0-9]+")
 """A whole number as users type one: ASCII digits only (``str.isdigit`` also takes ``²``, which ``int`` refuses)."""

@@ -35,16 +35,17 @@ import duckdb
 import orjson
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
-from ledger import archive, duckdb_offline
-from ledger import events as ev
-from ledger.errors import TrailError
-from ledger.location import Location
-from ledger.mapper import stored_state
-from ledger.registry import RegistryCreated, RegistrySnapshot, TaskForgotten, TaskRegistered
+from ledger.app import archive
+from ledger.base.errors import TrailError
+from ledger.base.location import Location
+from ledger.domain import events as ev
+from ledger.domain.mapper import stored_state
+from ledger.domain.registry import RegistryCreated, RegistrySnapshot, TaskForgotten, TaskRegistered
+from ledger.stores import duckdb_offline
 from projections import facts
 
 if TYPE_CHECKING:
-    from ledger.store import Ledger
+    from ledger.app.store import Ledger
 
 SCHEMA_VERSION = "4"
 """Bump when a table changes: a read model with another version is rebuilt from the log."""

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ledger import events as ev
+from ledger.domain import events as ev
 from projections import facts, timeline, why
 from projections.state import TaskState
 

@@ -14,8 +14,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from ledger import events as ev
 from ledger.capture.refusals import INTERRUPTED, NOT_RUN, STOPPED
+from ledger.domain import events as ev
 from projections import facts
 from projections.commands import command_head, is_probe
 from projections.facts import command_line as command_line  # re-exported
@@ -23,7 +23,7 @@ from projections.facts import shown, tail_lines
 
 FOLD_VERSION = 1
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
-changed): a snapshot records the version that made its view (``ledger.task.TaskBody``), and a view
+changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
 fails when the fold's output changes and this did not."""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ledger import events as ev
+from ledger.domain import events as ev
 from projections.oneline import one_line
 from projections.state import command_line
 

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ledger import events as ev
+from ledger.domain import events as ev
 from projections import hunks
 
 

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from ledger.location import Location, resolve
-from ledger.store import Ledger, open_ledger
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import Location, resolve
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

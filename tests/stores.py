@@ -12,9 +12,9 @@ from uuid import UUID
 
 import orjson
 
-from ledger import chain
-from ledger.location import Location
-from ledger.registry import REGISTRY_ID
+from ledger.base.location import Location
+from ledger.domain import chain
+from ledger.domain.registry import REGISTRY_ID
 
 
 @dataclass(frozen=True)

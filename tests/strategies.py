@@ -7,10 +7,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ledger import events as ev
-from ledger.bounds import bound
-from ledger.errors import RuleBroken
-from ledger.store import Ledger
+from ledger.app.store import Ledger
+from ledger.base.errors import RuleBroken
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40).filter(
     lambda s: s.strip() != ""

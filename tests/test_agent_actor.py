@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.mcp import actor_for
-from ledger.agent_env import agent_actor
+from ledger.base.agent_env import agent_actor
 from tests.conftest import run_here
 
 UNSET: dict[str, str | None] = {"CODEX_THREAD_ID": None, "CODEX_SESSION_ID": None, "CODEX_TOOL_CALL_ID": None,

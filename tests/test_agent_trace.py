@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ledger import events as ev
-from ledger.store import Ledger
+from ledger.app.store import Ledger
+from ledger.domain import events as ev
 from projections import agent_trace
 from tests.conftest import run_here, run_trail
 

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import cli
-from ledger import events as ev
-from ledger.location import resolve
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.location import resolve
+from ledger.domain import events as ev
 
 ROOT = Path(__file__).resolve().parents[1]
 

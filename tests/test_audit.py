@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli.main import cli
-from ledger import events as ev
-from ledger import sample
-from ledger.location import Location
-from ledger.store import open_ledger
+from ledger.app import sample
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
+from ledger.domain import events as ev
 from projections import hunks, statediff, why
 from tests.conftest import run_here, run_trail
 from tests.strategies import Step, histories, record_history
@@ -132,7 +132,7 @@ def test_branch_copies_history_and_leaves_the_original_intact(location: Location
     assert copy_at_9.model_dump(exclude=identity) == origin_at_9.model_dump(exclude=identity)
     assert branched.links[0].relation == "branched_from" and branched.links[0].other_number == 1
     assert branched.position == 10
-    from ledger.verify import verify_task
+    from ledger.app.verify import verify_task
 
     assert verify_task(app, branched.id).ok
     app.close()

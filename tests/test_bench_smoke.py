@@ -21,9 +21,9 @@ from bench import measures, systems
 from bench.systems import FloorRun, GraphRun, Plan, TrailRun
 from bench.tables import Goal, Table, summary
 from bench.workload import Workload, as_dict, dicts
-from ledger import events as ev
-from ledger.location import resolve
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.location import resolve
+from ledger.domain import events as ev
 from tests.conftest import SHARED
 
 SIZE = 2_000

@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import sample
-from ledger.store import Ledger
+from ledger.app import sample
+from ledger.app.store import Ledger
 from projections import brief
 from projections.state import TaskState
 
@@ -37,8 +37,8 @@ def test_brief_is_state_not_chat(ledger: Ledger) -> None:
     bounded when the same kind of fact repeats."""
     state = _sample_state(ledger)
     assert state.id is not None
-    from ledger import events as ev
-    from ledger.bounds import bound
+    from ledger.domain import events as ev
+    from ledger.domain.bounds import bound
 
     before = len(brief.render(ledger.state(state.id)))
     for i in range(200):

@@ -1,4 +1,4 @@
-"""The brief cache (ledger/briefcache.py): `trail resume` answers from it only when the full path would print
+"""The brief cache (ledger/app/briefcache.py): `trail resume` answers from it only when the full path would print
 the same bytes, and never once anything it shows has changed, whichever way the change came in.
 
 Every case runs the real `trail` in a subprocess and reads what it imported: a fast answer loads no pydantic.
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ledger import briefcache
+from ledger.app import briefcache
 from tests.conftest import REPO, run_here, run_trail
 
 FIXTURES = REPO / "tests" / "fixtures"
@@ -98,8 +98,9 @@ def test_every_way_in_shows_at_the_next_resume(demo: Path, way: str, tmp_path: P
         run_trail("import", "codex", str(FIXTURES / "codex-small.jsonl"), "--task", "1", home=demo, check=True)
         shown = "last event ["
     else:  # another process writes through the library, no `trail` command involved
-        script = ("from ledger.location import resolve; from ledger.store import open_ledger; from ledger import events"
-                  " as ev\nl = open_ledger(resolve()); t = l.entries()[0].task_id\n"
+        script = ("from ledger.base.location import resolve; from ledger.app.store import open_ledger\n"
+                  "from ledger.domain import events as ev\n"
+                  "l = open_ledger(resolve()); t = l.entries()[0].task_id\n"
                   "l.append(t, ev.NoteAdded, text='Written by another process'); l.close()")
         subprocess.run([sys.executable, "-c", script], env=_env(demo), check=True, timeout=60)
         shown = "Written by another process"
@@ -194,8 +195,8 @@ def test_the_active_task_and_the_project_are_followed(demo: Path, tmp_path: Path
 
 
 def test_constants_match_the_modules_they_mirror() -> None:
-    from ledger.events import ConversationLinked
-    from ledger.registry import REGISTRY_ID
+    from ledger.domain.events import ConversationLinked
+    from ledger.domain.registry import REGISTRY_ID
     from ledger.stores import base
 
     assert briefcache.LINKED == ConversationLinked.TOPIC and REGISTRY_ID.hex == briefcache._REGISTRY

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import briefcache
+from ledger.app import briefcache
 from tests.conftest import run_here, run_trail
 from tests.test_briefcache import cache_files, full_resume, trail
 

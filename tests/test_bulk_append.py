@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import events as ev
+from ledger.app.store import Draft, Ledger, NewTask, open_ledger
+from ledger.base.errors import RuleBroken
+from ledger.base.location import resolve
 from ledger.capture import writer
-from ledger.errors import RuleBroken
-from ledger.location import resolve
-from ledger.registry import REGISTRY_ID
-from ledger.store import Draft, Ledger, NewTask, open_ledger
-from ledger.task import Task
+from ledger.domain import events as ev
+from ledger.domain.registry import REGISTRY_ID
+from ledger.domain.task import Task
 from tests.stores import Row, chain_breaks, stored_rows
 from tests.strategies import Step, histories
 

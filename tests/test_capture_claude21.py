@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from cli.install import CLAUDE_EVENTS
-from ledger import events as ev
+from ledger.app.store import Ledger
 from ledger.capture import claude_code
 from ledger.capture.classify import classify, request_text, slash_request
 from ledger.capture.claude_code import failed_output, hook_items, map_transcript
 from ledger.capture.items import own_tool
 from ledger.capture.jsonl import Lines
 from ledger.capture.tasklist import TaskList, hook_change, tool_change
-from ledger.store import Ledger
+from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -326,7 +326,7 @@ def test_a_plan_stored_before_steps_had_ids_reads_through_the_upcast(ledger: Led
     import orjson
     from eventsourcing.persistence import StoredEvent
 
-    from ledger.mapper import PydanticMapper
+    from ledger.domain.mapper import PydanticMapper
 
     task = ledger.open_task("plans").id
     assert task is not None

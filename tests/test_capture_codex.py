@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from ledger import events as ev
+from ledger.app.store import Ledger
+from ledger.base.location import Location
 from ledger.capture.codex import map_rollout, patch_files
 from ledger.capture.importer import import_files
-from ledger.location import Location
-from ledger.store import Ledger
+from ledger.domain import events as ev
 from tests.conftest import SHARED, run_trail
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

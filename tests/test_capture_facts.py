@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from ledger import events as ev
 from ledger.capture import claude_code
 from ledger.capture.shell_effects import file_effects
 from ledger.capture.testruns import recognise, test_item
+from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from ledger import events as ev
+from ledger.app.store import Ledger
+from ledger.base.location import Location
 from ledger.capture.classify import classify, clean_prompt
 from ledger.capture.claude_code import bare_feedback, slash_command
 from ledger.capture.importer import import_files
 from ledger.capture.refusals import NOT_RUN
-from ledger.location import Location
-from ledger.store import Ledger
+from ledger.domain import events as ev
 from projections.brief import is_clutter, render
 from projections.commands import is_read_only
 from tests.conftest import SHARED, run_here, run_trail
@@ -320,7 +320,7 @@ def test_real_sessions_that_continue_each_other_share_a_task(
 
 
 def test_import_keeps_projects_apart_filters_and_settles_status(home: Path, ledger: Ledger, location: Location) -> None:
-    from ledger import refs
+    from ledger.app import refs
 
     older, newer = FIXTURES / "claude-facts.jsonl", FIXTURES / "claude-small.jsonl"  # both in /work/demo
     late = _import_json(home, "claude-code", older, newer, extra=("--since", "2025-12-01"))

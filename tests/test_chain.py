@@ -13,11 +13,12 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import chain, sample
-from ledger import events as ev
-from ledger.location import Location
-from ledger.store import open_ledger
-from ledger.verify import verify_task
+from ledger.app import sample
+from ledger.app.store import open_ledger
+from ledger.app.verify import verify_task
+from ledger.base.location import Location
+from ledger.domain import chain
+from ledger.domain import events as ev
 
 TASK = "5f0c6b1e0d3a4e3f9f1d2c3b4a596877"
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from ledger import events as ev
 from ledger.capture import codex
 from ledger.capture.codex_outcomes import lookup, with_outcomes
+from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 from tests.test_hook import _env
 

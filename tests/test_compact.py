@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli.main import cli
-from ledger import archive
-from ledger import events as ev
-from ledger.location import resolve
-from ledger.store import Ledger, open_ledger
+from ledger.app import archive
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import resolve
+from ledger.domain import events as ev
 from projections import readmodel
 from projections.state import TaskState, replay
 

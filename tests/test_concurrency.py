@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import events as ev
-from ledger.location import Location, resolve
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.location import Location, resolve
+from ledger.domain import events as ev
 from tests.conftest import REPO
 from tests.stores import chain_breaks, stored_rows
 

@@ -11,8 +11,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ledger.location import Location
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
 from tests.conftest import REPO, run_here
 
 SESSION = "22222222-aaaa-4bbb-8ccc-00000000beef"
@@ -92,7 +92,7 @@ def test_kill_9_during_import_never_corrupts_and_rerun_completes(tmp_path: Path)
 
     home = tmp_path / "crashing"
     seen_counts = []
-    # The import's own crash points (ledger/crashpoints.py), not sleeps: right after the task opened
+    # The import's own crash points (ledger/base/crashpoints.py), not sleeps: right after the task opened
     # with its first batch (the window that used to leave an orphan task), then after later batches.
     # Each re-run walks the batches already stored before reaching its kill.
     for step in ("import-opened", "import-batch-1", "import-batch-2", "import-batch-4", "import-batch-6"):

@@ -9,12 +9,12 @@ import orjson
 from eventsourcing.persistence import StoredEvent
 from hypothesis import HealthCheck, given, settings
 
-from ledger import events as ev
-from ledger.decision_state import DecisionState, advance
-from ledger.location import resolve
-from ledger.mapper import PydanticMapper
-from ledger.store import Ledger, open_ledger
-from ledger.task import TaskSnapshot
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import resolve
+from ledger.domain import events as ev
+from ledger.domain.decision_state import DecisionState, advance
+from ledger.domain.mapper import PydanticMapper
+from ledger.domain.task import TaskSnapshot
 from projections.state import RECENT_INTENTS
 from tests.conftest import run_trail
 from tests.strategies import Step, histories, record_history

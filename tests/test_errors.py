@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.location import Location
+from ledger.base.location import Location
 from tests.conftest import run_here, run_trail
 from tests.stores import stored_rows
 

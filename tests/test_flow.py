@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from ledger.location import Location
+from ledger.base.location import Location
 from tests.conftest import run_here, run_trail
 from tests.stores import chain_breaks, stored_rows
 

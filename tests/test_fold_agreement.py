@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import events as ev
-from ledger.bounds import bound
-from ledger.errors import RuleBroken
-from ledger.location import resolve
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.errors import RuleBroken
+from ledger.base.location import resolve
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 from projections import facts
 from projections import readmodel as rm
 from projections.state import (

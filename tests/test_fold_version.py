@@ -21,13 +21,13 @@ import orjson
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from ledger import events as ev
-from ledger import sample
+from ledger.app import sample
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import Location, resolve
 from ledger.capture import importer
-from ledger.location import Location, resolve
-from ledger.mapper import PydanticMapper
-from ledger.store import Ledger, open_ledger
-from ledger.task import TaskSnapshot
+from ledger.domain import events as ev
+from ledger.domain.mapper import PydanticMapper
+from ledger.domain.task import TaskSnapshot
 from projections.state import FOLD_VERSION, replay
 from tests.conftest import run_trail
 

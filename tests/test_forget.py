@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.location import Location
+from ledger.base.location import Location
 from tests.conftest import run_here, run_trail
 from tests.stores import chain_breaks, stored_rows
 
@@ -135,7 +135,7 @@ def test_a_forget_reaches_another_machines_read_model_on_its_next_refresh(
     home: Path, tmp_path: Path, location: Location
 ) -> None:
     # Two read models of one ledger (on PostgreSQL: two machines'); the forget runs beside one of them.
-    from ledger.store import open_ledger
+    from ledger.app.store import open_ledger
     from projections import readmodel
 
     _plant(home, tmp_path / "work")

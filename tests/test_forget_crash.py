@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger import forget
-from ledger.location import Location
+from ledger.app import forget
+from ledger.base.location import Location
 from tests.conftest import REPO, run_here
 from tests.stores import Row, stored_rows
 
@@ -175,7 +175,8 @@ def test_archive_a_killed_compaction_left_unrecorded_goes_too(home: Path, tmp_pa
 
 @pytest.mark.sqlite_only("only an SQLite ledger's briefs are cached")
 def test_a_cached_brief_goes_when_killed_just_before_its_step(home: Path, tmp_path: Path) -> None:
-    """`trail resume` keeps whole briefs in TRAIL_HOME/cache (ledger/briefcache.py): title, requirements, next step."""
+    """`trail resume` keeps whole briefs in TRAIL_HOME/cache (ledger/app/briefcache.py): title, requirements,
+    next step."""
     work = tmp_path / "work"
     work.mkdir()
     ok(trail(home, "start", f"Task {marker(1)}", cwd=work))

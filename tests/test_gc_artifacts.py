@@ -6,10 +6,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from ledger import events as ev
-from ledger.bounds import bound
-from ledger.location import Location
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 from projections.state import replay
 from tests.conftest import run_trail
 from tests.stores import stored_rows

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ledger import events as ev
-from ledger.store import Ledger
+from ledger.app.store import Ledger
+from ledger.domain import events as ev
 from tests.conftest import REPO, run_here, run_trail
 
 SESSION = "44444444-dddd-4eee-8fff-000000000004"
@@ -200,8 +200,8 @@ def test_reclassify_moves_the_prompt_and_keeps_the_log(home: Path, ledger: Ledge
 
 
 def test_hook_resolves_the_same_ledger_file_as_the_cli(monkeypatch: Any, tmp_path: Path) -> None:
+    from ledger.base.location import resolve
     from ledger.capture.hook import ledger_file
-    from ledger.location import resolve
 
     for env in ({}, {"TRAIL_HOME": str(tmp_path)}, {"TRAIL_DB": "sqlite:~/x.db"}, {"TRAIL_DATABASE_URL": "/a/b.db"},
                 {"XDG_DATA_HOME": str(tmp_path / "xdg")}):
@@ -253,7 +253,7 @@ FULL_ANSWER = (
 def test_session_start_from_the_brief_cache_is_the_full_answer_byte_for_byte(
     home: Path, backend: str, agent: str
 ) -> None:
-    """A fast SessionStart (ledger/briefcache.py) leaves its row queued; the full path, run next on the same
+    """A fast SessionStart (ledger/app/briefcache.py) leaves its row queued; the full path, run next on the same
     ledger, folds that row in and answers: the two answers must be the same bytes, for a new session (its link
     lands one position on, at the row's time) and for a session already linked (nothing lands)."""
     from tests.test_briefcache import trail

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from ledger import events as ev
+from ledger.app.store import Ledger
 from ledger.capture import codex
-from ledger.store import Ledger
+from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 from tests.test_hook import _env
 from tests.test_routing import _repo, injected

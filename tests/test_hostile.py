@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
 from ledger.capture import claude_code, codex
 from ledger.capture.jsonl import MAX_DEPTH, MAX_LINE
 from ledger.capture.writer import append_unseen
-from ledger.location import Location
-from ledger.store import open_ledger
 from tests.conftest import REPO, run_here, run_trail
 
 SESSION = "33333333-aaaa-4bbb-8ccc-0000000000ff"

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from ledger.capture.hook import MAX_PAYLOAD
 from ledger.capture.jsonl import MAX_DEPTH, loads, too_deep
-from ledger.redact import BUILTIN, _key_bodies, _spans, redact_json, redact_text
+from ledger.domain.redact import BUILTIN, _key_bodies, _spans, redact_json, redact_text
 from tests.conftest import REPO, run_here
 from tests.test_hostile import _PEAK as PEAK_PROBE
 
@@ -166,7 +166,7 @@ _many_secrets = st.sampled_from([f"{GITHUB}\n", f"[REDACTED:jwt:0123abcd] {GITHU
 def test_redaction_work_does_not_grow_faster_than_the_text(piece: str) -> None:
     """8 times the text may cost at most 8 times the steps (and a constant): a loop over every span
     for each line (``redact_strings``), or over every marker for each span, would not hold."""
-    from ledger import redact
+    from ledger.domain import redact
 
     def work(size: int) -> int:
         redact._BASE64_VERDICTS.clear()
@@ -330,7 +330,7 @@ def test_poison_rows_go_to_dead_letters_and_everything_after_them_lands(home: Pa
 def test_an_exit_code_no_process_can_have_is_refused_by_the_event_model() -> None:
     from pydantic import ValidationError
 
-    from ledger import events as ev
+    from ledger.domain import events as ev
 
     for code in (int(HUGE), -(2**31) - 1, 2**32):
         with pytest.raises(ValidationError, match="exit_code"):

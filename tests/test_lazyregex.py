@@ -1,4 +1,4 @@
-"""ledger/lazyregex.py: a pattern compiled on first use behaves as ``re.compile``'s, and every built-in
+"""ledger/base/lazyregex.py: a pattern compiled on first use behaves as ``re.compile``'s, and every built-in
 redaction pattern (compiled only when a text holds its hints) is a valid regex: a broken one would
 otherwise fail only in the middle of some agent's hook."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import redact
-from ledger.lazyregex import LazyPattern, lazy
+from ledger.base.lazyregex import LazyPattern, lazy
+from ledger.domain import redact
 from tests.conftest import REPO
 
 SOURCES = [(r"\bsk-[A-Za-z0-9_-]{4,}", 0), (r"(?i)pass(word)?=(\S+)", 0), (r"a.b", re.S)]
@@ -48,8 +48,8 @@ def test_importing_redact_compiles_no_builtin_pattern() -> None:
         "compiled = []\n"
         "real = re.compile\n"
         "re.compile = lambda *a, **k: compiled.append(a[0]) or real(*a, **k)\n"
-        "import ledger.redact as r\n"
-        "from ledger.lazyregex import LazyPattern\n"
+        "import ledger.domain.redact as r\n"
+        "from ledger.base.lazyregex import LazyPattern\n"
         "every = [p.regex for p in r.BUILTIN] + [p.gate for p in r.BUILTIN if p.gate is not None]\n"
         "builtin = {x.pattern for x in every if isinstance(x, LazyPattern)}\n"
         "before = builtin & set(compiled)\n"

@@ -290,8 +290,8 @@ def test_the_server_lists_its_tools_before_it_loads_the_ledger(home: Path, proje
     anyio.run(main)
     imported = [line.rsplit("|", 1)[-1].strip() for line in log.read_text().splitlines() if "|" in line]
     before = {line.rsplit("|", 1)[-1].strip() for line in listed[0].splitlines() if "|" in line}
-    assert "mcp.server.mcpserver" in before and "ledger.recording" in before
-    late = {"eventsourcing", "ledger.store", "ledger.events", "projections.state", "projections.brief"}
+    assert "mcp.server.mcpserver" in before and "ledger.app.recording" in before
+    late = {"eventsourcing", "ledger.app.store", "ledger.domain.events", "projections.state", "projections.brief"}
     assert not before & late, sorted(before & late)
     assert late <= set(imported)  # the tool call loaded them
 

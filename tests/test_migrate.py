@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ledger import events as ev
-from ledger import sample
-from ledger.location import Location, resolve
-from ledger.store import SNAPSHOT_EVERY, open_ledger
+from ledger.app import sample
+from ledger.app.store import SNAPSHOT_EVERY, open_ledger
+from ledger.base.location import Location, resolve
+from ledger.domain import events as ev
 from tests.conftest import run_trail
 from tests.stores import Row, chain_breaks, store_exists, stored_rows
 
@@ -132,7 +132,7 @@ def test_bad_arguments(source: Location, tmp_path: Path, args: list[str], messag
 
 def _delete_tail(location: Location, keep_task_positions: int) -> None:
     """Remove the registry's events and every task event past ``keep_task_positions``."""
-    from ledger.registry import REGISTRY_ID
+    from ledger.domain.registry import REGISTRY_ID
 
     if location.is_sqlite:
         db = sqlite3.connect(location.sqlite_path)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger import events as ev
-from ledger.errors import StoreUnavailable
-from ledger.location import resolve
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.errors import StoreUnavailable
+from ledger.base.location import resolve
+from ledger.domain import events as ev
 
 PROBE = r"""
 import fcntl, os, struct, sys

@@ -9,8 +9,8 @@ from uuid import uuid4
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import events as ev
-from ledger.bounds import bound
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 from projections import facts
 
 # Error words in any case, the non-ASCII letters the case-blind regex folds onto ASCII ones (the

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ledger.location import resolve
+from ledger.base.location import resolve
 from tests.conftest import POSTGRES_URL, run_trail
 
 

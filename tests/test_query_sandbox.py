@@ -18,10 +18,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ledger import duckdb_offline
-from ledger import events as ev
-from ledger.location import resolve
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.location import resolve
+from ledger.domain import events as ev
+from ledger.stores import duckdb_offline
 from projections import queries, readmodel
 from projections.readmodel import ReadModelError
 

@@ -14,9 +14,9 @@ from uuid import UUID
 import duckdb
 import pytest
 
-from ledger import events as ev
-from ledger.location import resolve
-from ledger.store import Ledger, open_ledger
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import resolve
+from ledger.domain import events as ev
 from projections import readmodel as rm
 
 ROOT = Path(__file__).resolve().parents[1]

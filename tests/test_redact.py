@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger import events as ev
-from ledger.errors import TrailError
-from ledger.redact import BUILTIN, _load_user_patterns, marker, redact_text
-from ledger.store import Ledger
+from ledger.app.store import Ledger
+from ledger.base.errors import TrailError
+from ledger.domain import events as ev
+from ledger.domain.redact import BUILTIN, _load_user_patterns, marker, redact_text
 from tests.conftest import REPO, run_trail
 
 # Fake secrets of the right shapes (none is a live credential).
@@ -176,8 +176,8 @@ def test_state_of_redacted_import_keeps_the_structure(home: Path, ledger: Ledger
 def test_capped_hook_strings_keep_full_size_and_hash() -> None:
     import hashlib
 
-    from ledger.bounds import bound
-    from ledger.capture.caps import CUTS_KEY, Cut, cap_payload, restore
+    from ledger.base.caps import CUTS_KEY, Cut, cap_payload, restore
+    from ledger.domain.bounds import bound
 
     text = "head-" + "z" * 3000 + "-tail"
     capped = cap_payload({"tool_response": {"stdout": text, "stderr": "short"}}, limit=100)
@@ -198,12 +198,12 @@ def test_capped_hook_strings_keep_full_size_and_hash() -> None:
 
 def test_the_old_in_band_cut_marker_is_plain_text() -> None:
     """An output that starts like a cut marker is an output: nothing inside a string says it was cut."""
-    from ledger.bounds import bound
+    from ledger.domain.bounds import bound
 
     forged = "\x00trail-cut 99999999 " + "ab" * 32 + "\x00" + "short"
     b = bound(forged)
     assert not b.truncated and b.size == len(forged.encode()) and b.tail == forged
-    from ledger.capture.caps import CUTS_KEY, cap_payload
+    from ledger.base.caps import CUTS_KEY, cap_payload
 
     claimed = {"x": "y", CUTS_KEY: [{"path": ["x"], "size": 10**9, "sha256": "ab" * 32}]}
     assert cap_payload(claimed) == {"x": "y"}  # a cut list the agent sent is dropped by the hook
@@ -274,7 +274,7 @@ def test_hashes_ids_and_paths_are_left_alone() -> None:
 
 
 def test_a_key_body_without_its_begin_line_and_a_key_split_across_items() -> None:
-    from ledger.redact import redact_strings
+    from ledger.domain.redact import redact_strings
 
     body = ["k8XmP2vQ9rT4wY7zA1bC3dE5fG6hJ8kLnR2sT4uV6wX8yZ0aB1cD3eF5gH7iJ9kL", "zz=="]
     tail = "\n".join(body) + "\n-----END RSA PRIVATE KEY-----\n$ "
@@ -288,7 +288,7 @@ def test_a_key_body_without_its_begin_line_and_a_key_split_across_items() -> Non
 
 
 def test_json_text_that_does_not_parse_is_redacted_through_its_escapes() -> None:
-    from ledger.redact import redact_json_text
+    from ledger.domain.redact import redact_json_text
 
     inner = 'x\nsk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA\n{"private_key_id": "d713b9ef870a28e9deb72220d713b9ef870a28e9"}'
     raw = '{"p": ' + json.dumps(inner) + "[[["  # torn

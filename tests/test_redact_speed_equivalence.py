@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import redact
-from ledger.redact import BUILTIN, MARKER_PREFIX, Pattern, Span, _spans, marker
+from ledger.domain import redact
+from ledger.domain.redact import BUILTIN, MARKER_PREFIX, Pattern, Span, _spans, marker
 from tests.test_redact import CORPUS
 
 # -- the references ------------------------------------------------------------------------------

@@ -6,16 +6,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ledger.location import Location
-from ledger.registry import REGISTRY_ID, slugify
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
+from ledger.domain.registry import REGISTRY_ID, slugify
 from tests.conftest import REPO
 
 STARTER = """
 import sys
 from pathlib import Path
-from ledger.location import resolve
-from ledger.store import open_ledger
+from ledger.base.location import resolve
+from ledger.app.store import open_ledger
 app = open_ledger(resolve(sys.argv[1]))
 for i in range(int(sys.argv[3])):
     app.open_task(f"worker {sys.argv[2]} task {i}")

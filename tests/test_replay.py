@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
 from cli.main import cli
-from ledger import sample
-from ledger.location import Location, resolve
-from ledger.store import Ledger, open_ledger
-from ledger.task import Task
+from ledger.app import sample
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import Location, resolve
+from ledger.domain.task import Task
 from projections.state import replay
 from tests.strategies import Step, histories, record_history
 

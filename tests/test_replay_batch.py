@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench import workload
-from ledger import events as ev
-from ledger.bounds import bound
 from ledger.capture.refusals import NOT_RUN, STOPPED
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 from projections.state import TaskState, fold, replay
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger import events as ev
-from ledger.store import Ledger
+from ledger.app.store import Ledger
+from ledger.domain import events as ev
 from projections import report
 from projections.state import replay
 from tests.conftest import run_here, run_trail

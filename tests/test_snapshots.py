@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import cli
-from ledger import events as ev
-from ledger.decision_state import DecisionState, advance
-from ledger.errors import BadSetting
-from ledger.location import resolve
-from ledger.store import SNAPSHOT_EVERY, Ledger, open_ledger
-from ledger.task import Task
+from ledger.app.store import SNAPSHOT_EVERY, Ledger, open_ledger
+from ledger.base.errors import BadSetting
+from ledger.base.location import resolve
+from ledger.domain import events as ev
+from ledger.domain.decision_state import DecisionState, advance
+from ledger.domain.task import Task
 from projections.state import replay
 
 

@@ -98,7 +98,7 @@ def test_session_start_imports_only_what_it_uses(home: Path, backend: str, sourc
 
 @pytest.mark.sqlite_only("the brief cache answers for SQLite ledgers only")
 def test_resume_and_session_start_from_the_brief_cache_import_no_ledger_libraries(home: Path) -> None:
-    """The fast paths (ledger/briefcache.py) answer with the standard library alone; the full path ran first."""
+    """The fast paths (ledger/app/briefcache.py) answer with the standard library alone; the full path ran first."""
     run_here("demo", "--keep", home=home, check=True)
     start = {"session_id": "66666666-0000-4000-8000-000000000007", "hook_event_name": "SessionStart",
              "source": "startup", "cwd": str(home.parent)}
@@ -115,8 +115,8 @@ def test_resume_and_session_start_from_the_brief_cache_import_no_ledger_librarie
 @pytest.mark.parametrize("url", ["sqlite:/x/ledger.db", "/y/ledger.db", "postgresql://u:p@h:5432/db?schema=s"])
 def test_the_inbox_checked_before_reads_is_the_one_drained(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from cli.context import inbox_file
+    from ledger.base.location import resolve
     from ledger.capture.inbox import inbox_path
-    from ledger.location import resolve
 
     monkeypatch.delenv("TRAIL_DB", raising=False)
     location = resolve(url)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import uuid4
 
-from ledger import events as ev
-from ledger.bounds import bound
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 from projections import brief
 from projections import state as st
 

@@ -15,12 +15,12 @@ import orjson
 import pytest
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
-from ledger import archive
-from ledger import events as ev
-from ledger.bounds import bound
-from ledger.location import resolve
-from ledger.registry import REGISTRY_ID
-from ledger.store import Ledger, open_ledger
+from ledger.app import archive
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import resolve
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
+from ledger.domain.registry import REGISTRY_ID
 from ledger.stores import store_class
 from ledger.stores.base import GC_TOPICS, Archive, key_hash
 

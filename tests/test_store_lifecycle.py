@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from bench.workload import Workload
-from ledger import archive, migrate
-from ledger import events as ev
-from ledger.errors import StoreUnavailable
-from ledger.location import Location, resolve
-from ledger.store import Ledger, open_ledger
+from ledger.app import archive, migrate
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.errors import StoreUnavailable
+from ledger.base.location import Location, resolve
+from ledger.domain import events as ev
 from ledger.stores import store_class
 from tests.conftest import run_here, run_trail
 from tests.stores import store_exists, stored_rows

@@ -16,10 +16,11 @@ import duckdb
 import orjson
 import pytest
 
-from ledger import archive, chain, sample
-from ledger.location import Location
-from ledger.registry import REGISTRY_ID
-from ledger.store import open_ledger
+from ledger.app import archive, sample
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
+from ledger.domain import chain
+from ledger.domain.registry import REGISTRY_ID
 from ledger.stores.base import Archive
 from tests.conftest import run_trail
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ledger import chain
-from ledger import events as ev
-from ledger.location import Location
-from ledger.store import open_ledger
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
+from ledger.domain import chain
+from ledger.domain import events as ev
 
 
 def _write_v1_ledger(location: Location) -> None:

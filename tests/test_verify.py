@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ledger import sample
-from ledger.location import Location
-from ledger.store import open_ledger
+from ledger.app import sample
+from ledger.app.store import open_ledger
+from ledger.base.location import Location
 from tests.conftest import run_trail
 
 

@@ -10,12 +10,12 @@ from uuid import UUID
 
 import pytest
 
-from ledger import events as ev
-from ledger.bounds import bound
+from ledger.app.store import Draft, Ledger, NewTask, open_ledger
+from ledger.base.location import Location
 from ledger.capture import writer
-from ledger.location import Location
-from ledger.store import Draft, Ledger, NewTask, open_ledger
-from ledger.task import Task
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
+from ledger.domain.task import Task
 
 TOKEN = "ghp_" + "Qm7Wn2Ev5Rt8Yu1Io4Pa6Sd9Fg3Hj0KlZx2Cv4B"  # 36 after the prefix
 AWS = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9Lk3Mn7Op"  # 40, as an AWS secret access key is
@@ -109,7 +109,7 @@ def test_items_are_redacted_once_per_write_not_per_retry(
     task = opened.id
     other = open_ledger(Location(url=f"sqlite:{home / 'ledger.db'}", home=home))
     calls: list[dict[str, Any]] = []
-    import ledger.store as store
+    import ledger.app.store as store
 
     real = store.redact_fields
 

@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import events as ev
-from ledger.bounds import bound
 from ledger.capture.classify import classify, request_text, slash_request
 from ledger.capture.items import (
     Item,
@@ -32,6 +30,8 @@ from ledger.capture.refusals import INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.tasklist import TOOLS as TASK_TOOLS
 from ledger.capture.tasklist import TaskList, hook_change, items_for, tool_change
 from ledger.capture.testruns import command_facts
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 
 AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"

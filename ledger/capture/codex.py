@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from ledger import events as ev
-from ledger.bounds import bound
 from ledger.capture.classify import classify
 from ledger.capture.claude_code import Session
 from ledger.capture.codex_outcomes import OUTCOME_KEY
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.testruns import command_facts
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 
 AGENT = "codex"
 ACTOR = f"agent:{AGENT}"

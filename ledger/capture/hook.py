@@ -1,7 +1,7 @@
 """`trail hook claude-code` / `trail hook codex`: the lean entry point the agents run on every hook event.
 
 It must cost little and never break the agent, so it imports only the standard library (plus
-``ledger.location`` and ``ledger.redact``, which are stdlib-only at import): it redacts the
+``ledger.base.location`` and ``ledger.domain.redact``, which are stdlib-only at import): it redacts the
 payload, appends it to the ``capture_inbox`` table in the ledger's SQLite file in one short
 transaction, and exits 0. The ledger folds the inbox into validated events before any read
 (``ledger.capture.inbox``). Only SessionStart, which must answer with the task's state, loads
@@ -28,10 +28,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from ledger.base.crashpoints import stall_point
+from ledger.base.home import home_dir
+from ledger.base.ledger_file import foreign_tables
 from ledger.capture.jsonl import loads
-from ledger.crashpoints import stall_point
-from ledger.home import home_dir
-from ledger.ledger_file import foreign_tables
 
 INBOX_DDL = (
     "CREATE TABLE IF NOT EXISTS capture_inbox ("
@@ -129,7 +129,7 @@ def stand_in(head: bytes, dropped: dict[str, Any]) -> dict[str, Any]:
 
 
 def ledger_file(db: str | None = None) -> str:
-    """The SQLite file that holds the inbox: the ledger's own file, as ``ledger.location.resolve``
+    """The SQLite file that holds the inbox: the ledger's own file, as ``ledger.base.location.resolve``
     finds it, or for a PostgreSQL ledger a local file named after its URL (``inbox_for_url``).
 
     Mirrors ``resolve`` (``db`` as `--db` gives it, else ``TRAIL_DB``, ``TRAIL_DATABASE_URL``,
@@ -159,7 +159,7 @@ def inbox_for_url(home: str, url: str) -> str:
     import hashlib
     from pathlib import Path
 
-    from ledger.location import Location
+    from ledger.base.location import Location
 
     masked = Location(url=url, home=Path(home)).display
     return os.path.join(home, "inbox", hashlib.sha256(masked.encode()).hexdigest()[:16] + ".db")
@@ -246,8 +246,8 @@ def enqueue(path: str, agent: str, payload: dict[str, Any], busy_s: float = 30.0
 
 def prepare(payload: dict[str, Any]) -> str:
     """The inbox row's text for one parsed payload: capped, then redacted."""
-    from ledger.capture.caps import CUTS_KEY, cap_payload
-    from ledger.redact import patterns_for, redact_json
+    from ledger.base.caps import CUTS_KEY, cap_payload
+    from ledger.domain.redact import patterns_for, redact_json
 
     # Secrets never touch the disk in clear, and a huge output never bloats the inbox
     # (capped first, so redaction scans at most the kept tail; the cuts are noted beside the
@@ -266,7 +266,7 @@ def prepare(payload: dict[str, Any]) -> str:
 def insert(path: str, agent: str, text: str, busy_s: float = 30.0) -> int:
     """Append a prepared row to the inbox at ``path``; returns its id. Waits at most ``busy_s``
     seconds for a writer holding the file; refuses (``ForeignFile``) a file that is another
-    application's database, by the test ``open_ledger`` makes (``ledger.ledger_file``)."""
+    application's database, by the test ``open_ledger`` makes (``ledger.base.ledger_file``)."""
     fresh = not os.path.exists(path)
     if fresh:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -319,7 +319,7 @@ def spool(raw: str, reason: str, agent: str = "claude-code") -> str:
     does not (torn, or nested too deep to parse) is redacted as text, its escapes decoded. A broken ``redact.toml``
     falls back to the built-in patterns rather than keep the payload in clear.
     """
-    from ledger.redact import redact_json, redact_json_text, redact_text, safe_patterns
+    from ledger.domain.redact import redact_json, redact_json_text, redact_text, safe_patterns
 
     patterns = safe_patterns()
     try:
@@ -360,7 +360,7 @@ def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
             with _until(ends):
                 # Answered from the brief cache when it provably holds the answer; else the ledger
                 # is loaded (only this event pays for the heavy imports), which refreshes the cache.
-                from ledger.briefcache import cached_session_start
+                from ledger.app.briefcache import cached_session_start
 
                 answer = cached_session_start(payload, agent, row)
                 if answer is None:
@@ -391,7 +391,7 @@ def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
                     where = f"; payload kept in {spool_raw(body, agent)} until the next read folds it in"
         except Exception as spool_exc:
             where = f"; could not keep the payload: {spool_exc}"
-        from ledger.redact import redact_text, safe_patterns
+        from ledger.domain.redact import redact_text, safe_patterns
 
         message = redact_text(f"trail hook {agent}: {type(exc).__name__}: {exc}{where}", safe_patterns())
         print(message.replace("\n", " "), file=sys.stderr)

@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
-from ledger import events as ev
-from ledger import refs
+from ledger.app import refs
+from ledger.base.crashpoints import crash_point
+from ledger.base.errors import TrailError
+from ledger.base.location import Location
+from ledger.base.project import project_of, within
 from ledger.capture import claude_code, codex
 from ledger.capture.claude_code import Session
 from ledger.capture.jsonl import Lines
@@ -34,13 +37,10 @@ from ledger.capture.writer import (
     task_for_records,
     task_for_session,
 )
-from ledger.crashpoints import crash_point
-from ledger.errors import TrailError
-from ledger.location import Location
-from ledger.project import project_of, within
+from ledger.domain import events as ev
 
 if TYPE_CHECKING:
-    from ledger.store import Ledger
+    from ledger.app.store import Ledger
 
 Agent = Literal["claude-code", "codex"]
 BATCH = 500

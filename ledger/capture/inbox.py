@@ -27,10 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger import events as ev
-from ledger import refs
+from ledger.app import refs
+from ledger.app.verify import LedgerBroken
+from ledger.base.caps import restore
+from ledger.base.errors import StoreUnavailable
+from ledger.base.location import Location
+from ledger.base.project import project_of, within
 from ledger.capture import claude_code, codex, tasklist
-from ledger.capture.caps import restore
 from ledger.capture.classify import classify, clean_prompt, request_text
 from ledger.capture.codex_outcomes import with_outcomes
 from ledger.capture.hook import DROPPED_KEY, INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool, take_spooled
@@ -45,13 +48,10 @@ from ledger.capture.writer import (
     stored_keys,
     task_for_session,
 )
-from ledger.errors import StoreUnavailable
-from ledger.location import Location
-from ledger.project import project_of, within
-from ledger.verify import LedgerBroken
+from ledger.domain import events as ev
 
 if TYPE_CHECKING:
-    from ledger.store import Ledger
+    from ledger.app.store import Ledger
 
 
 @dataclass
@@ -412,10 +412,10 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
     What it answers is kept in the brief cache, from which the next SessionStart may answer alone."""
     import os
 
-    from ledger import briefcache, verify
+    from ledger.app import briefcache, verify
+    from ledger.app.store import open_ledger
+    from ledger.base.location import resolve
     from ledger.capture.agent_mcp import has_tasktrail_mcp
-    from ledger.location import resolve
-    from ledger.store import open_ledger
     from projections.brief import injection
 
     location = resolve(os.environ.get("TRAIL_DB"))

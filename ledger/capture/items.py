@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ledger import events as ev
-from ledger.bounds import bound
 from ledger.capture.classify import Kind
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 
 Item = tuple[type[ev.TaskEvent], dict[str, Any]]
 

@@ -14,8 +14,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import events as ev
 from ledger.capture.items import Item
+from ledger.domain import events as ev
 
 
 class Op(str):

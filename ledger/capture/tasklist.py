@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import events as ev
 from ledger.capture.items import Item, sha256
+from ledger.domain import events as ev
 
 TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet"})
 HOOKS = frozenset({"TaskCreated", "TaskCompleted"})

@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import events as ev
 from ledger.capture.items import Item
 from ledger.capture.shell_effects import commands, file_effects
+from ledger.domain import events as ev
 
 _ENV_WRAPPERS = frozenset({"env", "time", "nice", "sudo", "command", "exec", "nohup", "xvfb-run", "dotenv"})
 _RUN_WRAPPERS = {

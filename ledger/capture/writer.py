@@ -19,16 +19,16 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
-from ledger import events as ev
+from ledger.base.errors import Refused, RuleBroken
+from ledger.base.location import Location
 from ledger.capture.claude_code import END
 from ledger.capture.items import LATEST_REQUIREMENT, Item
-from ledger.errors import Refused, RuleBroken
-from ledger.location import Location
+from ledger.domain import events as ev
 from ledger.stores.base import key_hash
 
 if TYPE_CHECKING:
-    from ledger.decision_state import RulesView
-    from ledger.store import Draft, Ledger
+    from ledger.app.store import Draft, Ledger
+    from ledger.domain.decision_state import RulesView
 
 Key = tuple[str, str, str]
 
@@ -136,7 +136,7 @@ def open_with(
 
     When every item with a source belongs to a forgotten task, no task is opened (its title would
     bring the forgotten session back): ``ForgottenSession`` says so."""
-    from ledger.store import NewTask
+    from ledger.app.store import NewTask
 
     forgotten = forgotten_keys(ledger)
     # Source keys are identifiers, which redaction leaves alone: checked before the write redacts.

@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledger.errors import StoreUnavailable
-from ledger.location import Location, trail_home
+from ledger.base.errors import StoreUnavailable
+from ledger.base.location import Location, trail_home
 from ledger.stores.base import LedgerStore
 
 __all__ = ["LedgerStore", "for_ledger", "store_class"]
 
 if TYPE_CHECKING:
-    from ledger.store import Ledger
+    from ledger.app.store import Ledger
 
 
 def for_ledger(ledger: Ledger) -> LedgerStore:

@@ -4,8 +4,8 @@ The ``eventsourcing`` library's recorders append and read events and snapshots; 
 way to remove or rewrite rows, to find events by what their payload says, or to give space
 back. Those operations live here, one module per backend (``sqlite.py``, ``postgres.py``),
 as the library keeps one module per backend behind its recorder interfaces. Compaction
-(``ledger.archive``), payload collection (``ledger.artifacts``), forgetting (``ledger.forget``),
-migration (``ledger.migrate``) and the capture index (``ledger.capture.writer``) are written
+(``ledger.app.archive``), payload collection (``ledger.app.artifacts``), forgetting (``ledger.app.forget``),
+migration (``ledger.app.migrate``) and the capture index (``ledger.capture.writer``) are written
 against this interface only; ``tests/test_store_conformance.py`` runs the same checks on each
 backend.
 
@@ -27,7 +27,7 @@ import orjson
 from eventsourcing.persistence import StoredEvent
 
 if TYPE_CHECKING:
-    from ledger.location import Location
+    from ledger.base.location import Location
 
 Key = tuple[str, str, str]
 """A captured item's source: (agent, session, record)."""

@@ -31,9 +31,9 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 from psycopg.rows import DictRow, tuple_row
 
-from ledger.errors import StoreUnavailable
-from ledger.location import Location, PostgresTarget
-from ledger.registry import REGISTRY_ID, TaskRegistered
+from ledger.base.errors import StoreUnavailable
+from ledger.base.location import Location, PostgresTarget
+from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores.base import (
     ARCHIVES,
     FORGOTTEN_KEYS,

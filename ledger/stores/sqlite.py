@@ -21,8 +21,8 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
-from ledger.location import Location
-from ledger.registry import REGISTRY_ID, TaskRegistered
+from ledger.base.location import Location
+from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores.base import (
     ARCHIVES,
     FORGOTTEN_KEYS,

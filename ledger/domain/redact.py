@@ -36,9 +36,9 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ledger.errors import TrailError
-from ledger.home import home_dir
-from ledger.lazyregex import lazy
+from ledger.base.errors import TrailError
+from ledger.base.home import home_dir
+from ledger.base.lazyregex import lazy
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -756,7 +756,7 @@ class Redactor:
         # Imported here so the capture hook can use redact_text without loading pydantic.
         from pydantic import BaseModel
 
-        from ledger.events import SourceKey
+        from ledger.domain.events import SourceKey
 
         self._model, self._source = BaseModel, SourceKey
 

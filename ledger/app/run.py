@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 CAPTURE_LIMIT = 1 << 20
-"""Bytes of each stream kept in memory; the event keeps a smaller tail (ledger.bounds)."""
+"""Bytes of each stream kept in memory; the event keeps a smaller tail (ledger.domain.bounds)."""
 
 
 _EMPTY = hashlib.sha256(b"").hexdigest()

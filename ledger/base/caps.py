@@ -5,7 +5,7 @@ event built from it later must still state the full size and hash. The cut is re
 of band: ``cap_payload`` keeps each long string's tail in place and lists where it cut, with
 the full size and sha256, under the payload's ``CUTS_KEY``, a key the hook owns (it drops any
 the agent sent). ``restore`` turns those entries back into ``Cut`` strings when the inbox is
-read, and ``ledger.bounds.bound`` takes size and hash from them. Nothing inside a string says
+read, and ``ledger.domain.bounds.bound`` takes size and hash from them. Nothing inside a string says
 it was cut, so no output can claim to be a cut one.
 """
 

@@ -46,14 +46,14 @@ from uuid import UUID
 import orjson
 from eventsourcing.utils import TopicError
 
-from ledger import archive, refs
-from ledger import events as ev
+from ledger.app import archive, refs
+from ledger.app.store import Ledger
+from ledger.base.crashpoints import crash_point
+from ledger.base.errors import NotFound, TrailError
+from ledger.base.location import Location
 from ledger.capture.inbox import inbox_path
-from ledger.crashpoints import crash_point
-from ledger.errors import NotFound, TrailError
-from ledger.location import Location
-from ledger.registry import Entry, Tombstone
-from ledger.store import Ledger
+from ledger.domain import events as ev
+from ledger.domain.registry import Entry, Tombstone
 from ledger.stores.base import Archive, key_hash
 
 FORGOTTEN_TITLE = "[forgotten]"
@@ -191,10 +191,10 @@ def _remove_read_model(location: Location) -> int:
 
 
 def _remove_brief_cache(location: Location) -> int:
-    """The brief cache (``ledger.briefcache``) holds whole briefs of recent tasks; it refills on the next resume."""
+    """The brief cache (``ledger.app.briefcache``) holds whole briefs of recent tasks; it refills on the next resume."""
     if not location.is_sqlite:
         return 0  # only an SQLite ledger's briefs are cached
-    from ledger.briefcache import cache_file
+    from ledger.app.briefcache import cache_file
 
     return _remove(Path(cache_file(os.path.realpath(location.sqlite_path))))
 

@@ -1,6 +1,6 @@
 """The Task aggregate: decides whether a fact may be recorded, then appends it as an event.
 
-It keeps two folds of its events, apart: ``decision`` (``ledger.decision_state``), the small
+It keeps two folds of its events, apart: ``decision`` (``ledger.domain.decision_state``), the small
 unbounded state its rules read, advanced by every event, and ``state``, the brief's bounded view
 (``projections.state.TaskState``), carried along so a read needs no second replay and folded in
 batches (the events since it was last read, when it is read). A snapshot holds both, each under
@@ -19,12 +19,12 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from eventsourcing.domain import Aggregate
 from eventsourcing.utils import get_topic
 
-from ledger import chain
-from ledger import events as ev
-from ledger.decision_state import DECIDING, DecisionState, Rules, RulesView, from_view
-from ledger.errors import RuleBroken
-from ledger.mapper import stored_state
-from ledger.snapshot import ModelSnapshot, SnapshotBody
+from ledger.base.errors import RuleBroken
+from ledger.domain import chain
+from ledger.domain import events as ev
+from ledger.domain.decision_state import DECIDING, DecisionState, Rules, RulesView, from_view
+from ledger.domain.mapper import stored_state
+from ledger.domain.snapshot import ModelSnapshot, SnapshotBody
 from projections.state import FOLD_VERSION, TaskState, replay
 
 
@@ -40,7 +40,7 @@ def linked(previous: str, event: ev.TaskEvent) -> ev.TaskEvent:
 
 
 def chained(previous: str, event: ev.TaskEvent) -> tuple[str, dict[str, Any]]:
-    """``event``'s chain hash, and the state it is stored as with that hash in it (``ledger.mapper``:
+    """``event``'s chain hash, and the state it is stored as with that hash in it (``ledger.domain.mapper``:
     without id and version). The event is serialised once: the hash is computed from that same dict."""
     state = stored_state(event)
     del state["originator_id"], state["originator_version"]  # columns; the hash takes them apart

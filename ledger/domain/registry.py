@@ -16,7 +16,7 @@ from eventsourcing.domain import Aggregate, CanInitAggregate, CanMutateAggregate
 from eventsourcing.utils import get_topic
 from pydantic import BaseModel, ConfigDict
 
-from ledger.snapshot import ModelSnapshot, SnapshotBody
+from ledger.domain.snapshot import ModelSnapshot, SnapshotBody
 
 REGISTRY_ID = uuid5(NAMESPACE_URL, "tasktrail:registry")
 SLUG_MAX = 48

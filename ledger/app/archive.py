@@ -32,20 +32,20 @@ from uuid import UUID
 import orjson
 from eventsourcing.persistence import StoredEvent
 
-from ledger import events as ev
-from ledger.crashpoints import CRASH_ENV as CRASH_ENV  # re-exported: the tests aim at the steps below
-from ledger.crashpoints import crash_point
-from ledger.errors import NotFound, RuleBroken, TrailError
+from ledger.base.crashpoints import CRASH_ENV as CRASH_ENV  # re-exported: the tests aim at the steps below
+from ledger.base.crashpoints import crash_point
+from ledger.base.errors import NotFound, RuleBroken, TrailError
+from ledger.domain import events as ev
 from ledger.stores.base import Archive
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ledger.store import Ledger
-    from ledger.task import Task
+    from ledger.app.store import Ledger
+    from ledger.domain.task import Task
 
 STEPS = ("archive-started", "archive-written", "manifest-written", "before-commit", "committed")
-"""Where ``compact`` kills its own process when ``TRAIL_CRASH_AT`` (``ledger.crashpoints``) names one: its
+"""Where ``compact`` kills its own process when ``TRAIL_CRASH_AT`` (``ledger.base.crashpoints``) names one: its
 archive half-written (a temporary file), whole, then named by its manifest, inside the transaction
 that swaps the rows for the marker, and after it."""
 
@@ -95,7 +95,7 @@ _duck_lock = threading.Lock()
 
 def _cursor() -> duckdb.DuckDBPyConnection:
     """A cursor on one in-memory DuckDB per process: connecting costs ~20 ms, a cursor almost nothing."""
-    from ledger import duckdb_offline  # only tasks that were compacted pay for DuckDB
+    from ledger.stores import duckdb_offline  # only tasks that were compacted pay for DuckDB
 
     global _duck
     with _duck_lock:
@@ -234,7 +234,7 @@ def _sha256(path: Path) -> str:
 def _write_parquet(rows: list[tuple[Any, ...]], target: Path) -> None:
     """Rows (kind, notification_id, originator_version, topic, state) to ``target``, atomically."""
     tmp = target.with_name(f".{target.name}.tmp")
-    from ledger import duckdb_offline
+    from ledger.stores import duckdb_offline
 
     columns = [list(c) for c in zip(*rows, strict=True)]
     with duckdb_offline.connect() as con:
@@ -265,8 +265,8 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str], None] | None = None) -> Archive:
     """Archive the task's live events before ``before`` (see the module docstring for the steps)."""
-    from ledger.store import Draft
-    from ledger.task import TaskSnapshot
+    from ledger.app.store import Draft
+    from ledger.domain.task import TaskSnapshot
 
     say = progress or (lambda _: None)
     todo = plan(ledger, task_id, before)
@@ -355,7 +355,7 @@ def check_file(found: Archive) -> str | None:
 
 def verify(ledger: Ledger, task_id: UUID) -> list[str]:
     """Problems with the task's archives or its hash chain across archive and live log (none: all good)."""
-    from ledger.verify import verify_task
+    from ledger.app.verify import verify_task
 
     report = verify_task(ledger, task_id)
     if report.first_break is None:

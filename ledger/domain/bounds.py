@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
-from ledger.capture.caps import Cut
-from ledger.events import Bounded
-from ledger.redact import redact_text
+from ledger.base.caps import Cut
+from ledger.domain.events import Bounded
+from ledger.domain.redact import redact_text
 
 DEFAULT_LIMIT = 4096
 """Bytes of tail kept by default: enough for a test failure's last lines."""

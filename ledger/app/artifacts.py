@@ -3,7 +3,7 @@
 Command outputs, diffs and tool results whose kept tail is over a threshold lose the
 tail; their size, full sha256 and ``tail_sha256`` stay, and so do the events, their
 order and their links. The hash chain covers a tail only through its hash
-(``ledger.chain``), so `trail verify` still passes. The brief and `trail why` say what
+(``ledger.domain.chain``), so `trail verify` still passes. The brief and `trail why` say what
 was collected. Any backend (``LedgerStore.rewrite_states``), live store only: archived events
 are already compressed in their Parquet files and stay whole.
 """
@@ -21,15 +21,15 @@ from uuid import UUID
 import orjson
 from eventsourcing.persistence import PersistenceError
 
-from ledger import events as ev
-from ledger.chain import is_bounded
-from ledger.crashpoints import crash_point
-from ledger.errors import StoreUnavailable
-from ledger.location import Location
+from ledger.base.crashpoints import crash_point
+from ledger.base.errors import StoreUnavailable
+from ledger.base.location import Location
+from ledger.domain import events as ev
+from ledger.domain.chain import is_bounded
 from ledger.stores.base import GC_TOPICS
 
 if TYPE_CHECKING:
-    from ledger.store import Ledger
+    from ledger.app.store import Ledger
 
 THRESHOLD = 1024
 """Bytes of kept tail above which a payload is collected by default."""
@@ -94,7 +94,7 @@ def collect(
         touched = store.rewrite_states(task_id, GC_TOPICS, rewrite, dry_run=True)
         if dry_run or not events:
             return Collected(events, payloads, freed)
-        from ledger.store import Draft
+        from ledger.app.store import Draft
 
         for owner in touched:
             ledger.write(owner, [(ev.OutputsCollected, {"before": cutoff, "threshold": threshold})],

@@ -1,6 +1,6 @@
 """Regular expressions compiled on first use: ``lazy(source, flags)`` stands in for ``re.compile``.
 
-The capture hook imports ``ledger.redact`` on every tool call of the agent, and compiling all its
+The capture hook imports ``ledger.domain.redact`` on every tool call of the agent, and compiling all its
 patterns up front was ~10 ms of each call, while a payload runs only the patterns whose hints it
 holds (most payloads: a few). Standard library only, like the hook.
 """

@@ -1,6 +1,6 @@
 """Which project a working directory belongs to: its git top level, else the directory itself.
 
-A task belongs to a project, and each project keeps its own active task (``ledger.refs``), as git
+A task belongs to a project, and each project keeps its own active task (``ledger.app.refs``), as git
 keeps HEAD per repository. Found by looking for ``.git`` upwards (a folder, or the file a worktree
 or submodule has), with no subprocess: the hook path calls this on every session.
 """

@@ -17,7 +17,7 @@ a fast path answers only when it can show the full path would answer the same by
   how many rows it has from which position, its latest snapshot row, its archive index rows and their
   files' inode, size, mtime and ctime, the registry's last row, and the head anchor's row, which must
   also agree with the last row. Anything that differs, is missing or fails to read takes the full
-  path, which refuses or answers (``ledger.reading``'s checks), and refreshes the cache.
+  path, which refuses or answers (``ledger.app.reading``'s checks), and refreshes the cache.
 
 The file is one JSON document per ledger under ``TRAIL_HOME/cache`` (mode 0600), sealed with an HMAC-SHA256
 of its body and the ledger path under a per-ledger secret key in ``TRAIL_HOME/keys`` (``_key``): a corrupt,
@@ -41,14 +41,14 @@ from contextlib import contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ledger.base.home import home_dir
+from ledger.base.project import current_project, project_of
 from ledger.capture.hook import AGENTS, read_only_uri, sqlite_ledger
-from ledger.home import home_dir
-from ledger.project import current_project, project_of
 
 if TYPE_CHECKING:
     from uuid import UUID
 
-    from ledger.location import Location
+    from ledger.base.location import Location
     from projections.state import TaskState
 
 FORMAT = 3
@@ -298,8 +298,8 @@ def _template(state: TaskState, injection: Any) -> dict[str, Any] | None:
 
 def _session_pointer(ledger: str, project: str) -> str | None:
     """The task ``project``'s pointer names, as the inbox binds a new session (``refs.project_pointer``)."""
-    from ledger import refs
-    from ledger.location import resolve
+    from ledger.app import refs
+    from ledger.base.location import resolve
 
     found = refs.project_pointer(resolve(f"sqlite:{ledger}"), project)
     return found.hex if found is not None else None

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 
-from ledger import events as ev
+from ledger.domain import events as ev
 
 
 class DecisionState(BaseModel):

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ledger.errors import BadInput
-from ledger.home import home_dir
+from ledger.base.errors import BadInput
+from ledger.base.home import home_dir
 
 DB_FILENAME = "ledger.db"
 URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")

@@ -35,19 +35,20 @@ from uuid import UUID
 from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import StoredEvent
 
-from ledger import archive, chain
-from ledger.errors import TrailError
-from ledger.events import Bounded, OutputsCollected
-from ledger.mapper import PydanticMapper
-from ledger.registry import REGISTRY_ID
+from ledger.app import archive
+from ledger.base.errors import TrailError
+from ledger.domain import chain
+from ledger.domain.events import Bounded, OutputsCollected
+from ledger.domain.mapper import PydanticMapper
+from ledger.domain.registry import REGISTRY_ID
 from ledger.stores.base import Head
 from projections.state import FOLD_VERSION
 
 if TYPE_CHECKING:
-    from ledger import events as ev
-    from ledger.registry import Entry
-    from ledger.store import Ledger
-    from ledger.task import Task
+    from ledger.app.store import Ledger
+    from ledger.domain import events as ev
+    from ledger.domain.registry import Entry
+    from ledger.domain.task import Task
 
 Kind = Literal[
     "missing", "altered", "out of place", "truncated", "anchor", "undecodable", "snapshot", "collected",
@@ -100,7 +101,7 @@ class _Found(Exception):
 
 def parse_head(token: str) -> tuple[str, int | None]:
     """``CHAIN@POSITION`` (or a bare ``CHAIN``) as `verify --head` takes it; BadInput when malformed."""
-    from ledger.errors import BadInput
+    from ledger.base.errors import BadInput
 
     hash_part, sep, position = token.strip().rpartition("@")
     if not sep:
@@ -223,7 +224,7 @@ class _Walk:
         self.count = position
 
     def _snapshot(self, stored: StoredEvent) -> None:
-        from ledger.task import TaskSnapshot
+        from ledger.domain.task import TaskSnapshot
 
         position = stored.originator_version
         try:
@@ -286,7 +287,7 @@ class _Walk:
 
 
 def _link(previous: str, stored: StoredEvent, state: dict[str, Any]) -> str:
-    """The hash the row should carry, in the chain version its own ``chain`` names (``ledger.chain``)."""
+    """The hash the row should carry, in the chain version its own ``chain`` names (``ledger.domain.chain``)."""
     return chain.recompute(previous, stored.topic, stored.originator_id, stored.originator_version, state)
 
 

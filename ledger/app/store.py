@@ -1,7 +1,7 @@
 """The ledger application: opens the event store and appends and reads task events.
 
 Built on ``eventsourcing.application.Application`` with the pydantic mapper and orjson
-transcoder from ``ledger.mapper``. SQLite is the zero-set-up default; snapshots of
+transcoder from ``ledger.domain.mapper``. SQLite is the zero-set-up default; snapshots of
 each task are taken automatically every ``SNAPSHOT_EVERY`` events.
 """
 
@@ -27,19 +27,19 @@ from eventsourcing.persistence import IntegrityError, OperationalError, Persiste
 from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
-from ledger import archive
-from ledger import events as ev
-from ledger.decision_state import RulesView
-from ledger.errors import BadInput, BadSetting, NotFound, StoreUnavailable
-from ledger.ledger_file import foreign_tables
-from ledger.location import Location
-from ledger.mapper import OrjsonTranscoder, PydanticMapper
-from ledger.project import project_of
-from ledger.redact import Redactor, redact_fields
-from ledger.registry import REGISTRY_ID, Entry, Registry, Tombstone
-from ledger.snapshot import ModelSnapshot
+from ledger.app import archive
+from ledger.base.errors import BadInput, BadSetting, NotFound, StoreUnavailable
+from ledger.base.ledger_file import foreign_tables
+from ledger.base.location import Location
+from ledger.base.project import project_of
+from ledger.domain import events as ev
+from ledger.domain.decision_state import RulesView
+from ledger.domain.mapper import OrjsonTranscoder, PydanticMapper
+from ledger.domain.redact import Redactor, redact_fields
+from ledger.domain.registry import REGISTRY_ID, Entry, Registry, Tombstone
+from ledger.domain.snapshot import ModelSnapshot
+from ledger.domain.task import Task, task_id_for
 from ledger.stores import LedgerStore, for_ledger
-from ledger.task import Task, task_id_for
 from projections.state import FOLD_VERSION, TaskState
 
 SNAPSHOT_EVERY = 500
@@ -62,7 +62,7 @@ class NewTask:
     cwd: str | None = None
     actor: str = "user"
     project: str | None = None
-    """Where the task lives; the project of ``cwd`` (``ledger.project``) when None."""
+    """Where the task lives; the project of ``cwd`` (``ledger.base.project``) when None."""
     timestamp: datetime | None = None
     """When it began (an imported session's first record); now when None."""
 
@@ -226,7 +226,7 @@ class Ledger(Application[UUID]):
     def _check_end(self, task: Task) -> None:
         """Refuse to chain from a last event that is not what was recorded: an append after an edit or
         insert outside tasktrail would otherwise bury it under events that verify from then on."""
-        from ledger import verify  # verify reads through this class
+        from ledger.app import verify  # verify reads through this class
 
         if (found := verify.end_problem(self, task.id, task.version, task.head)) is not None:
             raise verify.refusal(task.state.number, found)

@@ -28,11 +28,11 @@ from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder, StoredEvent
 
-from ledger import archive, verify
-from ledger.errors import BadInput, Refused, StoreUnavailable
-from ledger.location import Location
-from ledger.registry import REGISTRY_ID
-from ledger.store import Ledger, open_ledger
+from ledger.app import archive, verify
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.errors import BadInput, Refused, StoreUnavailable
+from ledger.base.location import Location
+from ledger.domain.registry import REGISTRY_ID
 from ledger.stores import store_class
 from ledger.stores.base import Archive
 

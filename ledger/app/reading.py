@@ -3,7 +3,7 @@ and `why` a file or line is as it is. ``cli/read.py``, ``cli/audit.py`` and the 
 (``cli/mcp.py``) call these and only format what they return.
 
 Each refuses a task whose data is broken (``verify.LedgerBroken``, a one-line error) instead of
-showing it, through the quick checks of ``ledger.verify``.
+showing it, through the quick checks of ``ledger.app.verify``.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger import events as ev
-from ledger import verify
-from ledger.errors import BadInput
+from ledger.app import verify
+from ledger.base.errors import BadInput
+from ledger.domain import events as ev
 from projections import points
 
 if TYPE_CHECKING:
-    from ledger.location import Location
-    from ledger.registry import Entry
-    from ledger.store import Ledger
+    from ledger.app.store import Ledger
+    from ledger.base.location import Location
+    from ledger.domain.registry import Entry
     from projections.state import TaskState
     from projections.timeline import EventFilter
     from projections.why import Change
@@ -33,7 +33,7 @@ def task_rows(
     ledger: Ledger, location: Location, project: str | None, statuses: Iterable[str] = ()
 ) -> list[dict[str, Any]]:
     """Every task (only those with one of ``statuses`` when given), marking the active task of ``project``."""
-    from ledger import refs
+    from ledger.app import refs
 
     wanted = set(statuses)
     active = refs.active_task_id(location, project)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger import events as ev
-from ledger.bounds import bound
-from ledger.store import Ledger
+from ledger.app.store import Ledger
+from ledger.domain import events as ev
+from ledger.domain.bounds import bound
 from projections.state import TaskState
 
 TITLE = "Fix login timeout on slow networks"

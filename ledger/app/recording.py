@@ -4,7 +4,7 @@ Shared by the `trail` record commands (``cli/record.py``) and the MCP server's `
 (``cli/mcp.py``). This module checks what a record needs on its own (the kind exists, each field
 belongs to the kind, a failed attempt says why); the Task aggregate checks the rules that involve
 the task's state (an attempt must be open to end, a requirement must exist to be reworded), and
-the event catalogue checks the values (``ledger.events``).
+the event catalogue checks the values (``ledger.domain.events``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from ledger.errors import BadInput
+from ledger.base.errors import BadInput
 
 if TYPE_CHECKING:
-    from ledger import events as ev
+    from ledger.domain import events as ev
 
 Kind = Literal[
     "requirement", "correction", "decision", "attempt_start", "attempt_end", "next_step", "note", "checkpoint"
@@ -55,7 +55,9 @@ def event(kind: str, cwd: str | Path | None = None, **given: Any) -> tuple[type[
     Fields left out may be passed as None (or an empty ``rejected``). ``cwd`` is where a checkpoint
     reads git HEAD and the dirty state (default: the process's working directory).
     """
-    from ledger import events as ev  # here, not at import: `trail mcp` names the kinds before it loads the ledger
+    from ledger.domain import (
+        events as ev,  # here, not at import: `trail mcp` names the kinds before it loads the ledger
+    )
 
     if kind not in FIELDS:
         raise BadInput(f"kind {kind!r}: expected one of {', '.join(KINDS)}")
@@ -91,7 +93,7 @@ def event(kind: str, cwd: str | Path | None = None, **given: Any) -> tuple[type[
         case "note":
             return ev.NoteAdded, {"text": given["text"]}
         case _:  # checkpoint
-            from ledger.workspace import git_state
+            from ledger.app.workspace import git_state
 
             head, dirty = git_state(Path(cwd) if cwd is not None else Path.cwd())
             return ev.CheckpointMarked, {

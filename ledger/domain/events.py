@@ -7,7 +7,7 @@ own ``mutate`` plumbing, which hands the event to the Task aggregate's fold.
 
 Stable topics: every class sets ``TOPIC`` so stored events survive a module move.
 Versioning: ``class_version`` plus ``upcast_vN_vN+1(state)`` static methods, run
-by ``ledger.mapper.PydanticMapper`` on read.
+by ``ledger.domain.mapper.PydanticMapper`` on read.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Task references: a number, a unique slug prefix, or nothing (the active task).
 
 The active task is a per-user pointer kept in ``TRAIL_HOME/active.json``, per ledger location
-and per project (``ledger.project``), as git keeps HEAD per repository: a session or a command
+and per project (``ledger.base.project``), as git keeps HEAD per repository: a session or a command
 in one repository never lands in another repository's task. The file also keeps the ledger's
 last active task anywhere (keyed by the location alone); it stands in only for a file written
 before pointers were per project.
@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 from uuid import UUID
 
-from ledger.errors import Ambiguous, NotFound, TrailError
-from ledger.location import Location
-from ledger.registry import Entry
+from ledger.base.errors import Ambiguous, NotFound, TrailError
+from ledger.base.location import Location
+from ledger.domain.registry import Entry
 
 
 def _active_file(location: Location) -> Path:

@@ -15,8 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import BadInput, TrailError
-from ledger.redact import redact_text
+from ledger.base.errors import BadInput, TrailError
+from ledger.domain.redact import redact_text
 
 GIT_TIMEOUT_S = 5
 DIFF_LIMIT = 1 << 20

@@ -164,6 +164,13 @@ def _ending(name: str, outcome: str, help_text: str) -> click.Command:
 
 def _status(name: str, status: str, help_text: str, reason_required: bool = False) -> click.Command:
     def append(ctx: Context, task_ref: str | None, as_json: bool, actor: str, reason: str | None) -> None:
+        entry = ctx.entry(task_ref)
+        if ctx.ledger().state(entry.task_id).status == status:  # a second `done` says so and adds nothing
+            if as_json:
+                emit_json({"task": entry.number, "position": None, "event": None, "status": status})
+            else:
+                click.echo(f"#{entry.number} is already {status}; nothing recorded")
+            return
         _append(ctx, task_ref, ev.StatusChanged, as_json, status=status, reason=recording.check_reason(reason),
                 actor=actor)
 
@@ -224,10 +231,18 @@ def changed(
     cache = BlobCache(ctx.location.home / "blobs")
     items: list[tuple[type[ev.TaskEvent], dict[str, Any]]] = []
     undiffed: list[str | None] = []
+    unchanged: list[str] = []
     for given in paths:
         path = os.path.normpath(given)
         last = state.files.get(path)
         change = describe_change(path, last.after_sha256 if last else None, cache)
+        if change.after_sha256 is not None and change.after_sha256 == change.before_sha256:
+            # The same bytes as its baseline: an event would claim a change that did not happen.
+            since = f"as recorded at [{last.position}]" if last else "as in git HEAD"
+            unchanged.append(path)
+            if not as_json:
+                click.echo(f"{path} is unchanged ({since}, sha256 {change.after_sha256[:12]}); nothing recorded")
+            continue
         undiffed.append(change.undiffed)
         items.append(
             (
@@ -243,11 +258,17 @@ def changed(
                 },
             )
         )
+    if not items:
+        if as_json:
+            emit_json({"task": entry.number, "positions": [], "paths": [], "unchanged": unchanged})
+        return
     after = ledger.append_many(entry.task_id, items)  # all files or none
     first = after.position - len(items) + 1
+    recorded = [str(fields["path"]) for _, fields in items]
     if as_json:
-        emit_json({"task": entry.number, "positions": list(range(first, after.position + 1)), "paths": list(paths),
-                   **({"undiffed": {p: why for p, why in zip(paths, undiffed, strict=True) if why}}
+        emit_json({"task": entry.number, "positions": list(range(first, after.position + 1)), "paths": recorded,
+                   **({"unchanged": unchanged} if unchanged else {}),
+                   **({"undiffed": {p: why for p, why in zip(recorded, undiffed, strict=True) if why}}
                       if any(undiffed) else {})})
     else:
         for offset, ((_, fields), why) in enumerate(zip(items, undiffed, strict=True)):

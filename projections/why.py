@@ -136,6 +136,8 @@ def follow_line(found: list[Change], line: int) -> list[Change]:
     for change in sorted(found, key=lambda c: c.at, reverse=True):
         if current is None:
             break
+        if change.diff == "" and not change.diff_truncated and not change.diff_collected:
+            continue  # an empty diff: the bytes were the same, so no line was touched
         usable = change.diff and not change.diff_truncated and not change.diff_collected
         parsed = hunks.parse(change.diff) if usable and change.diff else []
         if not parsed:

@@ -91,6 +91,20 @@ def why_target(target: str) -> tuple[str, int | None]:
     return path, line
 
 
+def _check_line(path: str, line: int) -> None:
+    """A line past the end of the file as it is now names no line anyone can look at: refused, not answered."""
+    try:
+        with open(path, "rb") as handle:
+            lines, last = 0, b""
+            while chunk := handle.read(1 << 20):
+                lines, last = lines + chunk.count(b"\n"), chunk[-1:]
+    except OSError:
+        return  # deleted, a folder, or another working tree: the recorded diffs are all there is
+    lines += 1 if last not in (b"", b"\n") else 0
+    if line > lines:
+        raise BadInput(f"{path}:{line}: the file has {lines} line{'s' if lines != 1 else ''}")
+
+
 def why(ledger: Ledger, path: str, line: int | None, entries: Iterable[Entry]) -> list[Change]:
     """Every recorded change of ``path`` (of its line ``line``, followed through later diffs, when
     given) in ``entries``' tasks, with the attempt, decision and intent behind each, newest first."""
@@ -100,6 +114,7 @@ def why(ledger: Ledger, path: str, line: int | None, entries: Iterable[Entry]) -
     for entry in entries:
         found += why_projection.changes(verify.load_events(ledger, entry.task_id, entry.number), path)
     if line is not None:
+        _check_line(path, line)
         found = why_projection.follow_line(found, line)
     found.sort(key=lambda c: c.at, reverse=True)
     return found

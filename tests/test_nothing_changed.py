@@ -1,0 +1,66 @@
+"""Commands that would record nothing new say so and append nothing: a file with its baseline's bytes,
+a status the task already has; `why PATH:LINE` refuses a line past the file's end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ledger.base.location import resolve
+from ledger.app.store import open_ledger
+from tests.conftest import run_here
+
+
+def _count(home: Path) -> int:
+    with open_ledger(resolve()) as ledger:
+        return ledger.state(ledger.entries()[0].task_id).position
+
+
+def test_an_unchanged_file_and_a_second_done_append_nothing(home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.py").write_text("x = 1\n")
+    run_here("start", "Nothing twice", home=home, cwd=work, check=True)
+    run_here("changed", "a.py", home=home, cwd=work, check=True)
+    recorded = _count(home)
+    again = run_here("changed", "a.py", home=home, cwd=work)
+    assert again.returncode == 0 and "a.py is unchanged (as recorded at [2]" in again.stdout, again.stdout
+    (work / "b.py").write_text("y = 2\n")
+    both = run_here("changed", "a.py", "b.py", "--json", home=home, cwd=work)
+    assert json.loads(both.stdout) == {"task": 1, "positions": [3], "paths": ["b.py"], "unchanged": ["a.py"]}
+    assert _count(home) == recorded + 1
+    run_here("done", home=home, cwd=work, check=True)
+    second = run_here("done", home=home, cwd=work)
+    assert second.returncode == 0 and "#1 is already done; nothing recorded" in second.stdout
+    assert _count(home) == recorded + 2
+    assert run_here("reopen", home=home, cwd=work).returncode == 0 and _count(home) == recorded + 3
+
+
+def test_why_refuses_a_line_past_the_end_of_the_file(home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "short.py").write_text("".join(f"v{n} = {n}\n" for n in range(61)))
+    run_here("start", "Lines", home=home, cwd=work, check=True)
+    run_here("changed", "short.py", home=home, cwd=work, check=True)
+    past = run_here("why", "short.py:999", home=home, cwd=work)
+    assert past.returncode == 2 and past.stderr.strip() == "trail: short.py:999: the file has 61 lines", past.stderr
+    assert "short.py" in run_here("why", "short.py:61", home=home, cwd=work, check=True).stdout
+
+
+def test_why_blames_no_change_whose_diff_was_empty(home: Path, tmp_path: Path) -> None:
+    """Earlier releases recorded a `trail changed` of unchanged bytes with an empty diff: it touched no line."""
+    from ledger.domain import events as ev
+    from ledger.domain.bounds import bound
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "f.py").write_text("a = 1\n")
+    run_here("start", "Old empty change", home=home, cwd=work, check=True)
+    run_here("changed", "f.py", home=home, cwd=work, check=True)
+    with open_ledger(resolve()) as ledger:
+        task = ledger.entries()[0].task_id
+        sha = ledger.state(task).files["f.py"].after_sha256
+        ledger.append(task, ev.FileChanged, path="f.py", operation="modified", before_sha256=sha, after_sha256=sha,
+                      diff=bound(""), actor="user")
+    blamed = run_here("why", "f.py:1", "--json", home=home, cwd=work, check=True)
+    assert [c["position"] for c in json.loads(blamed.stdout)["changes"]] == [2], blamed.stdout

@@ -1,0 +1,59 @@
+"""The README's tour, run as printed: every `trail` line of it succeeds, in a git repository holding the
+files it names, so an example that rots (a renamed column, a position past the end) fails here."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_here
+
+
+def tour_commands() -> list[list[str]]:
+    """The tour's commands: the first fenced block after ``## A tour``, comments and blank lines dropped."""
+    text = (REPO / "README.md").read_text()
+    block = text.split("## A tour", 1)[1].split("```", 2)[1]
+    commands = [shlex.split(line, comments=True) for line in block.splitlines()]
+    return [argv for argv in commands if argv]
+
+
+def _project(root: Path) -> None:
+    (root / "auth").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "auth" / "refresh.py").write_text("".join(f"RETRIES_{n} = {n}\n" for n in range(1, 61)))
+    (root / "tests" / "test_login.py").write_text("def test_login():\n    assert True\n")
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@example.com", "-c", "user.name=t", "commit",
+                                                "-qm", "start"]):
+        subprocess.run(["git", *argv], cwd=root, check=True)
+
+
+@pytest.mark.sqlite_only("the tour is about the command line, not the store")
+def test_every_command_of_the_readme_tour_works_as_printed(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands = tour_commands()
+    assert len(commands) > 20 and all(argv[0] == "trail" for argv in commands), commands
+    work = tmp_path / "work"
+    _project(work)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # `ran -- pytest`
+    outputs: dict[str, str] = {}
+    for argv in commands:
+        if argv[1] == "changed":  # the work the tour leaves out: the file was edited before it is recorded
+            path = work / argv[2]
+            lines = path.read_text().splitlines(keepends=True)
+            lines[41] = "RETRIES_42 = 3  # capped, with backoff\n"
+            path.write_text("".join(lines))
+        done = run_here(*argv[1:], home=home, cwd=work)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+        outputs[shlex.join(argv)] = done.stdout
+    resume = next(out for cmd, out in outputs.items() if cmd == "trail resume")
+    assert "Re-run tests/test_login.py, then the 3G profile" in resume
+    blamed = next(out for cmd, out in outputs.items() if cmd.endswith("refresh.py:42"))
+    assert "Cap refresh retries at 3" in blamed, blamed
+    assert (work / "report.html").stat().st_size > 0 and (work / "trace.jsonl").exists()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ledger.base.location import resolve
 from ledger.app.store import open_ledger
+from ledger.base.location import resolve
 from tests.conftest import run_here
 
 

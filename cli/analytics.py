@@ -118,7 +118,7 @@ def query_command(ctx: Context, sql: str, as_json: bool, as_csv: bool, rebuild: 
 
 @click.command("stats")
 @click.argument("names", nargs=-1, metavar="[QUERY]...")
-@click.option("--task", "task_ref", metavar="TASK", help="Task for per-task queries (default: the active task).")
+@click.option("-t", "--task", "task_ref", metavar="TASK", help="Task for per-task queries (default: the active task).")
 @json_option
 @pass_context
 @fails_cleanly

@@ -56,7 +56,7 @@ def _run_import(
 
 
 _paths = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-_task = click.option("--task", metavar="TASK", help="Attach every session to this task instead of one task each.")
+_task = click.option("-t", "--task", metavar="TASK", help="Attach every session to this task instead of one task each.")
 _project = click.option(
     "--project", type=click.Path(path_type=Path), metavar="PATH",
     help="Only sessions run in this project (its git top level) or a folder inside it.",

@@ -168,10 +168,24 @@ LARGEST = 2**63 - 1
 refused while the command line is parsed, not met later as an encoder's traceback."""
 
 
+class WholeNumber(click.IntRange):
+    """An integer of at least ``minimum`` that the ledger can store. The upper bound is checked here, not given
+    to ``IntRange``, so help reads ``[x>=1]`` rather than naming a 19-digit number nobody chose."""
+
+    def __init__(self, minimum: int) -> None:
+        super().__init__(min=minimum)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number > LARGEST:
+            self.fail(f"{number} is more than the ledger can store (at most {LARGEST})", param, ctx)
+        return number
+
+
 def whole_number(minimum: int) -> click.IntRange:
     """An integer option or argument of at least ``minimum`` that the ledger can store (a bad one is a usage
     error: one line, exit 2)."""
-    return click.IntRange(min=minimum, max=LARGEST)
+    return WholeNumber(minimum)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")

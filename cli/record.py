@@ -179,16 +179,24 @@ def _status(name: str, status: str, help_text: str, reason_required: bool = Fals
 
 @click.command("ran", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
+@click.option("--exit-code", "pass_exit", is_flag=True,
+              help="Exit with COMMAND's own exit code (for scripts), not tasktrail's.")
 @because_option
 @task_option
 @actor_option
 @pass_context
 @fails_cleanly
-def ran(ctx: Context, argv: tuple[str, ...], because: int | None, task_ref: str | None, actor: str) -> None:
-    """Run COMMAND, record its exit code, duration and output tails, and exit with its code.
+def ran(
+    ctx: Context, argv: tuple[str, ...], pass_exit: bool, because: int | None, task_ref: str | None, actor: str
+) -> None:
+    """Run COMMAND and record its exit code, duration and output tails.
+
+    trail exits 0 once the run is recorded, whatever COMMAND's exit code (it is printed and stored), so
+    pytest's 4 or make's 2 is not read as tasktrail's own storage or usage error; --exit-code passes it on.
 
     \b
     Example:  trail ran -- pytest tests/test_login.py
+              trail ran --exit-code -- make test && git push
     """
     from ledger.app.run import run
     from ledger.domain.bounds import bound
@@ -207,7 +215,8 @@ def ran(ctx: Context, argv: tuple[str, ...], because: int | None, task_ref: str 
     }
     state = ctx.ledger().append(entry.task_id, ev.CommandRan, **fields)
     click.echo(f"trail: #{entry.number} [{state.position}] recorded exit {done.exit_code}", err=True)
-    raise SystemExit(done.exit_code)
+    if pass_exit:
+        raise SystemExit(done.exit_code)
 
 
 @click.command("changed")

@@ -23,7 +23,7 @@ def test_readme_flow_survives_across_processes(home: Path, location: Location, t
     trail("require", "Login must succeed on 3G (2 s RTT)")
     trail("attempt", "Raise the HTTP client timeout to 30 s")
     ran = run_trail("ran", "--", "python3", "-c", "import sys; print('1 failed'); sys.exit(3)", home=home, cwd=work)
-    assert ran.returncode == 3  # `trail ran` exits with the command's own code
+    assert ran.returncode == 0 and "recorded exit 3" in ran.stderr  # the command's code is recorded, not ours
     assert "1 failed" in ran.stdout  # and its output still reaches the terminal
     trail("fail", "Timeout is not the cause: the token refresh retries forever")
     trail("correct", "Don't touch the global client; the retry loop is in auth/refresh.py")
@@ -110,3 +110,11 @@ def test_everyday_commands_do_not_load_duckdb(home: Path) -> None:
                          cwd=home.parent)  # where demo ran: the active task is per project
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "LEAN"
+
+
+def test_ran_passes_the_commands_exit_code_on_only_when_asked(home: Path, tmp_path: Path) -> None:
+    run_trail("start", "Exit codes", home=home, cwd=tmp_path, check=True)
+    recorded = run_trail("ran", "--", "python3", "-c", "raise SystemExit(4)", home=home, cwd=tmp_path)
+    assert recorded.returncode == 0 and "recorded exit 4" in recorded.stderr  # 4 is not our storage error
+    passed_on = run_trail("ran", "--exit-code", "--", "python3", "-c", "raise SystemExit(4)", home=home, cwd=tmp_path)
+    assert passed_on.returncode == 4 and "recorded exit 4" in passed_on.stderr

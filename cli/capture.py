@@ -52,7 +52,7 @@ def _run_import(
     if report.skipped:
         click.echo(f"Skipped {len(report.skipped)} lines:")
         for file, line, why in report.skipped:
-            click.echo(f"  {file}:{line}: {why}")
+            click.echo(f"  {file}{f':{line}' if line is not None else ''}: {why}")
 
 
 _paths = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))

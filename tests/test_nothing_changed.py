@@ -64,3 +64,16 @@ def test_why_blames_no_change_whose_diff_was_empty(home: Path, tmp_path: Path) -
                       diff=bound(""), actor="user")
     blamed = run_here("why", "f.py:1", "--json", home=home, cwd=work, check=True)
     assert [c["position"] for c in json.loads(blamed.stdout)["changes"]] == [2], blamed.stdout
+
+
+def test_the_import_report_names_no_line_zero(home: Path, tmp_path: Path) -> None:
+    """Records skipped for a reason that is not a line (the task was forgotten) name the file alone."""
+    from tests.test_crash import _transcript
+
+    log = tmp_path / "session.jsonl"
+    _transcript(log, 3)
+    run_here("import", "claude-code", str(log), home=home, cwd=tmp_path, check=True)
+    run_here("forget", "1", "--yes", home=home, cwd=tmp_path, check=True)
+    again = run_here("import", "claude-code", str(log), home=home, cwd=tmp_path, check=True)
+    assert f"  {log}: " in again.stdout and "records of forgotten task #1" in again.stdout, again.stdout
+    assert ":0:" not in again.stdout

@@ -61,7 +61,7 @@ class Report:
     """Task number -> title, for every task this import touched."""
     new_tasks: int = 0
     events: Counter[str] = field(default_factory=Counter)
-    skipped: list[tuple[str, int, str]] = field(default_factory=list)
+    skipped: list[tuple[str, int | None, str]] = field(default_factory=list)
     """(file, line, why) for every line that could not be read or was refused."""
     filtered: int = 0
     """Sessions left out by ``--project`` or ``--since``."""
@@ -164,7 +164,7 @@ def import_files(
                                          timestamp=_when(session.first_timestamp), known=known)
             except ForgottenSession as gone:
                 # The whole session belonged to a forgotten task: it stays forgotten, the import goes on.
-                report.skipped.append((str(path), 0, f"{len(items)} records of forgotten task #{gone.number}"))
+                report.skipped.append((str(path), None, f"{len(items)} records of forgotten task #{gone.number}"))
                 if progress:
                     progress(path.stat().st_size)
                 continue
@@ -281,7 +281,7 @@ def _existing_task(ledger: Ledger, location: Location, agent: Agent, session: Se
     return task_for_records(ledger, location, agent, session.references)
 
 
-def _line_of(record: str) -> int:
-    """The line number in a ``<stem>:<line>`` record key (0 when the key is a uuid or call id)."""
+def _line_of(record: str) -> int | None:
+    """The line number in a ``<stem>:<line>`` record key (None when the key is a uuid or call id: no line)."""
     tail = record.rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+    return int(tail) if tail.isdigit() else None

@@ -23,6 +23,7 @@ import os
 import shlex
 import shutil
 import sys
+import subprocess
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -255,6 +256,41 @@ def claude_command(scope: str) -> str:
     return f"{shlex.quote(this_script())}{CLAUDE_SUFFIX}"
 
 
+EXCLUDE_NOTE = "# tasktrail: per-user Claude Code settings (trail install claude-code --local)"
+EXCLUDE_LINE = "/.claude/settings.local.json"
+JOINED = "(and the line break before it)"
+
+
+def exclude_change(install: bool) -> Change | None:
+    """The repository's own ``.git/info/exclude`` (never a tracked .gitignore) keeping settings.local.json out
+    of git: it holds this machine's path to trail. None outside a git repository or when git ignores it anyway."""
+    root = project_root()
+    found = subprocess.run(["git", "-C", str(root), "rev-parse", "--git-path", "info/exclude"],
+                           capture_output=True, text=True, check=False)
+    if found.returncode != 0:
+        return None
+    path = Path(found.stdout.strip())
+    path = path if path.is_absolute() else root / path
+    before = _read(path)
+    text = before or ""
+    if not install:
+        for note in (f"\n{EXCLUDE_NOTE} {JOINED}\n", f"{EXCLUDE_NOTE}\n"):  # the joined one takes its break away
+            block = f"{note}{EXCLUDE_LINE}\n"
+            if block in text:
+                at = text.index(block)
+                return Change(path, before, text[:at] + text[at + len(block):] or None)  # None: held only ours
+        return None
+    if f"{EXCLUDE_LINE}\n" in text.splitlines(keepends=True):
+        return None
+    ignored = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", ".claude/settings.local.json"],
+                             capture_output=True, check=False)
+    if ignored.returncode == 0:
+        return None  # the user's own ignore rules already cover it
+    # A file without a final line break gets one, and the note says so, so uninstall takes it away again.
+    note = f"\n{EXCLUDE_NOTE} {JOINED}" if text and not text.endswith("\n") else EXCLUDE_NOTE
+    return Change(path, before, f"{text}{note}\n{EXCLUDE_LINE}\n")
+
+
 def mcp_json_change(install: bool) -> Change:
     """``.mcp.json`` at the repository root with (or without) the tasktrail server."""
     path = project_root() / ".mcp.json"
@@ -329,6 +365,8 @@ def install_claude_code(scope: str | None, mcp: bool, dry_run: bool) -> None:
     path = claude_settings(scope)
     command = claude_command(scope)
     changes = [json_change(path, lambda s: with_hooks(s, command, CLAUDE_SUFFIX, CLAUDE_EVENTS, CLAUDE_MATCHERS))]
+    if scope == "local" and (excluded := exclude_change(install=True)) is not None:
+        changes.append(excluded)
     if mcp:
         changes.append(mcp_json_change(install=True))
     apply(changes, dry_run)
@@ -354,6 +392,9 @@ def uninstall_claude_code(scope: str | None, mcp: bool, dry_run: bool) -> None:
     """
     scopes = (scope,) if scope else CLAUDE_SCOPES
     changes = [json_change(claude_settings(s), lambda d: without_hooks(d, CLAUDE_SUFFIX)) for s in scopes]
+    local = changes[scopes.index("local")] if "local" in scopes else None
+    if local is not None and local.after is None and (excluded := exclude_change(install=False)) is not None:
+        changes.append(excluded)  # the file is gone, so is the rule that kept it out of git
     if mcp or scope is None:
         changes.append(mcp_json_change(install=False))
     apply([c for c in changes if c.before is not None], dry_run)

@@ -373,3 +373,22 @@ def test_tasktrail_is_the_same_program_as_trail(tmp_path: Path) -> None:
     other = subprocess.run([str(alias), "--help"], capture_output=True, text=True, env=env, timeout=60)
     assert plain.returncode == other.returncode == 0
     assert other.stdout.replace("Usage: tasktrail", "Usage: trail") == plain.stdout
+
+
+def test_local_keeps_its_file_out_of_git_and_uninstall_restores_the_exclude_file(tmp_path: Path) -> None:
+    """settings.local.json holds this machine's path to trail: `--local` adds it to the repository's own
+    .git/info/exclude (no tracked file changes), and uninstall gives that file back byte for byte."""
+    root, home = tmp_path / "real", tmp_path / "home"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    exclude = root / ".git" / "info" / "exclude"
+    exclude.write_text(exclude.read_text() + "my-own-pattern")  # no final newline: kept as it is
+    before = exclude.read_bytes()
+    assert trail("install", "claude-code", "--local", cwd=root, home=home).returncode == 0
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
+                            capture_output=True, text=True, check=True)
+    assert status.stdout == "" and (root / ".claude" / "settings.local.json").is_file()
+    assert exclude.read_bytes().startswith(before + b"\n")
+    assert trail("install", "claude-code", "--local", cwd=root, home=home).returncode == 0
+    assert exclude.read_text().count("/.claude/settings.local.json") == 1
+    assert trail("uninstall", "claude-code", "--local", cwd=root, home=home).returncode == 0
+    assert exclude.read_bytes() == before and not (root / ".claude").exists()

@@ -22,8 +22,8 @@ import json
 import os
 import shlex
 import shutil
-import sys
 import subprocess
+import sys
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass

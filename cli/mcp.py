@@ -16,6 +16,7 @@ ledger, its events and the projections load on the first tool call. A client tha
 the server answers (Claude Code does not wait for a slow one) finds them all.
 """
 
+import inspect
 import re
 import sqlite3
 import threading
@@ -102,6 +103,15 @@ def build(state: Context) -> "MCPServer[Any]":
         ours = ""
     server = Server(name="tasktrail", version=ours, instructions=INSTRUCTIONS, log_level="WARNING")
 
+    def tool(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+        """``server.tool`` with the docstring as one paragraph: an agent reads the description as prose, and
+        the SDK would keep the source's indentation and line breaks."""
+        def register(function: Callable[..., Any]) -> Any:
+            description = one_line(inspect.cleandoc(function.__doc__ or ""))
+            return server.tool(description=description, **options)(function)
+
+        return register
+
     def guarded(body: Callable[[], T]) -> T:
         """Run ``body`` on the ledger; what the CLI reports as one line is one tool error line."""
         from eventsourcing.persistence import PersistenceError
@@ -147,7 +157,7 @@ def build(state: Context) -> "MCPServer[Any]":
     ]
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def list_tasks(
         status: Annotated[
             list[Literal["active", "paused", "blocked", "done", "abandoned"]] | None,
@@ -166,7 +176,7 @@ def build(state: Context) -> "MCPServer[Any]":
 
         return guarded(body)
 
-    @server.tool(annotations=reads, structured_output=False)
+    @tool(annotations=reads, structured_output=False)
     def resume_task(task: TaskArg = None, project: ProjectArg = None,
                     max_chars: MaxChars = INJECTION_DEFAULT) -> str:
         """The continuation brief of the task: its goal and status, the next step, the current requirements,
@@ -182,7 +192,7 @@ def build(state: Context) -> "MCPServer[Any]":
 
         return guarded(body)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+    @tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                                              open_world_hint=False))
     def record(
         ctx: ToolContext,
@@ -228,7 +238,7 @@ def build(state: Context) -> "MCPServer[Any]":
 
         return guarded(body)
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def why(
         target: Annotated[str, Field(description="A file path (as recorded, or its end: src/app.py), or PATH:LINE "
                                                  "for one line as the file is now.")],
@@ -250,7 +260,7 @@ def build(state: Context) -> "MCPServer[Any]":
 
         return guarded(body)
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def log(
         task: TaskArg = None,
         project: ProjectArg = None,
@@ -276,7 +286,7 @@ def build(state: Context) -> "MCPServer[Any]":
 
         return guarded(body)
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def replay(
         at: Annotated[str, Field(description="The point: N (after event N), -N (N events back), an ISO time "
                                              "(2026-11-28T14:00, UTC if no zone) or checkpoint:LABEL.")],
@@ -305,7 +315,7 @@ def build(state: Context) -> "MCPServer[Any]":
 
         return guarded(body)
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def query(
         sql: Annotated[str, Field(min_length=1, description="One DuckDB SQL query over the read model's tables: "
                                                             "events, tasks, files, attempts, commands, tests, "

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -85,6 +86,9 @@ def test_tools_and_their_schemas(home: Path, project: Path) -> None:
         assert set(tools) == TOOLS
         for tool in tools.values():
             assert tool.description and len(tool.description) > 60, tool.name
+            # prose for an agent: no source indentation or line breaks, no command-line flags
+            assert "\n" not in tool.description and "  " not in tool.description, tool.name
+            assert not re.search(r"(?<!\w)--\w", tool.description), tool.name
             assert tool.input_schema["type"] == "object"
             for name, prop in tool.input_schema["properties"].items():
                 assert prop.get("description"), f"{tool.name}.{name} has no description"

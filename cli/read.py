@@ -102,8 +102,11 @@ def log(
     if as_json:
         emit_json([timeline.as_record(e) for e in selected])
         return
+    # As wide as the longest actor shown (agent:claude-code is 17), so the summaries stay in one column.
+    width = max((len(e.actor) for e in selected), default=0)
     for e in selected:
-        click.echo(f"[{e.originator_version:>4}] {e.timestamp:%Y-%m-%d %H:%M:%S} {e.actor:<14} {timeline.summary(e)}")
+        stamp = f"{e.timestamp:%Y-%m-%d %H:%M:%S}"
+        click.echo(f"[{e.originator_version:>4}] {stamp} {e.actor:<{width}} {timeline.summary(e)}")
 
 
 @click.command("list")

@@ -1,5 +1,7 @@
-"""Commands that would record nothing new say so and append nothing: a file with its baseline's bytes,
-a status the task already has; `why PATH:LINE` refuses a line past the file's end."""
+"""Defects a new user met on the command line, each pinned: commands that would record nothing new say so
+and append nothing (a file with its baseline's bytes, a status the task already has); `why PATH:LINE`
+refuses a line past the file's end and blames no empty diff; the import report names no line 0; `log`'s
+columns hold whatever the actors."""
 
 from __future__ import annotations
 
@@ -77,3 +79,12 @@ def test_the_import_report_names_no_line_zero(home: Path, tmp_path: Path) -> Non
     again = run_here("import", "claude-code", str(log), home=home, cwd=tmp_path, check=True)
     assert f"  {log}: " in again.stdout and "records of forgotten task #1" in again.stdout, again.stdout
     assert ":0:" not in again.stdout
+
+
+def test_log_keeps_its_summaries_in_one_column_whatever_the_actors(home: Path, tmp_path: Path) -> None:
+    run_here("start", "Columns", home=home, cwd=tmp_path, check=True)
+    run_here("note", "from an agent", "--actor", "agent:claude-code", home=home, cwd=tmp_path, check=True)
+    lines = run_here("log", home=home, cwd=tmp_path, check=True).stdout.splitlines()
+    assert len(lines) == 2 and "agent:claude-code" in lines[1]
+    starts = {line.index(word) for line, word in zip(lines, ("opened", "note"), strict=True)}
+    assert len(starts) == 1, lines

@@ -34,7 +34,7 @@ import click
 
 from cli import codextrust, tomlpatch
 from cli.context import fails_cleanly
-from ledger.base.errors import TrailError
+from ledger.base.errors import BadInput, BadSetting, Refused, TrailError
 from ledger.capture.agent_mcp import PROGRAMS
 from ledger.capture.jsonl import loads
 
@@ -76,14 +76,14 @@ def this_script() -> str:
         found = shutil.which(name)
         if found and _is_ours(found):
             return str(Path(found).resolve())
-    raise TrailError("cannot find the trail script of this installation; reinstall tasktrail (pip install -e .)")
+    raise BadSetting("cannot find the trail script of this installation; reinstall tasktrail (pip install -e .)")
 
 
 def shared_command(where: str, personal: str) -> str:
     """The PATH name for a file shared with the team, or a one-line refusal naming ``personal``."""
     name = on_path()
     if name is None:
-        raise TrailError(
+        raise BadSetting(
             f"trail is not on PATH, and {where} is shared with the team, so it must not hold this machine's "
             f"path; use {personal}, or put trail on PATH"
         )
@@ -115,7 +115,7 @@ def _read(path: Path) -> str | None:
         with open(path, newline="") as handle:  # CRLF kept: a user's file comes back byte for byte
             return handle.read()
     except OSError as exc:
-        raise TrailError(f"cannot read {path}: {exc}") from exc
+        raise BadInput(f"cannot read {path}: {exc}") from exc
 
 
 def _json(path: Path, text: str | None) -> dict[str, Any]:
@@ -124,9 +124,9 @@ def _json(path: Path, text: str | None) -> dict[str, Any]:
     try:
         data = loads(text or "{}")
     except ValueError as exc:
-        raise TrailError(f"cannot read {path}: {exc}") from exc
+        raise BadInput(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict):
-        raise TrailError(f"{path} does not hold a JSON object")
+        raise BadInput(f"{path} does not hold a JSON object")
     return data
 
 
@@ -430,7 +430,7 @@ def _toml(path: Path, text: str | None) -> dict[str, Any]:
     try:
         return tomllib.loads(text or "")
     except tomllib.TOMLDecodeError as exc:
-        raise TrailError(f"cannot read {path}: {exc}") from exc
+        raise BadInput(f"cannot read {path}: {exc}") from exc
 
 
 def _hook_states(config: dict[str, Any]) -> dict[str, Any]:
@@ -483,7 +483,7 @@ def config_change(path: Path, server: dict[str, Any] | None, trust: dict[str, st
     else:
         ok = parses and not _server_is_ours(after.get("mcp_servers", {}).get(SERVER))
     if not ok:
-        raise TrailError(
+        raise Refused(
             f"cannot edit {path} safely (its layout is unusual); add by hand: [features] hooks = true and "
             f'[mcp_servers.{SERVER}] command = "trail", args = ["mcp"], then trust the hooks in Codex\'s /hooks'
         )

@@ -27,7 +27,7 @@ import click
 
 from cli.context import Context, fails_cleanly, pass_context
 from ledger.base.agent_env import MCP_CLIENTS
-from ledger.base.errors import TrailError
+from ledger.base.errors import BadSetting, TrailError
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -363,7 +363,7 @@ def mcp_command(ctx: Context) -> None:
     try:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
-        raise TrailError(MISSING_SDK) from None
+        raise BadSetting(MISSING_SDK) from None
     build(ctx).run("stdio")
 
 

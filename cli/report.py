@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from cli.context import Context, fails_cleanly, pass_context, task_argument
-from ledger.base.errors import TrailError
+from ledger.base.errors import BadInput
 
 
 def write_file(target: Path, data: bytes) -> None:
@@ -21,7 +21,7 @@ def write_file(target: Path, data: bytes) -> None:
         partial.replace(target)
     except OSError as exc:
         partial.unlink(missing_ok=True)
-        raise TrailError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise BadInput(f"cannot write {target}: {exc.strerror or exc}") from exc
 
 
 @click.command("show")

@@ -96,7 +96,7 @@ def test_task_option_attaches_to_an_existing_task(home: Path) -> None:
 
 def test_missing_path_is_one_clear_error_and_writes_nothing(home: Path) -> None:
     proc = run_trail("import", "codex", "/no/such/rollout.jsonl", home=home)
-    assert proc.returncode == 1 and proc.stderr.strip() == "trail: no such file or folder: /no/such/rollout.jsonl"
+    assert proc.returncode == 2 and proc.stderr.strip() == "trail: no such file or folder: /no/such/rollout.jsonl"
     assert run_trail("list", "--json", home=home, check=True).stdout.strip() in ("[]", "")
 
 

@@ -88,3 +88,15 @@ def test_log_keeps_its_summaries_in_one_column_whatever_the_actors(home: Path, t
     assert len(lines) == 2 and "agent:claude-code" in lines[1]
     starts = {line.index(word) for line, word in zip(lines, ("opened", "note"), strict=True)}
     assert len(starts) == 1, lines
+
+
+def test_every_error_of_the_code_has_a_documented_exit_code() -> None:
+    """The bare TrailError exits 1, which the README gives to nothing but doctor: no code raises it as such."""
+    import re
+
+    from tests.conftest import REPO
+
+    bare = [f"{path.relative_to(REPO)}:{n}" for folder in ("ledger", "projections", "cli")
+            for path in sorted((REPO / folder).rglob("*.py"))
+            for n, line in enumerate(path.read_text().splitlines(), 1) if re.search(r"raise TrailError\(", line)]
+    assert bare == []

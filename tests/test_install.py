@@ -76,7 +76,7 @@ def test_the_shared_settings_get_the_name_on_path_at_the_root_or_a_refusal(repo:
     before = files(repo)
 
     refused = trail("install", "claude-code", cwd=repo / "pkg" / "sub", home=home)
-    assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "--local" in refused.stderr
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--local" in refused.stderr
     assert files(repo) == before
 
     path = _bin(tmp_path)
@@ -98,7 +98,7 @@ def test_the_shared_settings_get_the_name_on_path_at_the_root_or_a_refusal(repo:
 
     settings.write_text("[1, 2")
     broken = trail("install", "claude-code", cwd=repo, home=home, path=path)
-    assert broken.returncode == 1 and str(settings) in broken.stderr and settings.read_text() == "[1, 2"
+    assert broken.returncode == 2 and str(settings) in broken.stderr and settings.read_text() == "[1, 2"
 
 
 def test_a_trail_on_path_that_is_another_program_is_passed_over_for_tasktrail(repo: Path, tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_a_trail_on_path_that_is_another_program_is_passed_over_for_tasktrail(re
     ours = commands(json.loads((repo / ".claude" / "settings.json").read_text()))
     assert set(ours) == {"tasktrail hook claude-code"}
     refused = trail("install", "claude-code", cwd=repo, home=tmp_path / "home", path=_bin(tmp_path, trail="other"))
-    assert refused.returncode == 1 and "--local" in refused.stderr
+    assert refused.returncode == 2 and "--local" in refused.stderr
 
 
 def test_local_from_a_subfolder_writes_only_the_root_settings_local_json(repo: Path, tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_mcp_registers_the_server_in_the_root_mcp_json(repo: Path, tmp_path: Pat
     other = {"command": "npx", "args": ["-y", "some-server"]}
     mcp_json.write_text(json.dumps({"mcpServers": {"other": other}}))
     refused = trail("install", "claude-code", "--local", "--mcp", cwd=repo / "pkg", home=home)
-    assert refused.returncode == 1 and ".mcp.json" in refused.stderr
+    assert refused.returncode == 2 and ".mcp.json" in refused.stderr
     assert trail("install", "claude-code", "--local", "--mcp", cwd=repo / "pkg", home=home, path=path).returncode == 0
     servers = json.loads(mcp_json.read_text())["mcpServers"]
     assert servers == {"other": other, "tasktrail": {"type": "stdio", "command": "trail", "args": ["mcp"],
@@ -248,7 +248,7 @@ def test_codex_project_scope_writes_the_repository_codex_folder_and_the_trust_in
 ) -> None:
     home = tmp_path / "home"
     refused = trail("install", "codex", "--project", cwd=repo / "pkg", home=home)
-    assert refused.returncode == 1 and "--user" in refused.stderr and not (repo / ".codex").exists()
+    assert refused.returncode == 2 and "--user" in refused.stderr and not (repo / ".codex").exists()
     path = _bin(tmp_path)
     assert trail("install", "codex", "--project", cwd=repo / "pkg" / "sub", home=home, path=path).returncode == 0
     assert not (repo / "pkg" / "sub" / ".codex").exists()
@@ -358,7 +358,7 @@ def test_an_unusual_config_is_refused_untouched(tmp_path: Path) -> None:
     odd = 'features = { web_search = true }\n'
     (home / ".codex" / "config.toml").write_text(odd)
     proc = trail("install", "codex", cwd=tmp_path, home=home)
-    assert proc.returncode == 1 and "by hand" in proc.stderr
+    assert proc.returncode == 3 and "by hand" in proc.stderr
     assert (home / ".codex" / "config.toml").read_text() == odd and not (home / ".codex" / "hooks.json").exists()
 
 

@@ -267,7 +267,7 @@ def test_without_the_sdk_one_line_names_the_extra(home: Path, tmp_path: Path) ->
 
     proc = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "mcp"], env=env,
                           capture_output=True, text=True, cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == "trail: trail mcp needs the MCP SDK, which is not installed: pip install 'tasktrail[mcp]'\n"
 
 

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from uuid import UUID
 
-from ledger.base.errors import Ambiguous, NotFound, TrailError
+from ledger.base.errors import Ambiguous, NotFound, StoreUnavailable
 from ledger.base.location import Location
 from ledger.domain.registry import Entry
 
@@ -30,7 +30,7 @@ def _read_pointers(location: Location) -> dict[str, str]:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
-        raise TrailError(f"cannot read active-task pointer {_active_file(location)}: {exc}") from exc
+        raise StoreUnavailable(f"cannot read active-task pointer {_active_file(location)}: {exc}") from exc
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
@@ -105,7 +105,7 @@ def _write_pointers(location: Location, pointers: dict[str, str]) -> None:
             json.dump(pointers, handle, indent=1)
         os.replace(tmp, path)
     except OSError as exc:
-        raise TrailError(f"cannot write active-task pointer {path}: {exc.strerror or exc}") from exc
+        raise StoreUnavailable(f"cannot write active-task pointer {path}: {exc.strerror or exc}") from exc
 
 
 def task_number(ref: str) -> int | None:

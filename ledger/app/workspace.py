@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.base.errors import BadInput, TrailError
+from ledger.base.errors import BadInput
 from ledger.domain.redact import redact_text
 
 GIT_TIMEOUT_S = 5
@@ -55,9 +55,9 @@ def read_content(path: Path, shown: str) -> Content | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise TrailError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+        raise BadInput(f"cannot read {shown}: {exc.strerror or exc}") from exc
     if stat.S_ISDIR(info.st_mode):
-        raise TrailError(f"{shown} is a directory; name the files that changed")
+        raise BadInput(f"{shown} is a directory; name the files that changed")
     if not stat.S_ISREG(info.st_mode):
         kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
         raise BadInput(f"{shown} is {kind}, not a regular file; trail changed records files")
@@ -76,7 +76,7 @@ def read_content(path: Path, shown: str) -> Content | None:
                 size += len(piece)
             return Content(digest.hexdigest(), size, None)
     except OSError as exc:
-        raise TrailError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+        raise BadInput(f"cannot read {shown}: {exc.strerror or exc}") from exc
 
 
 def sha256(data: bytes) -> str:
@@ -178,7 +178,7 @@ def describe_change(path_given: str, last_sha256: str | None, cache: BlobCache) 
     before_sha = last_sha256 or (sha256(before) if before is not None else None)
     if content is None:
         if before_sha is None:
-            raise TrailError(f"{path_given} does not exist and was never recorded; nothing changed")
+            raise BadInput(f"{path_given} does not exist and was never recorded; nothing changed")
         return Change("deleted", before_sha, None, unified_diff(before, None, path_given))
     operation = "created" if before_sha is None else "modified"
     if content.data is None:

@@ -22,7 +22,7 @@ from uuid import UUID
 
 from ledger.app import refs
 from ledger.base.crashpoints import crash_point
-from ledger.base.errors import TrailError
+from ledger.base.errors import BadInput, NotFound, TrailError
 from ledger.base.location import Location
 from ledger.base.project import project_of, within
 from ledger.capture import claude_code, codex
@@ -88,7 +88,7 @@ def discover(paths: list[Path]) -> list[Path]:
         elif path.is_file():
             found.append(path)
         else:
-            raise TrailError(f"no such file or folder: {path}")
+            raise NotFound(f"no such file or folder: {path}")
     return list(dict.fromkeys(found))
 
 
@@ -99,7 +99,7 @@ def read_session(agent: Agent, path: Path) -> Session:
     try:
         session = MAPPERS[agent](lines, _stem(path), str(path))
     except OSError as exc:
-        raise TrailError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
     session.skipped = sorted([*session.skipped, *lines.skipped])
     return session
 
@@ -113,7 +113,7 @@ def import_order(agent: Agent, files: list[Path]) -> list[Path]:
         try:
             first, subagent = SORT_KEYS[agent](Lines(path), _stem(path))
         except OSError as exc:
-            raise TrailError(f"cannot read {path}: {exc.strerror or exc}") from exc
+            raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
         return first or "~", subagent, str(path)
 
     return sorted(files, key=key)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ledger.base.errors import TrailError
+from ledger.base.errors import BadSetting, TrailError
 from ledger.base.home import home_dir
 from ledger.base.lazyregex import lazy
 
@@ -413,13 +413,13 @@ def _load_user_patterns(home: str) -> tuple[Pattern, ...]:
             data = tomllib.loads(raw) if name.endswith(".toml") else json.loads(raw)
             entries = data.get("pattern", data.get("patterns", []))
         except (OSError, ValueError, AttributeError) as exc:
-            raise TrailError(f"bad redaction config {path}: {exc}") from exc
+            raise BadSetting(f"bad redaction config {path}: {exc}") from exc
         patterns = []
         for i, entry in enumerate(entries, 1):
             try:
                 regex = re.compile(str(entry["regex"]))
             except (KeyError, TypeError, re.error) as exc:
-                raise TrailError(f"bad redaction config {path}, pattern {i}: {exc!r}") from exc
+                raise BadSetting(f"bad redaction config {path}, pattern {i}: {exc!r}") from exc
             patterns.append(Pattern(str(entry.get("name", "custom")), regex, 1 if regex.groups >= 1 else 0))
         return tuple(patterns)
     return ()

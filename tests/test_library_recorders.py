@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import uuid
 from abc import abstractmethod
 from pathlib import Path
@@ -44,17 +45,29 @@ class _Ledgers:
     @abstractmethod
     def open(self) -> Ledger: ...
 
+    def setUp(self) -> None:
+        self.ledgers = []
+        self.threads_before = set(threading.enumerate())
+
+    def close_ledgers(self) -> None:
+        # test_concurrent_no_conflicts tells its reader threads to stop but returns without joining
+        # them; closing the ledger under a reader mid-query crashed the process (SQLite, seen once in four).
+        for thread in set(threading.enumerate()) - self.threads_before:
+            if not thread.daemon:  # the library's own pool workers are daemons, alive until the close
+                thread.join()
+        for ledger in self.ledgers:
+            ledger.close()
+
 
 class _OnSQLite(_Ledgers):
     """A new ledger file each time."""
 
     def setUp(self) -> None:
+        super().setUp()
         self.folder = Path(tempfile.mkdtemp(prefix="recorders-"))
-        self.ledgers = []
 
     def tearDown(self) -> None:
-        for ledger in self.ledgers:
-            ledger.close()
+        self.close_ledgers()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def open(self) -> Ledger:
@@ -69,12 +82,11 @@ class _OnPostgres(_Ledgers):
     def setUp(self) -> None:
         if not POSTGRES_URL:
             pytest.skip("TRAIL_TEST_POSTGRES_URL is not set (.ci/run starts a server and sets it)")
+        super().setUp()
         self.schemas: list[str] = []
-        self.ledgers = []
 
     def tearDown(self) -> None:
-        for ledger in self.ledgers:
-            ledger.close()
+        self.close_ledgers()
         drop_schemas(self.schemas)
 
     def open(self) -> Ledger:

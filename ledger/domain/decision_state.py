@@ -93,6 +93,12 @@ class Rules:
     def __deepcopy__(self, memo: dict[int, Any]) -> Rules:
         return Rules(self)  # its own sets; the values are immutable
 
+    def __eq__(self, other: object) -> bool:
+        # By value: the library compares aggregates attribute by attribute, so a task and its copy are equal.
+        return type(other) is Rules and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # changed in place: not a key
+
     def apply(self, event: ev.TaskEvent) -> bool:
         """Advance by ``event``, in place; whether anything changed."""
         pos = event.originator_version

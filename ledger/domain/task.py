@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 from uuid import NAMESPACE_URL, UUID, uuid5
 
-from eventsourcing.domain import Aggregate
+from eventsourcing.domain import Aggregate, ProgrammingError
 from eventsourcing.utils import get_topic
 
 from ledger.base.errors import RuleBroken
@@ -189,6 +189,10 @@ class Task(Aggregate):
         # again. Here the event is built at the next position (pydantic validates it: a refused
         # event changes nothing), serialised once for both its chain hash and its stored row
         # (``chained``; handed to the mapper by ``prepared_states``), folded when next read, and queued.
+        if not event_class.__dict__.get("TOPIC"):
+            # Refused as the library refuses the base class and a topic not the class's own: stored,
+            # such an event would carry its module path, which a module move breaks.
+            raise ProgrammingError(f"{event_class.__qualname__} has no TOPIC of its own; it cannot be recorded")
         position = self.version + 1
         kwargs["originator_id"] = self.id
         kwargs["originator_version"] = position

@@ -23,34 +23,38 @@ class NamedQuery:
         return "$task" in self.sql
 
 
+COPIED = "SELECT 1 FROM branch_points b WHERE b.task_id = f.task_id AND f.position < b.at"
+"""A row a branch copied from its origin (``Ledger.branch``): the origin's row already counts it."""
+
 QUERIES: tuple[NamedQuery, ...] = (
     NamedQuery(
         "files",
         "Files changed most often",
-        """
+        f"""
         SELECT path, count(*) AS changes, count(DISTINCT task_id) AS tasks,
                string_agg(DISTINCT task_number::VARCHAR, ',' ORDER BY task_number::VARCHAR) AS in_tasks,
                max(timestamp) AS last_changed
-        FROM files GROUP BY path ORDER BY changes DESC, path LIMIT 15
+        FROM files f WHERE NOT EXISTS ({COPIED})
+        GROUP BY path ORDER BY changes DESC, path LIMIT 15
         """,
     ),
     NamedQuery(
         "failed-attempts",
         "Attempts that failed or were abandoned, and why",
-        """
+        f"""
         SELECT task_number AS task, position, text AS attempt, outcome, coalesce(reason, '') AS reason,
                ended_at, ended_position - position AS events_spent
-        FROM attempts WHERE failed ORDER BY ended_at DESC, task, position LIMIT 25
+        FROM attempts f WHERE failed AND NOT EXISTS ({COPIED}) ORDER BY ended_at DESC, task, position LIMIT 25
         """,
     ),
     NamedQuery(
         "failing-commands",
         "Commands that fail most",
-        """
+        f"""
         SELECT line AS command, count(*) AS runs, count(*) FILTER (WHERE failed) AS failures,
                round(100.0 * count(*) FILTER (WHERE failed) / count(*), 1) AS failure_pct,
                arg_max(exit_code, position) FILTER (WHERE failed) AS last_exit_code
-        FROM commands GROUP BY line HAVING count(*) FILTER (WHERE failed) > 0
+        FROM commands f WHERE NOT EXISTS ({COPIED}) GROUP BY line HAVING count(*) FILTER (WHERE failed) > 0
         ORDER BY failures DESC, runs DESC, command LIMIT 15
         """,
     ),

@@ -47,7 +47,7 @@ from projections import facts
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 """Bump when a table changes: a read model with another version is rebuilt from the log."""
 
 BATCH = 5_000
@@ -96,6 +96,10 @@ CREATE TABLE decisions (
 CREATE TABLE intents (
     task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, kind VARCHAR, text VARCHAR,
     wrong VARCHAR, actor VARCHAR, wordings INTEGER, changed_at INTEGER);
+CREATE VIEW branch_points AS
+    -- A branch starts with copies of its origin's events, up to its branched_from link: counted once, there.
+    SELECT task_id, min(position) AS at FROM events
+    WHERE type = 'TaskLinked' AND payload->>'relation' = 'branched_from' GROUP BY task_id;
 CREATE VIEW current_tests AS
     SELECT * FROM tests QUALIFY row_number() OVER (PARTITION BY task_id, name ORDER BY position DESC) = 1;
 CREATE VIEW current_files AS

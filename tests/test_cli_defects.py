@@ -100,3 +100,20 @@ def test_every_error_of_the_code_has_a_documented_exit_code() -> None:
             for path in sorted((REPO / folder).rglob("*.py"))
             for n, line in enumerate(path.read_text().splitlines(), 1) if re.search(r"raise TrailError\(", line)]
     assert bare == []
+
+
+def test_stats_counts_a_branchs_copied_events_once(home: Path, tmp_path: Path) -> None:
+    """A branch starts with copies of its origin's events: a failing run, a file change and a failed attempt
+    made once are one in `stats`, however many branches were taken from before them."""
+    (tmp_path / "f.py").write_text("a = 1\n")
+    run_here("start", "Origin", home=home, cwd=tmp_path, check=True)
+    run_here("attempt", "Try it", home=home, cwd=tmp_path, check=True)
+    run_here("ran", "--", "false", home=home, cwd=tmp_path, check=True)
+    run_here("changed", "f.py", home=home, cwd=tmp_path, check=True)
+    run_here("fail", "It did not", home=home, cwd=tmp_path, check=True)
+    run_here("branch", "1", "Another way", "--at", "5", home=home, cwd=tmp_path, check=True)
+    run_here("ran", "-t", "2", "--", "false", home=home, cwd=tmp_path, check=True)  # the branch's own run
+    stats = json.loads(run_here("stats", "--json", home=home, cwd=tmp_path, check=True).stdout)
+    assert [(c["command"], c["runs"]) for c in stats["failing-commands"]] == [("false", 2)]
+    assert [(f["path"], f["changes"]) for f in stats["files"]] == [("f.py", 1)]
+    assert [(a["task"], a["attempt"]) for a in stats["failed-attempts"]] == [(1, "Try it")]

@@ -240,19 +240,22 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
 
     if state.commands or state.tests:
         heading("results", "## Last results")
-        for t in list(state.tests.values())[-8:]:
+        lines: list[tuple[int, str, int]] = []  # (position, line, priority), shown in the order they happened
+        for t in sorted(state.tests.values(), key=lambda t: t.position)[-8:]:
             counts = ", ".join(f"{n} {k}" for k, n in (("passed", t.passed), ("failed", t.failed),
                                                         ("errors", t.errors), ("skipped", t.skipped)) if n)
             detail = f" ({counts})" if counts else f": {_clip(t.message, 160)}" if t.message else ""
-            add("results", f"- test {one_line(t.name)} {t.outcome.upper()} [{t.position}]{detail}",
-                MID if t.outcome in ("failed", "error") else LOW)
+            lines.append((t.position, f"- test {one_line(t.name)} {t.outcome.upper()} [{t.position}]{detail}",
+                          MID if t.outcome in ("failed", "error") else LOW))
         tested = {t.position for t in state.tests.values()}
         # A test run is listed once, as its test result (read from the command just before it).
         commands = [c for c in state.commands if c.position + 1 not in tested][-5:]
         for i, cmd in enumerate(commands):
             # An unknown exit (Codex's hooks report none) is said as such, never as a code to read as failed.
             code = " (exit code not reported)" if cmd.exit_code is None else f" -> exit {cmd.exit_code}"
-            add("results", f"- $ {_clip(cmd.line, 160)}{code} [{cmd.position}]", LOW + i)
+            lines.append((cmd.position, f"- $ {_clip(cmd.line, 160)}{code} [{cmd.position}]", LOW + i))
+        for _, line, priority in sorted(lines):
+            add("results", line, priority)
         if state.commands_total > len(commands):
             looked = f", {state.read_only_commands} only read files" if state.read_only_commands else ""
             add("results", f"- ({state.commands_total} commands in all, {state.commands_failed} failed{looked}; "

@@ -68,3 +68,16 @@ def test_any_budget_is_respected(budget: int) -> None:
     state = TaskState(number=1, title="t" * 50, next_step="n" * 100)
     for limit in (budget,):
         assert len(brief.render(state, max_chars=limit)) <= limit
+
+
+def test_last_results_are_in_the_order_they_happened(home: Path, tmp_path: Path) -> None:
+    """A test that failed, then passed later, is shown at its latest run, after what happened in between."""
+    from tests.conftest import run_here
+
+    for args in (["start", "Order"], ["tested", "a", "failed"], ["ran", "--", "touch", "built"], ["note", "built"],
+                 ["tested", "b", "passed"], ["tested", "a", "passed"]):
+        run_here(*args, home=home, cwd=tmp_path, check=True)
+    brief = run_here("resume", home=home, cwd=tmp_path, check=True).stdout
+    results = brief.split("## Last results", 1)[1].split("\n## ", 1)[0]
+    shown = [int(m) for m in re.findall(r"^- .*\[(\d+)\]", results, re.M)]
+    assert shown == [3, 5, 6], results

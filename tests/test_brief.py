@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,7 @@ from ledger.app import sample
 from ledger.app.store import Ledger
 from projections import brief
 from projections.state import TaskState
+from tests.conftest import run_here
 
 
 def _sample_state(ledger: Ledger) -> TaskState:
@@ -72,8 +74,6 @@ def test_any_budget_is_respected(budget: int) -> None:
 
 def test_last_results_are_in_the_order_they_happened(home: Path, tmp_path: Path) -> None:
     """A test that failed, then passed later, is shown at its latest run, after what happened in between."""
-    from tests.conftest import run_here
-
     for args in (["start", "Order"], ["tested", "a", "failed"], ["ran", "--", "touch", "built"], ["note", "built"],
                  ["tested", "b", "passed"], ["tested", "a", "passed"]):
         run_here(*args, home=home, cwd=tmp_path, check=True)

@@ -158,3 +158,47 @@ def is_probe(line: str) -> bool:
         if flag is not None and words[i + 1] == flag:
             return True
     return False
+
+
+_WHOLE_RUNS = frozenset({
+    "pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "tox", "nox", "cargo test",
+    "cargo nextest", "npm test", "yarn test", "pnpm test", "bun test", "dotnet test", "mix test", "make test",
+    "make check", "ctest", "bundle exec",
+})
+"""Test runners whose run with no target runs every test, so its pass answers for any narrower run's failure
+(``go test`` alone runs one package: only ``go test ./...`` is whole)."""
+
+
+def chain_heads(line: str) -> tuple[str, ...]:
+    """The heads of each part of an ``&&`` chain (``git pull --rebase && git push`` -> ``git pull``, ``git
+    push``): when the line exits 0, every part ran and passed. Just its head for any other line (after ``;``
+    or ``||`` a part's failure does not show in the exit code)."""
+    tokens = _tokens(line)
+    if tokens is None or "&&" not in tokens or any(t in _OPERATORS - {"&&"} for t in tokens):
+        return (command_head(line),)
+    parts: list[list[str]] = [[]]
+    for token in tokens:
+        if token == "&&":
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return tuple(dict.fromkeys(command_head(shlex.join(part)) for part in parts if part))
+
+
+def covers(passed: str, failed: str) -> bool:
+    """Whether a passing run named ``passed`` (a command head or a test run's name) answers for the failure
+    of ``failed``: the same, or a broader run of the same test runner: no target (``pytest`` after ``pytest
+    t.py::x``), ``./...`` (``go test ./...`` after ``go test -run X ./pkg``), or a folder the failed
+    target is in (``pytest tests`` after ``pytest tests/test_a.py``)."""
+    if passed == failed:
+        return True
+    words = passed.split()
+    whole = " ".join(w for w in words if w not in ("./...", "..."))
+    if whole in _WHOLE_RUNS or (whole == "go test" and len(words) > 2):
+        return failed.startswith(whole + " ")
+    runner = next((r for r in sorted(_WHOLE_RUNS, key=len, reverse=True) if passed.startswith(r + " ")), None)
+    if runner is None or not failed.startswith(runner + " "):
+        return False
+    targets, failing = passed[len(runner) + 1:].split(), failed[len(runner) + 1:].split()
+    # Every target the failed run named sits inside one the passing run named.
+    return bool(failing) and all(any(f == t or f.startswith(t.rstrip("/") + "/") for t in targets) for f in failing)

@@ -17,11 +17,11 @@ from pydantic import BaseModel, ConfigDict
 from ledger.capture.refusals import INTERRUPTED, NOT_RUN, STOPPED
 from ledger.domain import events as ev
 from projections import facts
-from projections.commands import command_head, is_probe
+from projections.commands import chain_heads, command_head, covers, is_probe
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 
-FOLD_VERSION = 1
+FOLD_VERSION = 2
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -274,18 +274,27 @@ def _failed(failures: tuple[Failure, ...], failure: Failure) -> tuple[Failure, .
 
 
 def _resolved(
-    failures: tuple[Failure, ...], keys: Collection[str], position: int, line: str | None = None
+    failures: tuple[Failure, ...], keys: Collection[str], position: int, line: str | None = None,
+    test: str | None = None,
 ) -> tuple[Failure, ...]:
     """``failures`` with the open ones of any of ``keys`` marked passing since ``position``; with the
     command ``line`` that passed, also commands of the same program and target run with other flags or
-    paths (`ruff check a/b.py` then `ruff check /abs/a/b.py`). One pass whatever the number of keys;
-    ``failures`` itself when nothing changes."""
-    if line is None:
-        hits = [i for i, f in enumerate(failures) if f.resolved_at is None and f.key in keys]
-    else:
-        # Failures from snapshots taken before `head` was kept work it out here.
-        hits = [i for i, f in enumerate(failures) if f.resolved_at is None and (
-            f.key in keys or (f.key.startswith("cmd:") and (f.head or command_head(f.what)) == command_head(line)))]
+    paths (`ruff check a/b.py` then `ruff check /abs/a/b.py`), each part of an ``&&`` chain (`git pull
+    --rebase && git push` after a rejected `git push`) and narrower runs of a test runner run whole
+    (`pytest` after `pytest t.py::x`); with the ``test`` run that passed, the failing test runs it
+    covers (`pytest tests` after `pytest tests/test_a.py`). One pass; ``failures`` itself when nothing
+    changes."""
+    heads = chain_heads(line) if line is not None else ()
+
+    def answered(f: Failure) -> bool:
+        if f.key in keys:
+            return True
+        if heads and f.key.startswith("cmd:"):
+            failed = f.head or command_head(f.what)  # failures from older snapshots have no head kept
+            return any(covers(head, failed) for head in heads)
+        return test is not None and f.key.startswith("test:") and covers(test, f.key[len("test:"):])
+
+    hits = [i for i, f in enumerate(failures) if f.resolved_at is None and answered(f)]
     if not hits:
         return failures
     resolved = list(failures)
@@ -392,7 +401,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                                   output_tail=event.message or "")
                 failures = _failed(earlier, failure)
             else:
-                failures = _resolved(earlier, (key,), pos) if event.outcome == "passed" else earlier
+                failures = _resolved(earlier, (key,), pos, test=event.name) if event.outcome == "passed" else earlier
             return {"tests": _latest(state.tests, event.name, t, RECENT_TESTS), "failures": failures}
         case ev.TaskOpened():
             return {

@@ -56,3 +56,27 @@ def test_a_file_touched_again_moves_to_the_front_and_keeps_its_count() -> None:
         events.append(_event(ev.FileChanged, i, task, path=path, operation="modified"))
     final = st.replay(events)
     assert list(final.files) == ["b.py", "a.py"] and final.files["a.py"].changes == 2
+
+
+def test_a_broader_or_chained_pass_answers_for_a_narrower_failure(ledger: Ledger) -> None:
+    """What fixed a failure need not be the same command: the whole suite after one test, `go test ./...`
+    after `-run X`, the `&&` chain whose last part is the command that was rejected."""
+    from ledger.domain import events as ev
+
+    task = ledger.open_task("Broader passes").id
+    assert task is not None
+
+    def ran(line: str, code: int) -> None:
+        ledger.append(task, ev.CommandRan, argv=["sh", "-c", line], shell=line, cwd="/w", exit_code=code,
+                      duration_ms=1)
+
+    ran("pytest tests/test_a.py::test_x", 1)
+    ran("go test -run TestY ./pkg", 1)
+    ran("git push", 1)
+    ran("ruff check src/b.py", 1)
+    ran("pytest -q", 0)
+    ran("go test ./...", 0)
+    ran("git pull --rebase && git push", 0)
+    ran("ruff check src/other.py", 0)  # another target: says nothing of b.py
+    open_now = [f.what for f in ledger.state(task).failures if f.resolved_at is None]
+    assert open_now == ["ruff check src/b.py"]

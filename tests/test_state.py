@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import uuid4
 
+from ledger.app.store import Ledger
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 from projections import brief
@@ -61,8 +62,6 @@ def test_a_file_touched_again_moves_to_the_front_and_keeps_its_count() -> None:
 def test_a_broader_or_chained_pass_answers_for_a_narrower_failure(ledger: Ledger) -> None:
     """What fixed a failure need not be the same command: the whole suite after one test, `go test ./...`
     after `-run X`, the `&&` chain whose last part is the command that was rejected."""
-    from ledger.domain import events as ev
-
     task = ledger.open_task("Broader passes").id
     assert task is not None
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from projections.oneline import one_line, quoted_line
-from projections.state import TaskState
+from projections.state import Requirement, TaskState
 from projections.summary import sections
 
 KEEP = 100
@@ -137,6 +137,10 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
             where = (f" (the open step of the agent's plan at [{state.next_step_position}]"
                      + ("; the agent spoke since: check its last words under Where it stopped)" if spoke else ")"))
         step = f"## Next step{where}\n{_clip(state.next_step, 600)}"
+    elif state.plan is not None and state.plan.steps and (asked := _asked_after(state, state.plan.position)):
+        # The plan was finished, then the user asked for more (deploy, push, open the PR): that is what is next.
+        step = (f"## Next step (asked at [{asked.position}], after every step of the plan at "
+                f"[{state.plan.position}] was done)\n{_clip(asked.text, 600)}")
     elif state.plan is not None and state.plan.steps:
         step = "## Next step\n(none: every step of the plan is done; confirm with the user what comes next)"
     else:
@@ -297,6 +301,12 @@ def _where_it_stopped(
         add("stopped", f"- checkpoint '{_clip(cp.label, 80)}'{git} [{cp.position}]{note}", MID)
     when = state.updated_at.strftime("%Y-%m-%d %H:%M UTC") if state.updated_at else "never"
     add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
+
+
+def _asked_after(state: TaskState, position: int) -> Requirement | None:
+    """The latest requirement stated (or reworded) after ``position``, if any."""
+    later = [r for r in state.requirements if max(r.position, r.changed_at or 0) > position]
+    return max(later, key=lambda r: max(r.position, r.changed_at or 0)) if later else None
 
 
 def render(state: TaskState, max_chars: int | None = None, *, measure: Callable[[str], int] = len,

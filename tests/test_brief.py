@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.app import sample
-from ledger.app.store import Ledger
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import resolve
+from ledger.domain import events as ev
 from projections import brief
 from projections.state import TaskState
 from tests.conftest import run_here
@@ -81,3 +83,17 @@ def test_last_results_are_in_the_order_they_happened(home: Path, tmp_path: Path)
     results = brief.split("## Last results", 1)[1].split("\n## ", 1)[0]
     shown = [int(m) for m in re.findall(r"^- .*\[(\d+)\]", results, re.M)]
     assert shown == [3, 5, 6], results
+
+
+def test_a_request_after_a_finished_plan_is_the_next_step(home: Path, tmp_path: Path) -> None:
+    """Every step done, then the user asked for more: the brief says that, not "none: confirm with the user"."""
+    run_here("start", "Plan then more", home=home, cwd=tmp_path, check=True)
+    with open_ledger(resolve()) as ledger:
+        task = ledger.entries()[0].task_id
+        ledger.append(task, ev.PlanUpdated, steps=[ev.PlanStep(text="Fix the bug", status="completed")],
+                      actor="agent:claude-code")
+    done = run_here("resume", home=home, cwd=tmp_path, check=True).stdout
+    assert "every step of the plan is done; confirm with the user" in done
+    run_here("require", "Now open the PR", home=home, cwd=tmp_path, check=True)
+    brief_text = run_here("resume", home=home, cwd=tmp_path, check=True).stdout
+    assert "## Next step (asked at [3], after every step of the plan at [2] was done)\nNow open the PR" in brief_text

@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fail": ("cli.record:COMMANDS", "End the open attempt as failed, saying why."),
     "succeed": ("cli.record:COMMANDS", "End the open attempt as succeeded."),
     "abandon": ("cli.record:COMMANDS", "End the open attempt as abandoned."),
-    "ran": ("cli.record:ran", "Run COMMAND, record its exit code, duration and output tails, and exit with its code."),
+    "ran": ("cli.record:ran", "Run COMMAND and record its exit code, duration and output tails."),
     "changed": ("cli.record:changed", "Record that files changed: their new sha256 and a unified diff against the "
                 "last recorded version."),
     "tested": ("cli.record:tested", "Record a test result: NAME passed, failed, error or skipped."),

@@ -27,6 +27,7 @@ from ledger.base.location import Location
 from ledger.base.project import project_of, within
 from ledger.capture import agents
 from ledger.capture.agent import Agent
+from ledger.capture.items import Item
 from ledger.capture.jsonl import Lines
 from ledger.capture.session import Session
 from ledger.capture.writer import (
@@ -94,8 +95,22 @@ def read_session(agent: Agent, path: Path) -> Session:
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
     session.skipped = sorted([*session.skipped, *lines.skipped])
-    session.items = agent.normalised(session.items)
+    session.items = agent.normalised(_linked(agent, session, path))
     return session
+
+
+def _linked(agent: Agent, session: Session, path: Path) -> list[Item]:
+    """The session's items, opened by its ``ConversationLinked`` (how a later file or hook of the session
+    finds its task) when the agent's mapper has not placed one itself."""
+    items = session.items
+    if not session.session_id or not items or any(cls is ev.ConversationLinked for cls, _ in items):
+        return items
+    link = (ev.ConversationLinked, {
+        "agent": agent.name, "session_id": session.session_id, "transcript": str(path), "actor": "system",
+        "timestamp": _when(session.first_timestamp) or items[0][1].get("timestamp"),
+        "source": ev.SourceKey(agent=agent.name, session=session.session_id, record="link"),
+    })
+    return [link, *items]
 
 
 def import_order(agent: Agent, files: list[Path]) -> list[Path]:

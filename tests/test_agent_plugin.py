@@ -108,8 +108,10 @@ def plugin(tmp_path: Path) -> Path:
     return folder
 
 
-def _trail(home: Path, plugin: Path, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DB",)}
+def _trail(
+    home: Path, plugin: Path, cwd: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "TRAIL_DB"}
     env.update(TRAIL_HOME=str(home), PYTHONPATH=os.pathsep.join([str(REPO), str(plugin)]))
     return subprocess.run([sys.executable, "-c", "from cli.main import main; main()", *args], input=stdin,
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=120)

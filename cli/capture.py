@@ -5,37 +5,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import click
 
+from cli.agent_group import AgentGroup
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
 from cli.install import install_group, uninstall_group  # `trail install` / `trail uninstall`
 
 # -- trail import -----------------------------------------------------------------------------------
-
-
-class _AgentGroup(click.Group):
-    """A group with one command per registered agent (``ledger.capture.agents``), made when asked for:
-    an agent's package registers it, no edit here."""
-
-    def __init__(self, *args: Any, make: Callable[[str], click.Command], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.make = make
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        from ledger.capture.agents import names
-
-        return sorted({*super().list_commands(ctx), *names()})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        from ledger.capture.agents import known
-
-        found = super().get_command(ctx, cmd_name)
-        return found if found is not None or not known(cmd_name) else self.make(cmd_name)
 
 
 def _import_command(agent: str) -> click.Command:
@@ -62,7 +41,7 @@ def _import_command(agent: str) -> click.Command:
     return command
 
 
-@click.group("import", cls=_AgentGroup, make=_import_command)
+@click.group("import", cls=AgentGroup, make=_import_command)
 def import_group() -> None:
     """Import agent sessions after the fact (re-importing adds nothing new)."""
 
@@ -135,7 +114,7 @@ def _hook_command(agent: str) -> click.Command:
     return command
 
 
-@click.group("hook", cls=_AgentGroup, make=_hook_command)
+@click.group("hook", cls=AgentGroup, make=_hook_command)
 def hook_group() -> None:
     """Entry points the agents' hooks call (payload on stdin)."""
 

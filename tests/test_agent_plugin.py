@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ledger.capture.agent import Agent, Refusal
+from ledger.capture.agent import Agent, FileEdit, Refusal
 from ledger.capture.classify import classify
 from ledger.capture.items import bounded, prompt_item, prompt_record, title_from
 from ledger.capture.session import Session
@@ -82,6 +82,17 @@ class Toy(Agent):
     def refusal(self, output: str) -> Refusal | None:
         return "stopped" if output.startswith("NOPE:") else None
 
+    def install_plan(self, command, scope, project, remove=False):
+        """The toy runs each line of ``.toy/hooks`` (the project's, or ``~/.toy/hooks``) on every event."""
+        path = (project if scope == "project" else Path.home()) / ".toy" / "hooks"
+
+        def edit(text):
+            lines = [line for line in (text or "").splitlines() if not line.endswith(" hook toy")]
+            lines += [] if remove else [command]
+            return "\\n".join(lines) + "\\n" if lines else None
+
+        return [FileEdit(path, edit)]
+
     def _command(self, command: str, code: int, key: ev.SourceKey, when: Any):
         return (ev.CommandRan, {"shell": command, "exit_code": code, "stdout": bounded("output of " + command),
                                 "actor": self.actor, "source": key, "timestamp": when})
@@ -109,10 +120,10 @@ def plugin(tmp_path: Path) -> Path:
 
 
 def _trail(
-    home: Path, plugin: Path, cwd: Path, *args: str, stdin: str | None = None
+    home: Path, plugin: Path, cwd: Path, *args: str, stdin: str | None = None, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "TRAIL_DB"}
-    env.update(TRAIL_HOME=str(home), PYTHONPATH=os.pathsep.join([str(REPO), str(plugin)]))
+    env.update(TRAIL_HOME=str(home), PYTHONPATH=os.pathsep.join([str(REPO), str(plugin)]), **(extra_env or {}))
     return subprocess.run([sys.executable, "-c", "from cli.main import main; main()", *args], input=stdin,
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
@@ -162,6 +173,31 @@ def test_a_toy_agent_is_imported_hooked_and_resumed(home: Path, plugin: Path, tm
     assert set(failures) == {"cmd:pytest -q tests/test_commas.py", "tool:Edit"}, failures
     assert "old_string not found" in failures["tool:Edit"]["output_tail"]
     assert state["tool_errors"] == 3
+
+
+def test_a_toy_agent_installs_by_its_own_plan(home: Path, plugin: Path, tmp_path: Path) -> None:
+    project = tmp_path / "toyproject"
+    (project / ".git").mkdir(parents=True)
+    hooks = project / ".toy" / "hooks"
+    hooks.parent.mkdir()
+    hooks.write_text("notify-send done\n")  # the user's own hook stays
+    dry = _trail(home, plugin, project / ".git", "install", "toy", "--user", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "+" in dry.stdout and " hook toy" in dry.stdout
+    assert hooks.read_text() == "notify-send done\n"  # a dry run writes nothing
+    scripted = plugin / "bin"  # a shared file names the program by PATH: one of ours there
+    scripted.mkdir()
+    (scripted / "trail").write_text("#!/bin/sh\n# cli.main\n")
+    (scripted / "trail").chmod(0o755)
+    env_path = f"{scripted}{os.pathsep}{os.environ.get('PATH', '')}"
+    for _ in range(2):  # twice: the second finds it up to date
+        done = _trail(home, plugin, project, "install", "toy", extra_env={"PATH": env_path})
+        assert done.returncode == 0, done.stderr
+    assert hooks.read_text() == "notify-send done\ntrail hook toy\n"
+    assert "already up to date" in done.stdout
+    gone = _trail(home, plugin, project, "uninstall", "toy", "--project")
+    assert gone.returncode == 0, gone.stderr
+    assert hooks.read_text() == "notify-send done\n"
 
 
 def test_an_unregistered_agent_hook_keeps_the_agent_running(home: Path, plugin: Path, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -31,6 +32,16 @@ Refusal = Literal["stopped", "not_run"]
 needed a permission it did not have and never ran (``not_run``)."""
 HookMapper = Callable[[dict[str, Any], int, datetime], list[Item]]
 """One hook payload (its inbox row id, its time) -> items."""
+InstallScope = Literal["project", "user"]
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """One file of an install plan: ``edit`` takes its text (None: no such file) and gives what it should
+    hold (None: remove it, it held only tasktrail's settings)."""
+
+    path: Path
+    edit: Callable[[str | None], str | None]
 
 
 class Agent(ABC):
@@ -91,6 +102,14 @@ class Agent(ABC):
         from projections.brief import DEFAULT_BUDGET  # the brief loads pydantic: only a SessionStart pays
 
         return DEFAULT_BUDGET
+
+    # -- install ------------------------------------------------------------------------------------
+
+    def install_plan(self, command: str, scope: InstallScope, project: Path, remove: bool = False) -> list[FileEdit]:
+        """What `trail install NAME` writes (``remove``: `trail uninstall NAME`) so that the agent runs
+        ``command`` (`trail hook NAME`, as ``scope`` needs it spelt; "" when removing) on its hook events;
+        ``project`` is the repository's top level. [] when the agent has no hooks to install."""
+        return []
 
     def has_mcp(self, cwd: str | None, environ: Mapping[str, str]) -> bool:
         """Whether the agent running in ``cwd`` has tasktrail's MCP server (the brief names its tools)."""

@@ -10,13 +10,38 @@ from pathlib import Path
 
 import click
 
+from cli.agent_group import AgentGroup
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
 from cli.install import install_group, uninstall_group  # `trail install` / `trail uninstall`
 
 # -- trail import -----------------------------------------------------------------------------------
 
 
-@click.group("import")
+def _import_command(agent: str) -> click.Command:
+    """``trail import AGENT``: the same options for every agent, one definition."""
+    from ledger.capture.agents import load
+
+    who = load(agent)
+    summary = f"Import {who.title} transcripts (files or folders; default {who.transcripts})."
+
+    @click.command(agent, help=summary + "\n" + _IMPORT_GROUPING)
+    @_paths
+    @_task
+    @_project
+    @_since
+    @json_option
+    @pass_context
+    @fails_cleanly
+    def command(
+        ctx: Context, paths: tuple[Path, ...], task: str | None, project: Path | None, since: datetime | None,
+        as_json: bool,
+    ) -> None:
+        _run_import(ctx, agent, paths, task, as_json, project, since)
+
+    return command
+
+
+@click.group("import", cls=AgentGroup, make=_import_command)
 def import_group() -> None:
     """Import agent sessions after the fact (re-importing adds nothing new)."""
 
@@ -26,16 +51,18 @@ def _run_import(
     project: Path | None, since: datetime | None,
 ) -> None:
     from ledger.base.project import project_of
-    from ledger.capture.importer import DEFAULT_ROOTS, discover, import_files
+    from ledger.capture.agents import load
+    from ledger.capture.importer import discover, import_files
 
-    files = discover(list(paths) or [DEFAULT_ROOTS[agent]])
+    who = load(agent)
+    files = discover(list(paths) or [who.transcripts], who.transcript_suffix)
     ledger = ctx.ledger()
     target = ctx.entry(task).task_id if task else None
     total = sum(f.stat().st_size for f in files)
     where = project_of(str(project)) if project is not None else None
     when = since.replace(tzinfo=since.tzinfo or UTC) if since is not None else None
     with click.progressbar(length=total, label=f"importing {len(files)} {agent} files", file=sys.stderr) as bar:
-        report = import_files(ledger, ctx.location, agent, files, target, progress=bar.update,  # type: ignore[arg-type]
+        report = import_files(ledger, ctx.location, who, files, target, progress=bar.update,
                               project=where, since=when)
     if as_json:
         emit_json(report.as_dict())
@@ -73,54 +100,23 @@ _IMPORT_GROUPING = """
     or done when the agent finished a plan made after the user's last request, with nothing failing."""
 
 
-def _import_command(agent: str, summary: str) -> click.Command:
-    """``trail import AGENT``: the same options for every agent, one definition."""
+# -- trail hook (the click route; `trail` itself dispatches it before click loads) ---------------------
 
-    @import_group.command(agent, help=summary + "\n" + _IMPORT_GROUPING)
-    @_paths
-    @_task
-    @_project
-    @_since
-    @json_option
-    @pass_context
-    @fails_cleanly
-    def command(
-        ctx: Context, paths: tuple[Path, ...], task: str | None, project: Path | None, since: datetime | None,
-        as_json: bool,
-    ) -> None:
-        _run_import(ctx, agent, paths, task, as_json, project, since)
+
+def _hook_command(agent: str) -> click.Command:
+    @click.command(agent)
+    def command() -> None:
+        """Take one hook payload from stdin into the capture inbox; never fails the agent."""
+        from ledger.capture.hook import run
+
+        sys.exit(run([agent]))
 
     return command
 
 
-import_claude_code = _import_command(
-    "claude-code", "Import Claude Code transcripts (files or folders; default ~/.claude/projects)."
-)
-import_codex = _import_command("codex", "Import Codex CLI rollouts (files or folders; default ~/.codex/sessions).")
-
-
-# -- trail hook (the click route; `trail` itself dispatches it before click loads) ---------------------
-
-
-@click.group("hook")
+@click.group("hook", cls=AgentGroup, make=_hook_command)
 def hook_group() -> None:
     """Entry points the agents' hooks call (payload on stdin)."""
-
-
-@hook_group.command("claude-code")
-def hook_claude_code() -> None:
-    """Take one Claude Code hook payload from stdin into the capture inbox; never fails the agent."""
-    from ledger.capture.hook import run
-
-    sys.exit(run(["claude-code"]))
-
-
-@hook_group.command("codex")
-def hook_codex() -> None:
-    """Take one Codex hook payload from stdin into the capture inbox; never fails the agent."""
-    from ledger.capture.hook import run
-
-    sys.exit(run(["codex"]))
 
 
 # -- trail doctor ----------------------------------------------------------------------------------

@@ -28,11 +28,12 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
 from cli import codextrust, tomlpatch
+from cli.agent_group import AgentGroup
 from cli.context import fails_cleanly
 from ledger.base.errors import BadInput, BadSetting, Refused, TrailError
 from ledger.capture.agent_mcp import PROGRAMS
@@ -345,7 +346,38 @@ def _scope_option(help_project: str) -> Callable[[Any], Any]:
 _dry = click.option("--dry-run", is_flag=True, help="Show the change as a diff; write nothing.")
 
 
-@click.group("install")
+def _plan_command(agent: str, remove: bool) -> click.Command:
+    """`trail install NAME` / `trail uninstall NAME` for an agent whose package gives its install plan
+    (``Agent.install_plan``); the shipped agents' commands below take options of their own."""
+    verb = "Remove tasktrail's hooks from" if remove else "Add tasktrail's hooks to"
+
+    @click.command(agent, help=f"{verb} {agent}'s settings (the project's by default).")
+    @click.option("--user", "scope", flag_value="user", help="The user's own settings (every project).")
+    @click.option("--project", "scope", flag_value="project", help="The repository's shared settings (default).")
+    @_dry
+    @fails_cleanly
+    def command(scope: str | None, dry_run: bool) -> None:
+        from ledger.capture.agents import load
+
+        who = load(agent)
+        where: Literal["project", "user"] = "user" if scope == "user" else "project"
+        command = ""  # removing: the plan finds ours by its suffix, wherever trail was then
+        if not remove:
+            name = shared_command(f"{who.title}'s project settings", "--user") if where == "project" else None
+            command = f"{name or shlex.quote(this_script())} hook {agent}"
+        plan = who.install_plan(command, where, project_root(), remove=remove)
+        if not plan:
+            raise TrailError(f"{who.title} has no hooks tasktrail can install")
+        changes = []
+        for edit in plan:
+            before = _read(edit.path)
+            changes.append(Change(edit.path, before, edit.edit(before)))
+        apply([c for c in changes if not remove or c.before is not None], dry_run)
+
+    return command
+
+
+@click.group("install", cls=AgentGroup, make=lambda name: _plan_command(name, remove=False))
 def install_group() -> None:
     """Install live capture into an agent."""
 
@@ -375,7 +407,7 @@ def install_claude_code(scope: str | None, mcp: bool, dry_run: bool) -> None:
                    "`trail uninstall claude-code` with that file's scope removes them", err=True)
 
 
-@click.group("uninstall")
+@click.group("uninstall", cls=AgentGroup, make=lambda name: _plan_command(name, remove=True))
 def uninstall_group() -> None:
     """Remove live capture from an agent."""
 

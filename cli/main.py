@@ -1,6 +1,6 @@
 """The `trail` console script (also installed as `tasktrail`): routes the capture hook before anything heavy loads.
 
-`trail hook claude-code` and `trail hook codex` run on every tool call of the agent, so they must not
+`trail hook NAME` (``ledger.capture.agents``) runs on every tool call of the agent, so they must not
 pay for click, pydantic or eventsourcing; nor does `trail [--db PATH] resume [TASK]` when the brief
 cache holds its answer (``ledger.app.briefcache``); everything else goes to the click app in ``cli.app``.
 """
@@ -25,7 +25,9 @@ def resume_args(argv: list[str]) -> tuple[str | None, str | None] | None:
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["hook"] and sys.argv[2:3] in (["claude-code"], ["codex"]):  # hook.AGENTS
+    if sys.argv[1:2] == ["hook"] and sys.argv[2:3] and not sys.argv[2].startswith("-"):
+        # Any name, registered or not: the hook answers an unknown one with one line and exit 0 (a stale
+        # install must not break the agent), and only `trail hook --help` needs click.
         from ledger.capture.hook import run
 
         sys.exit(run(sys.argv[2:]))

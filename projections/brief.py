@@ -54,10 +54,8 @@ class Budget:
     unit: str
 
 
-BUDGETS = {
-    "claude-code": Budget(utf16_units, INJECTION_CAP, INJECTION_DEFAULT, "chars"),
-    "codex": Budget(utf8_bytes, 10_000, 9_500, "bytes"),
-}
+DEFAULT_BUDGET = Budget(utf16_units, INJECTION_CAP, INJECTION_DEFAULT, "chars")
+"""An agent that names no budget of its own gets Claude Code's (each agent's is its ``Agent.budget``)."""
 
 
 @dataclass(frozen=True)
@@ -312,7 +310,7 @@ def _asked_after(state: TaskState, position: int) -> Requirement | None:
 def render(state: TaskState, max_chars: int | None = None, *, measure: Callable[[str], int] = len,
            unit: str = "chars", hints: Hints = CLI) -> str:
     """The brief as text, within ``max_chars`` when given (lowest-priority lines drop first), as ``measure``
-    counts (characters by default; an agent's own measure for what it injects: ``BUDGETS``)."""
+    counts (characters by default; an agent's own measure for what it injects: ``Agent.budget``)."""
     candidates = lines(state, hints)
     kept = [True] * len(candidates)
     dropped: dict[str, int] = {}
@@ -367,13 +365,14 @@ def _cut(text: str, limit: int, measure: Callable[[str], int]) -> str:
     return text[:low] + "…" if limit >= measure("…") else ""
 
 
-def injection(state: TaskState, max_chars: int | None = None, *, agent: str = "claude-code", mcp: bool = False) -> str:
+def injection(
+    state: TaskState, max_chars: int | None = None, *, budget: Budget = DEFAULT_BUDGET, mcp: bool = False
+) -> str:
     """The context a SessionStart hook injects: who the task is, how to record, then the brief.
 
-    Measured as ``agent`` measures it (``BUDGETS``: Claude Code characters, Codex UTF-8 bytes) and never over
+    Measured as the agent measures it (``budget``: Claude Code characters, Codex UTF-8 bytes) and never over
     that agent's cap, whatever ``max_chars`` asks; ``mcp``: the agent has the tasktrail MCP server, so the
     instructions name its tools, which work where the CLI may not (the agent's sandbox)."""
-    budget = BUDGETS.get(agent, BUDGETS["claude-code"])
     limit = min(budget.default if max_chars is None else max_chars, budget.cap)
     number = state.number
     if mcp:

@@ -14,7 +14,6 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from ledger.capture.refusals import INTERRUPTED, NOT_RUN, STOPPED
 from ledger.domain import events as ev
 from projections import facts
 from projections.commands import chain_heads, command_head, covers, is_probe
@@ -41,8 +40,6 @@ RECENT_CONVERSATIONS = 20
 EDITORS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch")
 """Agent tools whose success is a file change, not a tool result."""
 _EDITOR_KEYS = frozenset(f"tool:{tool}" for tool in EDITORS)
-STOPPED_BY_USER = (STOPPED, "Error: " + STOPPED, INTERRUPTED)
-"""How agents word a call the user rejected or interrupted (Claude Code; Codex's own words too)."""
 RECENT_FAILURES = 30
 """Failures (non-zero exits, failed tests and tool calls) kept, resolved or not."""
 WORDINGS_KEPT = 5
@@ -331,10 +328,10 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 # The same call, allowed now, is no longer blocked.
                 return {"failures": _resolved(state.failures, (key, f"blocked:{state.last_call}"), pos)}
             output = shown(event.output)
-            if output.lstrip().startswith(STOPPED_BY_USER):
+            if event.refused == "stopped":
                 return {"tool_errors": state.tool_errors + 1}  # the user said no: a correction, not a failure
             what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
-            if any(phrase in output[:300] for phrase in NOT_RUN):
+            if event.refused == "not_run":
                 key = f"blocked:{what}"  # it never ran: it needs the user's permission
             failure = Failure(key=key, what=what, position=pos, at=at, output_tail=tail_lines(output, 3))
             return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}

@@ -19,12 +19,12 @@ import pytest
 
 from cli.install import CLAUDE_EVENTS
 from ledger.app.store import Ledger
-from ledger.capture import claude_code
+from ledger.capture.agents.claude_code import mapper as claude_code
+from ledger.capture.agents.claude_code.mapper import failed_output, hook_items, map_transcript
+from ledger.capture.agents.claude_code.tasklist import TaskList, hook_change, tool_change
 from ledger.capture.classify import classify, request_text, slash_request
-from ledger.capture.claude_code import failed_output, hook_items, map_transcript
 from ledger.capture.items import own_tool
 from ledger.capture.jsonl import Lines
-from ledger.capture.tasklist import TaskList, hook_change, tool_change
 from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 

@@ -16,7 +16,7 @@ import pytest
 
 from ledger.app.store import Ledger
 from ledger.base.location import Location
-from ledger.capture.codex import map_rollout, patch_files
+from ledger.capture.agents.codex.mapper import map_rollout, patch_files
 from ledger.capture.importer import import_files
 from ledger.domain import events as ev
 from tests.conftest import SHARED, run_trail

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ledger.capture import claude_code
+from ledger.capture.agents.claude_code import mapper as claude_code
 from ledger.capture.shell_effects import file_effects
 from ledger.capture.testruns import recognise, test_item
 from ledger.domain import events as ev

@@ -13,10 +13,10 @@ import pytest
 
 from ledger.app.store import Ledger
 from ledger.base.location import Location
+from ledger.capture.agents.claude_code.mapper import bare_feedback, slash_command
+from ledger.capture.agents.claude_code.refusals import NOT_RUN
 from ledger.capture.classify import classify, clean_prompt
-from ledger.capture.claude_code import bare_feedback, slash_command
 from ledger.capture.importer import import_files
-from ledger.capture.refusals import NOT_RUN
 from ledger.domain import events as ev
 from projections.brief import is_clutter, render
 from projections.commands import is_read_only

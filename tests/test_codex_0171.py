@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from ledger.capture import codex
-from ledger.capture.codex_outcomes import lookup, with_outcomes
+from ledger.capture.agents.codex import mapper as codex
+from ledger.capture.agents.codex.outcomes import lookup, with_outcomes
 from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 from tests.test_hook import _env

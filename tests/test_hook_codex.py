@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ledger.app.store import Ledger
-from ledger.capture import codex
+from ledger.capture.agents.codex import mapper as codex
 from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 from tests.test_hook import _env

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from ledger.app.store import open_ledger
 from ledger.base.location import Location
-from ledger.capture import claude_code, codex
+from ledger.capture.agents.claude_code import mapper as claude_code
+from ledger.capture.agents.codex import mapper as codex
 from ledger.capture.jsonl import MAX_DEPTH, MAX_LINE
 from ledger.capture.writer import append_unseen
 from tests.conftest import REPO, run_here, run_trail

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench import workload
-from ledger.capture.refusals import NOT_RUN, STOPPED
+from ledger.capture.agents.claude_code.refusals import NOT_RUN, STOPPED
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 from projections.state import TaskState, fold, replay

@@ -80,7 +80,7 @@ def test_resume_imports_only_what_it_uses(home: Path, backend: str) -> None:
     run_here("demo", "--keep", home=home, check=True)
     modules, out = _imported(["resume"], home)
     assert "# Task #1" in out
-    assert "ledger.capture.claude_code" not in modules  # the inbox is empty: its parsers stay unloaded
+    assert "ledger.capture.agents.claude_code.mapper" not in modules  # the inbox is empty: its parsers stay unloaded
     heavy = set(ALWAYS_HEAVY) - ({"psycopg", "psycopg_pool"} if backend == "postgres" else set())
     assert not modules & heavy, sorted(modules & heavy)
 

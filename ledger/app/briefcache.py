@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.base.home import home_dir
 from ledger.base.project import current_project, project_of
-from ledger.capture.hook import AGENTS, read_only_uri, sqlite_ledger
+from ledger.capture.agents import BUILTIN as AGENTS  # the cache answers for the shipped agents
+from ledger.capture.hook import read_only_uri, sqlite_ledger
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -231,6 +232,7 @@ class Watch:
         self.con.close()
 
     def _keep(self, task: str, state: TaskState, printed: str | None) -> None:
+        from ledger.capture.agents import load
         from projections.brief import injection, render
 
         if state.updated_at is None or (printed is not None and printed != render(state)):
@@ -246,12 +248,13 @@ class Watch:
             return
         if last != state.position:
             return
+        budgets = {agent: load(agent).budget for agent in AGENTS}
         entry: dict[str, Any] = {
             "key": key, "status": state.status, "updated_at": state.updated_at.isoformat(),
             "resume": render(state) if printed is None else printed,
             "linked": {_flavour_key(agent, mcp): "" if state.position <= 2 else
-                       session_start_json(injection(state, agent=agent, mcp=mcp)) for agent, mcp in FLAVOURS},
-            "new": {_flavour_key(agent, mcp): _template(state, partial(injection, agent=agent, mcp=mcp))
+                       session_start_json(injection(state, budget=budgets[agent], mcp=mcp)) for agent, mcp in FLAVOURS},
+            "new": {_flavour_key(agent, mcp): _template(state, partial(injection, budget=budgets[agent], mcp=mcp))
                     for agent, mcp in FLAVOURS} if state.status == "active" else None,
         }
         cache = _load(self.ledger) or {"tasks": {}, "memo": {}}

@@ -1,4 +1,4 @@
-"""`trail hook claude-code` / `trail hook codex`: the lean entry point the agents run on every hook event.
+"""`trail hook NAME` (an agent of ``ledger.capture.agents``): the lean entry point the agents run on every hook event.
 
 It must cost little and never break the agent, so it imports only the standard library (plus
 ``ledger.base.location`` and ``ledger.domain.redact``, which are stdlib-only at import): it redacts the
@@ -31,14 +31,13 @@ from typing import IO, Any
 from ledger.base.crashpoints import stall_point
 from ledger.base.home import home_dir
 from ledger.base.ledger_file import foreign_tables
+from ledger.capture.agents import known, names
 from ledger.capture.jsonl import loads
 
 INBOX_DDL = (
     "CREATE TABLE IF NOT EXISTS capture_inbox ("
     "id INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, received REAL NOT NULL, payload TEXT NOT NULL)"
 )
-AGENTS = ("claude-code", "codex")
-"""The agents whose hook payloads the inbox takes (its ``agent`` column; ``capture.inbox`` routes by it)."""
 
 MAX_PAYLOAD = 64 << 20
 """Bytes of a hook payload read from stdin. A longer one is read past (the agent's pipe never
@@ -217,11 +216,11 @@ def take_spooled(path: str) -> int:
         who = agent.decode("utf-8", "replace")
         text = raw.decode("utf-8", "replace")
         try:
-            if who not in AGENTS:
+            if not known(who):
                 raise ValueError(f"spooled payload of unknown agent {who!r}")
             enqueue(path, who, parse(text))
         except ValueError as exc:
-            spool(text, f"spooled payload {name}: {exc}", who if who in AGENTS else "claude-code")
+            spool(text, f"spooled payload {name}: {exc}", who if known(who) else "claude-code")
         os.unlink(file)
         taken += 1
     return taken
@@ -339,8 +338,8 @@ def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
     body = b""
     queued = False
     try:
-        if agent not in AGENTS:
-            raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
+        if not known(agent):
+            raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(names())}")
         with _until(ends):
             body, dropped = read_payload(stdin or sys.stdin.buffer)
             if dropped is not None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from ledger.app import refs
@@ -25,9 +25,11 @@ from ledger.base.crashpoints import crash_point
 from ledger.base.errors import BadInput, NotFound, TrailError
 from ledger.base.location import Location
 from ledger.base.project import project_of, within
-from ledger.capture import claude_code, codex
-from ledger.capture.claude_code import Session
+from ledger.capture import agents
+from ledger.capture.agent import Agent
+from ledger.capture.items import Item
 from ledger.capture.jsonl import Lines
+from ledger.capture.session import Session
 from ledger.capture.writer import (
     Appended,
     ForgottenSession,
@@ -42,16 +44,8 @@ from ledger.domain import events as ev
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
 
-Agent = Literal["claude-code", "codex"]
 BATCH = 500
 """Items per transaction: bounds the work a conflict retries and lets the progress bar move."""
-
-MAPPERS: dict[str, Callable[..., Session]] = {"claude-code": claude_code.map_transcript, "codex": codex.map_rollout}
-SORT_KEYS: dict[str, Callable[..., tuple[str, bool]]] = {"claude-code": claude_code.sort_key, "codex": codex.sort_key}
-DEFAULT_ROOTS: dict[str, Path] = {
-    "claude-code": Path("~/.claude/projects"),
-    "codex": Path("~/.codex/sessions"),
-}
 
 
 @dataclass
@@ -78,13 +72,13 @@ class Report:
         }
 
 
-def discover(paths: list[Path]) -> list[Path]:
-    """The ``.jsonl`` files named or found under the folders named; a missing path is an error."""
+def discover(paths: list[Path], suffix: str = ".jsonl") -> list[Path]:
+    """The transcript files (``suffix``) named or found under the folders named; a missing path is an error."""
     found: list[Path] = []
     for path in paths:
         path = path.expanduser()
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+            found.extend(sorted(p for p in path.rglob(f"*{suffix}") if p.is_file()))
         elif path.is_file():
             found.append(path)
         else:
@@ -97,11 +91,26 @@ def read_session(agent: Agent, path: Path) -> Session:
     bounded), never the file. Lines too long or nested too deep are among its ``skipped``."""
     lines = Lines(path)
     try:
-        session = MAPPERS[agent](lines, _stem(path), str(path))
+        session = agent.map_transcript(lines, _stem(path, agent), str(path))
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
     session.skipped = sorted([*session.skipped, *lines.skipped])
+    session.items = agent.normalised(_linked(agent, session, path))
     return session
+
+
+def _linked(agent: Agent, session: Session, path: Path) -> list[Item]:
+    """The session's items, opened by its ``ConversationLinked`` (how a later file or hook of the session
+    finds its task) when the agent's mapper has not placed one itself."""
+    items = session.items
+    if not session.session_id or not items or any(cls is ev.ConversationLinked for cls, _ in items):
+        return items
+    link = (ev.ConversationLinked, {
+        "agent": agent.name, "session_id": session.session_id, "transcript": str(path), "actor": "system",
+        "timestamp": _when(session.first_timestamp) or items[0][1].get("timestamp"),
+        "source": ev.SourceKey(agent=agent.name, session=session.session_id, record="link"),
+    })
+    return [link, *items]
 
 
 def import_order(agent: Agent, files: list[Path]) -> list[Path]:
@@ -111,7 +120,7 @@ def import_order(agent: Agent, files: list[Path]) -> list[Path]:
 
     def key(path: Path) -> tuple[str, bool, str]:
         try:
-            first, subagent = SORT_KEYS[agent](Lines(path), _stem(path))
+            first, subagent = agent.sort_key(Lines(path), _stem(path, agent))
         except OSError as exc:
             raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
         return first or "~", subagent, str(path)
@@ -119,14 +128,14 @@ def import_order(agent: Agent, files: list[Path]) -> list[Path]:
     return sorted(files, key=key)
 
 
-def _stem(path: Path) -> str:
-    return path.name.removesuffix(".jsonl")
+def _stem(path: Path, agent: Agent) -> str:
+    return path.name.removesuffix(agent.transcript_suffix)
 
 
 def import_files(
     ledger: Ledger,
     location: Location,
-    agent: Agent,
+    agent: Agent | str,
     files: list[Path],
     task: UUID | None = None,
     progress: Callable[[int], None] | None = None,
@@ -138,6 +147,7 @@ def import_files(
 
     ``project`` keeps the sessions run in that project (or a folder inside it); ``since`` the
     sessions with a record at or after that time."""
+    agent = agents.load(agent) if isinstance(agent, str) else agent
     report = Report(files=len(files))
     numbers = {e.task_id: e.number for e in ledger.entries()}
     known: Known = {}  # each task's source keys, read once per import and kept up by its writes
@@ -158,9 +168,9 @@ def import_files(
         target = task or _existing_task(ledger, location, agent, session)
         if target is None:
             # The task opens at the session's first record, with its first batch, in one transaction.
-            title = session.title or f"{agent} session {session.session_id[:8] or path.stem}"
+            title = session.title or f"{agent.name} session {session.session_id[:8] or path.stem}"
             try:
-                target, done = open_with(ledger, title, items[:BATCH], cwd=session.cwd, actor=f"agent:{agent}",
+                target, done = open_with(ledger, title, items[:BATCH], cwd=session.cwd, actor=agent.actor,
                                          timestamp=_when(session.first_timestamp), known=known)
             except ForgottenSession as gone:
                 # The whole session belonged to a forgotten task: it stays forgotten, the import goes on.
@@ -252,7 +262,7 @@ def _settle(
         return
     item = (ev.StatusChanged, {
         "status": status, "reason": reason, "actor": "system", "timestamp": last,
-        "source": ev.SourceKey(agent=agent, session=session.session_id or path.stem, record=f"status:{status}"),
+        "source": ev.SourceKey(agent=agent.name, session=session.session_id or path.stem, record=f"status:{status}"),
     })
     _count(report, path, append_unseen(ledger, location, task, [item], known))
 
@@ -275,10 +285,10 @@ def _point(location: Location, ledger: Ledger, task: UUID, session: Session) -> 
 
 def _existing_task(ledger: Ledger, location: Location, agent: Agent, session: Session) -> UUID | None:
     if session.session_id:
-        found = task_for_session(ledger, location, agent, session.session_id)
+        found = task_for_session(ledger, location, agent.name, session.session_id)
         if found is not None:
             return found
-    return task_for_records(ledger, location, agent, session.references)
+    return task_for_records(ledger, location, agent.name, session.references)
 
 
 def _line_of(record: str) -> int | None:

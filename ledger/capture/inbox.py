@@ -7,7 +7,7 @@ the same rows append them once (``writer.append_unseen``); rows are deleted only
 events are saved. A session is bound to a task at its first event (``_bind``): the task its
 conversation is linked to, else its project's active task while that takes work, else a new
 task named after its first prompt; until then its rows wait in the inbox. Rows are grouped by
-(agent, session) and each is read by its agent's mapping (``AGENTS``); the routing rules are the same
+(agent, session) and each is read by its agent's mapping (``ledger.capture.agents``); the routing rules are the same
 for every agent.
 
 One row never holds up the rest: when a session's rows fail to fold (a value no event or store
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,13 +32,12 @@ from ledger.base.caps import restore
 from ledger.base.errors import StoreUnavailable
 from ledger.base.location import Location
 from ledger.base.project import project_of, within
-from ledger.capture import claude_code, codex, tasklist
-from ledger.capture.classify import classify, clean_prompt, request_text
-from ledger.capture.codex_outcomes import with_outcomes
+from ledger.capture import agents
+from ledger.capture.agent import Agent
+from ledger.capture.classify import classify, request_text
 from ledger.capture.hook import DROPPED_KEY, INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool, take_spooled
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
-from ledger.capture.tasklist import TaskList
 from ledger.capture.writer import (
     Appended,
     ForgottenSession,
@@ -69,73 +67,12 @@ class Drained:
     tasks: set[UUID] = field(default_factory=set)
 
 
-Mapper = Callable[[dict[str, Any], int, Any], list[Item]]
-
-
-@dataclass(frozen=True)
-class _Agent:
-    """How one agent's hook payloads become items: its name (the source keys' agent), its actor,
-    its mapping of one payload, and how it cleans a prompt (as its transcript importer does)."""
-
-    name: str
-    actor: str
-    items: Callable[[dict[str, Any], int, Any], list[Item]]
-    prompt: Callable[[str], str]
-    enrich: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = list
-    """What the agent's own records add to a session's payloads before they are mapped (I/O, here at the
-    edge): Codex's exit codes from its rollout (``codex_outcomes``)."""
-    session: Callable[[Ledger, Location, UUID | None, str], Mapper] | None = None
-    """For an agent whose payloads need what the session did before (Claude Code's task list): its
-    mapping for one session's rows, restored from the ledger."""
-
-
-def _claude_session(ledger: Ledger, location: Location, task: UUID | None, session: str) -> Mapper:
-    """Claude Code's mapping with the session's task list as the task holds it, restored at the first
-    row that needs it (a drain of rows without task-list traffic reads nothing more)."""
-    tasks: TaskList | None = None
-
-    def items(payload: dict[str, Any], row: int, ts: Any) -> list[Item]:
-        nonlocal tasks
-        if tasks is None and tasklist.concerns(payload):
-            tasks = _task_list(ledger, location, task, session)
-        return claude_code.hook_items(payload, row, ts, tasks)
-
-    return items
-
-
-def _task_list(ledger: Ledger, location: Location, task: UUID | None, session: str) -> TaskList:
-    """The session's task list as the task holds it: the changes counted from their keys, the tasks from
-    the task's plan when that is a task list (this session's, or carried over from another's: see
-    ``tasklist.TaskList.inherited``)."""
-    tasks = TaskList()
-    if task is None:
-        return tasks
-    state = ledger.state(task)
-    for name, sess, record in stored_keys(ledger, location, task, state.position):
-        if name == claude_code.AGENT and sess == session and record.startswith(tasklist.KEY):
-            tasks.seen(record)
-    plan = state.plan
-    if plan is not None and plan.steps and all(step.id for step in plan.steps):
-        event = next(iter(ledger.task_events(task, after=plan.position - 1, upto=plan.position)), None)
-        tasks.tasks = {str(step.id): (step.text, step.status) for step in plan.steps}
-        tasks.inherited = event is None or event.source is None or event.source.session != session
-    return tasks
-
-
-AGENTS: dict[str, _Agent] = {
-    claude_code.AGENT: _Agent(
-        claude_code.AGENT, claude_code.ACTOR, claude_code.hook_items, clean_prompt, session=_claude_session
-    ),
-    codex.AGENT: _Agent(codex.AGENT, codex.ACTOR, codex.hook_items, codex.user_prompt, enrich=with_outcomes),
-}
-
-
 @dataclass
 class _Row:
     id: int
     received: float
     payload: dict[str, Any]
-    agent: str = claude_code.AGENT
+    agent: str = "claude-code"
 
 
 def _rows(conn: sqlite3.Connection, drained: Drained) -> list[_Row]:
@@ -171,7 +108,7 @@ class _Binding:
     """The task is paused or blocked: the session's work makes it active again."""
 
 
-def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows: list[_Row]) -> _Binding:
+def _bind(ledger: Ledger, location: Location, agent: Agent, session: str, rows: list[_Row]) -> _Binding:
     """Where a session's rows go, decided at its first event (see docs/capture.md, "Routing").
 
     The task the session is linked to; else the project's active task while it takes work
@@ -201,13 +138,13 @@ def _bind(ledger: Ledger, location: Location, agent: _Agent, session: str, rows:
     return _Binding(opened=title_from(prompt), closed=closed)
 
 
-def _request(agent: _Agent, payload: dict[str, Any]) -> str:
+def _request(agent: Agent, payload: dict[str, Any]) -> str:
     """A prompt row's request as the agent's importer reads it, "" when it is none (``classify.request_text``)."""
     return request_text(agent.prompt(str(payload.get("prompt") or ""))) or ""
 
 
 def _items(
-    ledger: Ledger, location: Location, agent: _Agent, task: UUID | None, session: str, rows: list[_Row]
+    ledger: Ledger, location: Location, agent: Agent, task: UUID | None, session: str, rows: list[_Row]
 ) -> list[Item]:
     first_row = rows[0]
     items: list[Item] = [
@@ -229,7 +166,7 @@ def _items(
         seen = _prompts_seen(ledger, location, agent, task, state.position, session)
     else:
         first, seen = True, {}
-    mapped = agent.session(ledger, location, task, session) if agent.session else agent.items
+    mapped = agent.hook_mapper(ledger, location, task, session)
     for row, payload in zip(rows, agent.enrich([r.payload for r in rows]), strict=True):
         ts = datetime.fromtimestamp(row.received, UTC)
         if isinstance(payload.get(DROPPED_KEY), dict):
@@ -244,10 +181,10 @@ def _items(
                 first = False
             continue
         items.extend(mapped(payload, row.id, ts))
-    return items
+    return agent.normalised(items)
 
 
-def _dropped_item(agent: _Agent, session: str, row: _Row, ts: datetime) -> Item:
+def _dropped_item(agent: Agent, session: str, row: _Row, ts: datetime) -> Item:
     """A note standing for a payload the hook did not read, too big (``hook.MAX_PAYLOAD``)."""
     dropped = row.payload[DROPPED_KEY]
     what = " ".join(str(row.payload[k]) for k in ("hook_event_name", "tool_name", "tool_use_id") if row.payload.get(k))
@@ -258,7 +195,7 @@ def _dropped_item(agent: _Agent, session: str, row: _Row, ts: datetime) -> Item:
 
 
 def _prompts_seen(
-    ledger: Ledger, location: Location, agent: _Agent, task: UUID, upto: int, session: str
+    ledger: Ledger, location: Location, agent: Agent, task: UUID, upto: int, session: str
 ) -> dict[str, int]:
     """How many prompts of each text hash this session already has in the task."""
     seen: dict[str, int] = {}
@@ -271,7 +208,7 @@ def _prompts_seen(
 
 
 def _land(
-    ledger: Ledger, location: Location, agent: _Agent, binding: _Binding, session: str, rows: list[_Row]
+    ledger: Ledger, location: Location, agent: Agent, binding: _Binding, session: str, rows: list[_Row]
 ) -> tuple[UUID, Appended]:
     """Append a session's rows to its task, opening that task first when it is new (one transaction)."""
     items = _items(ledger, location, agent, binding.task, session, rows)
@@ -307,7 +244,7 @@ def _store_failure(exc: BaseException) -> bool:
 
 
 def _fold(
-    ledger: Ledger, location: Location, agent: _Agent, session: str, rows: list[_Row], conn: sqlite3.Connection,
+    ledger: Ledger, location: Location, agent: Agent, session: str, rows: list[_Row], conn: sqlite3.Connection,
     drained: Drained,
 ) -> None:
     """Fold one session's rows (all, or those that can be while it waits for a task) and delete them."""
@@ -335,7 +272,7 @@ def _fold(
 
 
 def _fold_apart(
-    ledger: Ledger, location: Location, agent: _Agent, session: str, rows: list[_Row], conn: sqlite3.Connection,
+    ledger: Ledger, location: Location, agent: Agent, session: str, rows: list[_Row], conn: sqlite3.Connection,
     drained: Drained,
 ) -> None:
     """Fold a session's rows one at a time (bound again for each: an earlier one may open its
@@ -392,8 +329,9 @@ def _drain_file(ledger: Ledger, location: Location, path: Path, drained: Drained
         for row in rows:
             sessions.setdefault((row.agent, str(row.payload.get("session_id") or "unknown")), []).append(row)
         for (name, session), session_rows in sessions.items():
-            agent = AGENTS.get(name)
-            if agent is None:  # a row from a newer trail's agent: kept for the version that knows it
+            try:
+                agent = agents.load(name)
+            except KeyError:  # a row from a newer trail's agent, or one uninstalled: kept for who knows it
                 drained.waiting += len(session_rows)
                 continue
             try:
@@ -406,7 +344,7 @@ def _drain_file(ledger: Ledger, location: Location, path: Path, drained: Drained
         conn.close()
 
 
-def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT) -> str:
+def session_start_answer(payload: dict[str, Any], agent: str = "claude-code") -> str:
     """Drain at once and answer SessionStart with the task's brief as additional context ("" if none).
 
     What it answers is kept in the brief cache, from which the next SessionStart may answer alone."""
@@ -415,7 +353,6 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
     from ledger.app import briefcache, verify
     from ledger.app.store import open_ledger
     from ledger.base.location import resolve
-    from ledger.capture.agent_mcp import has_tasktrail_mcp
     from projections.brief import injection
 
     location = resolve(os.environ.get("TRAIL_DB"))
@@ -439,7 +376,8 @@ def session_start_answer(payload: dict[str, Any], agent: str = claude_code.AGENT
         if state.position <= 2:  # opened and linked only: no history worth injecting
             return ""
         # In the agent's own measure, and naming the tools that work in its sandbox (``agent_mcp``).
-        mcp = has_tasktrail_mcp(agent, str(payload["cwd"]) if payload.get("cwd") else None)
-        return briefcache.session_start_json(injection(state, agent=agent, mcp=mcp))
+        who = agents.load(agent)
+        mcp = who.has_mcp(str(payload["cwd"]) if payload.get("cwd") else None, os.environ)
+        return briefcache.session_start_json(injection(state, budget=who.budget, mcp=mcp))
     finally:
         ledger.close()

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from ledger.base.errors import Refused, RuleBroken
 from ledger.base.location import Location
-from ledger.capture.claude_code import END
 from ledger.capture.items import LATEST_REQUIREMENT, Item
+from ledger.capture.session import END
 from ledger.domain import events as ev
 from ledger.stores.base import key_hash
 

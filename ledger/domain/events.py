@@ -201,13 +201,37 @@ class ToolCalled(TaskEvent):
     input: Bounded
 
 
+_V1_STOPPED = ("The user doesn't want to", "Error: The user doesn't want to", "[Request interrupted by user")
+_V1_NOT_RUN = ("requires approval", "haven't granted it yet", "was blocked. For security")
+"""How the fold read a v1 ``ToolResult``'s output (Claude Code's words, applied to every agent): frozen
+here, as the meaning of what v1 stored; v2 events carry the agent's own reading in ``refused``."""
+
+
 class ToolResult(TaskEvent):
+    """A tool call's result. ``refused``: not ok, and no failure (``ledger.capture.agent.Refusal``): the
+    user stopped it, or it never ran for want of a permission. v1 had no ``refused`` (upcast: read from
+    the output's wording, as the fold of v1 did)."""
+
     TOPIC = "tasktrail/ToolResult"
+    class_version: ClassVar[int] = 2
     because: Provenance | None = None
     tool: str
     call_id: str | None = None
     ok: bool
     output: Bounded
+    refused: Literal["stopped", "not_run"] | None = None
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        output = state.get("output")
+        text = "" if not isinstance(output, dict) or output.get("collected") else str(output.get("tail") or "")
+        refused = None
+        if not state.get("ok"):
+            if text.lstrip().startswith(_V1_STOPPED):
+                refused = "stopped"
+            elif any(phrase in text[:300] for phrase in _V1_NOT_RUN):
+                refused = "not_run"
+        state["refused"] = refused
 
 
 class CommandRan(TaskEvent):

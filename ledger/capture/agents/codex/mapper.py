@@ -30,11 +30,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from ledger.capture.agents.codex.outcomes import OUTCOME_KEY
+from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
-from ledger.capture.claude_code import Session
-from ledger.capture.codex_outcomes import OUTCOME_KEY
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import Skipped, loads, records
+from ledger.capture.session import Session
 from ledger.capture.testruns import command_facts
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
@@ -48,10 +49,6 @@ SUMMARY_LIMIT = 12000
 """Bytes kept of a compaction summary."""
 _EXITED = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 _RUNNING = re.compile(r"Process running with session ID (\d+)")
-_REJECTED = re.compile(
-    r"^\s*(?:(?:exec command|patch|command) rejected by (?:the )?user|aborted(?: by user)?\s*$)", re.I
-)
-"""A call the user declined or interrupted (Codex writes these as the call's output)."""
 _SUMMARY_HEAD = re.compile(r"Here is the summary produced by the other language model[^\n]*:\s*\n")
 """Where Codex's preamble to a compaction summary ends (0.171's ``compacted.message``)."""
 _TOOL_REFUSED = re.compile(r"^\s*(?:unsupported call|failed to parse function arguments|unknown tool)\b", re.I)

@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from ledger.capture.agents.claude_code.refusals import INTERRUPTED, NOT_RUN, STOPPED
+from ledger.capture.agents.claude_code.tasklist import TOOLS as TASK_TOOLS
+from ledger.capture.agents.claude_code.tasklist import TaskList, hook_change, items_for, tool_change
 from ledger.capture.classify import classify, request_text, slash_request
 from ledger.capture.items import (
     Item,
@@ -26,9 +29,7 @@ from ledger.capture.items import (
     title_from,
 )
 from ledger.capture.jsonl import Skipped, records
-from ledger.capture.refusals import INTERRUPTED, NOT_RUN, STOPPED
-from ledger.capture.tasklist import TOOLS as TASK_TOOLS
-from ledger.capture.tasklist import TaskList, hook_change, items_for, tool_change
+from ledger.capture.session import END, Session
 from ledger.capture.testruns import command_facts
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
@@ -57,23 +58,6 @@ REPLY_MAX = 8000
 APPROVED = "approved by the user in plan mode"
 
 
-@dataclass
-class Session:
-    """What one transcript file maps to."""
-
-    session_id: str = ""
-    title: str | None = None
-    cwd: str | None = None
-    items: list[Item] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    references: set[str] = field(default_factory=set)
-    """uuids this file points at outside itself (summary leafs, parents): links to earlier sessions."""
-    is_subagent: bool = False
-    first_timestamp: str = ""
-
-
-END = "end:"
-"""Source-record prefix of the transcript-end checkpoint."""
 REPLY = "reply:"
 """Source-record prefix of the agent's closing message of a turn (its text's hash)."""
 

@@ -367,7 +367,7 @@ def _plan_command(agent: str, remove: bool) -> click.Command:
             command = f"{name or shlex.quote(this_script())} hook {agent}"
         plan = who.install_plan(command, where, project_root(), remove=remove)
         if not plan:
-            raise TrailError(f"{who.title} has no hooks tasktrail can install")
+            raise BadInput(f"{who.title} has no hooks tasktrail can install")
         changes = []
         for edit in plan:
             before = _read(edit.path)

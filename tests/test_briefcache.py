@@ -296,3 +296,9 @@ def test_a_missing_ledger_named_by_db_is_still_refused_in_one_line(home: Path, t
                            str(tmp_path / "none.db"), "resume"], capture_output=True, text=True, env=_env(home),
                           cwd=tmp_path, timeout=60)
     assert proc.returncode != 0 and proc.stdout == "" and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_the_code_fingerprint_walks_this_checkouts_sources() -> None:
+    """An edit of any source changes every key (``_code``): the walk must start where the sources are."""
+    assert os.path.isfile(os.path.join(briefcache.SOURCES_ROOT, "ledger", "app", "briefcache.py"))
+    assert all(os.path.isdir(os.path.join(briefcache.SOURCES_ROOT, top)) for top in briefcache.SOURCES)

@@ -430,13 +430,15 @@ def _key_hash(key: tuple[str, str, str]) -> str:
 
 
 _code_print: str | None = None
+SOURCES_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The checkout ``SOURCES`` are in (this file is ``ledger/app/briefcache.py``)."""
 
 
 def _code() -> str:
     """Sizes and mtimes of this checkout's sources: an upgrade (or an edit) never shows an older format."""
     global _code_print
     if _code_print is None:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = SOURCES_ROOT
         seen = [sys.version]
         for top in SOURCES:
             for folder, dirs, files in os.walk(os.path.join(root, top)):

@@ -8,6 +8,7 @@ that read SQLite bytes directly carry ``@pytest.mark.sqlite_only``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -41,13 +42,13 @@ def _worker_database(url: str) -> str:
     name = f"{parts.path.lstrip('/') or 'postgres'}_{worker}"
     with psycopg.connect(url.split("?", 1)[0], autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(name)))
+            # A test's child process imports this module too, and may make it first.
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(name)))
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 POSTGRES_URL = _worker_database(os.environ.get("TRAIL_TEST_POSTGRES_URL", ""))
-if POSTGRES_URL:
-    os.environ["TRAIL_TEST_POSTGRES_URL"] = POSTGRES_URL
 
 
 def pytest_configure(config: pytest.Config) -> None:

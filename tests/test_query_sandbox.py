@@ -161,7 +161,9 @@ def test_what_the_sandbox_sets_and_locks(model: Path) -> None:
 
 
 def test_selects_answer_the_same_in_both_modes(model: Path) -> None:
-    selects = [q.sql for q in queries.QUERIES if not q.per_task] + [
+    # `stalled` reads now(): the two modes run a moment apart, so its idle time is taken out of the comparison.
+    selects = [q.sql.replace("now() - updated_at", "TIMESTAMPTZ '2026-01-01' - updated_at")
+               for q in queries.QUERIES if not q.per_task] + [
         "SELECT * FROM tasks ORDER BY number",
         "SELECT * FROM events ORDER BY notification_id",
         "SELECT task_number, path, operation, changes FROM current_files ORDER BY ALL",

@@ -243,8 +243,11 @@ class Ledger(Application[UUID]):
                 self.conflicts += 1
                 time.sleep(random.uniform(0, min(0.2, 0.002 * 2 ** min(attempt, 7))))
             except OperationalError as exc:
-                if "locked" not in str(exc):
+                # "pipeline aborted": on PostgreSQL a racing insert failed inside the library's pipeline and the
+                # transaction was rolled back, its own error masked by the pipeline's; re-read and try again.
+                if "locked" not in str(exc) and "pipeline aborted" not in str(exc):
                     raise StoreUnavailable(f"ledger write failed: {exc}") from exc
+                self.conflicts += "pipeline aborted" in str(exc)
                 time.sleep(0.05 * (0.5 + random.random()))
         raise StoreUnavailable(f"gave up after {RETRY_ATTEMPTS} write conflicts")
 

@@ -165,7 +165,9 @@ def _ending(name: str, outcome: str, help_text: str) -> click.Command:
 def _status(name: str, status: str, help_text: str, reason_required: bool = False) -> click.Command:
     def append(ctx: Context, task_ref: str | None, as_json: bool, actor: str, reason: str | None) -> None:
         entry = ctx.entry(task_ref)
-        if ctx.ledger().state(entry.task_id).status == status:  # a second `done` says so and adds nothing
+        now = ctx.ledger().state(entry.task_id)
+        # A second `done` says so and adds nothing; `block` with a new reason still records it.
+        if now.status == status and (reason is None or reason == now.status_reason):
             if as_json:
                 emit_json({"task": entry.number, "position": None, "event": None, "status": status})
             else:

@@ -117,3 +117,12 @@ def test_stats_counts_a_branchs_copied_events_once(home: Path, tmp_path: Path) -
     assert [(c["command"], c["runs"]) for c in stats["failing-commands"]] == [("false", 2)]
     assert [(f["path"], f["changes"]) for f in stats["files"]] == [("f.py", 1)]
     assert [(a["task"], a["attempt"]) for a in stats["failed-attempts"]] == [(1, "Try it")]
+
+
+def test_a_new_reason_for_the_same_status_is_still_recorded(home: Path, tmp_path: Path) -> None:
+    run_here("start", "Blocked twice", home=home, cwd=tmp_path, check=True)
+    run_here("block", "waiting for the API key", home=home, cwd=tmp_path, check=True)
+    again = run_here("block", "waiting for the API key", home=home, cwd=tmp_path, check=True)
+    assert "already blocked; nothing recorded" in again.stdout
+    other = run_here("block", "the vendor is down", home=home, cwd=tmp_path, check=True)
+    assert "nothing recorded" not in other.stdout and _count(home) == 3

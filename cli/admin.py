@@ -68,10 +68,12 @@ def forget(ctx: Context, task: str | None, age: Age | None, yes: bool, actor: st
     ledger = ctx.ledger()
     targets: list[Entry | Tombstone]
     if age is not None:
+        forgetting.check_registry(ledger)  # which tasks go is read from the task list: it must verify
         targets = [*forgetting.unfinished(ledger, ctx.location), *forgetting.stale(ledger, age.cutoff())]
     elif task is not None and (number := refs.task_number(task)) is not None and not any(
         e.number == number for e in ledger.entries()
     ):
+        forgetting.check_registry(ledger)  # the tombstone that names it must be a recorded one
         targets = [forgetting.pending(ledger, number)]  # finish an interrupted forget
     else:
         targets = [ctx.entry(task)]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
 from projections import points
+
+if TYPE_CHECKING:
+    from ledger.app.verify import Report
+    from ledger.domain.registry import Entry
 
 
 def _position(ctx: Context, task_id: UUID, spec: str) -> int:
@@ -122,7 +127,7 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
 
     Exits 5 when any task is broken.
     """
-    from ledger.app.verify import LedgerBroken, parse_head, verify_task
+    from ledger.app.verify import LedgerBroken, parse_head, verify_registry, verify_task
 
     if expect is not None:
         if not task:
@@ -130,11 +135,14 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
         parse_head(expect)
     ledger = ctx.ledger()
     entries = [ctx.entry(task)] if task else ledger.entries()
-    reports = [(e, verify_task(ledger, e.task_id, e, expect)) for e in entries]
+    reports: list[tuple[Entry | None, Report]] = [(e, verify_task(ledger, e.task_id, e, expect)) for e in entries]
+    if not task:  # the task list itself, last: its chain, anchor and snapshots (None: the registry's row)
+        reports.append((None, verify_registry(ledger)))
     broken = [(e, r) for e, r in reports if not r.ok]
     if as_json:
         emit_json([{
-            "task": e.number, "events": r.events, "ok": r.ok, "head": r.head, "head_token": r.head_token,
+            "task": None if e is None else e.number, "registry": e is None,
+            "events": r.events, "ok": r.ok, "head": r.head, "head_token": r.head_token,
             "stale_snapshots": r.stale_snapshots,
             "anchor": None if r.anchor is None else {"position": r.anchor.version, "chain": r.anchor.chain},
             "break": None if r.first_break is None else {
@@ -142,7 +150,11 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
         } for e, r in reports])
     else:
         for e, r in reports:
-            if r.first_break is None:
+            if e is None:
+                b = r.first_break
+                click.echo(f"task list ok: {r.events} events, head {r.head_token}" if b is None else
+                           f"task list BROKEN at position {b.position}: {b.kind} ({b.detail})")
+            elif r.first_break is None:
                 anchored = "" if r.anchor is not None else " (no anchor recorded: a ledger from before anchors)"
                 stale = (f"; {r.stale_snapshots} snapshot(s) from an older fold, rebuilt on read"
                          if r.stale_snapshots else "")
@@ -153,8 +165,9 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
     if broken:
         entry, first = broken[0]
         assert first.first_break is not None
+        name = "the task list" if entry is None else f"#{entry.number}"
         raise LedgerBroken(
-            f"{len(broken)} of {len(reports)} task(s) broken; first: #{entry.number} "
+            f"{len(broken)} of {len(reports)} broken; first: {name} "
             f"at position {first.first_break.position} ({first.first_break.kind}: {first.first_break.detail})"
         )
 

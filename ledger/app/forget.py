@@ -53,7 +53,7 @@ from ledger.base.errors import NotFound, TrailError
 from ledger.base.location import Location
 from ledger.capture.inbox import inbox_path
 from ledger.domain import events as ev
-from ledger.domain.registry import Entry, Tombstone
+from ledger.domain.registry import Entry, Tombstone, erase
 from ledger.stores.base import Archive, key_hash
 
 FORGOTTEN_TITLE = "[forgotten]"
@@ -163,8 +163,7 @@ def _tombstoned_entry(raw: bytes, number: int) -> bytes | None:
     entry = state.get("entry") or {}
     if entry.get("number") != number:
         return None
-    state["entry"] = {**entry, "title": FORGOTTEN_TITLE, "slug": f"forgotten-{number}"}
-    return orjson.dumps(state)
+    return orjson.dumps(erase(state, FORGOTTEN_TITLE, f"forgotten-{number}"))  # the hashes keep the chain
 
 
 def _remove(path: Path) -> int:
@@ -276,6 +275,17 @@ def forget(
         journal.parent.rmdir()
     say(f"#{number}: {removed} files removed")
     return Forgotten(tombstone, deleted, removed, traces.lost)
+
+
+def check_registry(ledger: Ledger) -> None:
+    """Refuse (``LedgerBroken``, exit 5) to act on a task list that does not verify: a forged
+    tombstone or entry would otherwise choose which live task's content is deleted."""
+    from ledger.app.verify import LedgerBroken, verify_registry
+
+    found = verify_registry(ledger).first_break
+    if found is not None:
+        raise LedgerBroken(f"the task list is broken at position {found.position} ({found.kind}: {found.detail}); "
+                           "nothing forgotten; run `trail verify`")
 
 
 def stale(ledger: Ledger, cutoff: datetime) -> list[Entry]:

@@ -36,7 +36,7 @@ from ledger.domain import events as ev
 from ledger.domain.decision_state import RulesView
 from ledger.domain.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.domain.redact import Redactor, redact_fields
-from ledger.domain.registry import REGISTRY_ID, Entry, Registry, Tombstone
+from ledger.domain.registry import REGISTRY_ID, Entry, Registry, Tombstone, head_of
 from ledger.domain.snapshot import ModelSnapshot
 from ledger.domain.task import Task, task_id_for
 from ledger.stores import LedgerStore, for_ledger
@@ -201,7 +201,7 @@ class Ledger(Application[UUID]):
         def attempt() -> tuple[TaskState, R]:
             registry: Registry | None = None
             if opening is not None:
-                registry = self._registry()
+                registry = self._registry(writing=True)
                 number, slug = registry.next_number(), registry.unique_slug(opening.title)
                 task = self._loaded(Task.open(
                     number=number, title=opening.title, slug=slug, cwd=opening.cwd, actor=opening.actor,
@@ -302,11 +302,18 @@ class Ledger(Application[UUID]):
             return
         super().take_snapshot(aggregate_id, version, projector_func)
 
-    def _registry(self) -> Registry:
+    def _registry(self, writing: bool = False) -> Registry:
+        """The registry; ``writing``: with its chain head known, to append to it."""
         try:
             registry: Registry = self.repository.get(REGISTRY_ID)
         except AggregateNotFoundError:
             registry = Registry.create()
+        if writing and not registry.head and registry.version > 0:
+            # Its last events (or the snapshot it loaded from) predate the chain: the head is their
+            # hash as stored now, so the next event chains them in (``registry.head_of``).
+            decode = cast(PydanticMapper, self.mapper).decode_state
+            rows = self.recorder.select_events(REGISTRY_ID, lte=registry.version)
+            registry.head = head_of((r.topic, r.originator_version, decode(r.state)) for r in rows)
         return registry
 
     def open_task(
@@ -355,7 +362,7 @@ class Ledger(Application[UUID]):
         """Record in the registry that a task was forgotten (its entry goes, the tombstone stays)."""
 
         def attempt() -> None:
-            registry = self._registry()
+            registry = self._registry(writing=True)
             if tombstone.number in registry.tombstones:
                 return  # a re-run after an interrupted forget
             registry.forget(tombstone)

@@ -19,6 +19,9 @@ chain, so upcasting cannot mask a change; it names the first break with its posi
 - ``registry``: the task list's entry (number, slug, title) is not what the task's opening says.
 - ``archive``: an archive of compacted events (``trail compact``) is missing, altered or unreadable.
 
+The registry (the task list) is walked the same way (``verify_registry``): its own chain, its
+anchor, its snapshots against its events, and an erased entry only under a recorded forget.
+
 Reads cannot afford the walk on every call, so ``checked_task`` and ``check_events`` check
 only what a read loads anyway (its snapshot, the last event, the anchor) and raise
 ``LedgerBroken`` with the same kinds; the walk stays here for `trail verify`.
@@ -38,6 +41,7 @@ from eventsourcing.persistence import StoredEvent
 from ledger.app import archive
 from ledger.base.errors import TrailError
 from ledger.domain import chain
+from ledger.domain import registry as reg
 from ledger.domain.events import Bounded, OutputsCollected
 from ledger.domain.mapper import PydanticMapper
 from ledger.domain.registry import REGISTRY_ID
@@ -136,6 +140,102 @@ def verify_all(ledger: Ledger, task_ids: list[UUID], entries: Iterable[Entry] = 
     by_id = {e.task_id: e for e in entries}
     for task_id in task_ids:
         yield verify_task(ledger, task_id, by_id.get(task_id))
+
+
+def verify_registry(ledger: Ledger) -> Report:
+    """Walk the registry: each event's link (events from before the chain are hashed as stored, so
+    the first chained one covers them), its anchor, and each snapshot against the events up to it."""
+    anchor = ledger.store.head(REGISTRY_ID)
+    mapper = cast(PydanticMapper, ledger.mapper)
+    rows = ledger.recorder.select_events(REGISTRY_ID)
+    previous, chained, count = chain.GENESIS, False, 0
+    erased: dict[int, int] = {}
+    forgotten: set[int] = set()
+    folded: Any = None
+    snapshots = {} if ledger.snapshots is None else {
+        s.originator_version: s for s in ledger.snapshots.recorder.select_events(REGISTRY_ID)}
+
+    def broken(found: Break) -> Report:
+        return Report(REGISTRY_ID, count, previous, found, anchor)
+
+    for index, row in enumerate(rows):
+        position = index + 1
+        if row.originator_version != position:
+            return broken(Break(position, "missing",
+                                f"no registry event at {position}; the next stored is {row.originator_version}"))
+        try:
+            state = mapper.decode_state(row.state)
+            expected = reg.seal_stored(previous, row.topic, position, state)
+        except Exception as exc:  # any decoding failure is a finding, not a crash
+            return broken(Break(position, "undecodable", f"undecodable registry event: {_one_line(exc)}"))
+        stored = str(state.get("chain") or "")
+        if stored and stored != expected:
+            return broken(Break(position, "out of place", "the registry event does not chain from the one before "
+                                "(forged, edited, inserted or renumbered)"))
+        if not stored and chained:
+            return broken(Break(position, "out of place", "a registry event without a hash after the chain began "
+                                "(inserted outside tasktrail)"))
+        chained = chained or bool(stored)
+        if isinstance(state.get("erased"), dict):
+            erased[position] = int((state.get("entry") or {}).get("number", 0))
+        if row.topic == reg.TaskForgotten.TOPIC:
+            forgotten.add(int((state.get("tombstone") or {}).get("number", 0)))
+        try:
+            folded = cast(Any, mapper.to_domain_event(row)).mutate(folded)
+        except Exception as exc:
+            return broken(Break(position, "undecodable", f"does not load as a registry event: {_one_line(exc)}"))
+        previous, count = expected, position
+        if position in snapshots and (found := _registry_snapshot_problem(mapper, snapshots[position], folded)):
+            return broken(found)
+    if past := [v for v in snapshots if v > count]:
+        return broken(Break(count + 1, "truncated",
+                            f"a registry snapshot records position {max(past)}, but its log ends at {count}"))
+    for position, number in erased.items():
+        if number not in forgotten:
+            return broken(Break(position, "registry",
+                                f"task #{number}'s entry is erased, but no forget of it is recorded"))
+    if anchor is None:
+        if chained or anchors_kept(ledger):
+            return broken(Break(count, "anchor", "the registry's anchor is gone (deleted outside tasktrail)"))
+    elif anchor.version > count:
+        return broken(Break(count + 1, "truncated",
+                            f"the anchor records position {anchor.version}, but the registry ends at {count}"))
+    elif anchor.version < count:
+        return broken(Break(anchor.version + 1, "anchor",
+                            f"registry events past the anchor's {anchor.version} (inserted outside tasktrail)"))
+    elif anchor.chain and anchor.chain != previous:
+        return broken(Break(count, "anchor", "the registry's last event is not the one the anchor recorded"))
+    return Report(REGISTRY_ID, count, previous, None, anchor)
+
+
+def _registry_snapshot_problem(mapper: PydanticMapper, stored: StoredEvent, folded: Any) -> Break | None:
+    position = stored.originator_version
+    try:
+        kept = mapper.to_domain_event(stored)
+        if not isinstance(kept, reg.RegistrySnapshot):
+            raise ValueError(f"a {stored.topic} where the registry's snapshot belongs")
+    except Exception as exc:
+        return Break(position, "snapshot", f"registry snapshot cannot be read: {_one_line(exc)}")
+    derived = reg.RegistrySnapshot.take(folded)
+    skip = {"head"} if not kept.state.head else set()  # a snapshot from before the chain kept none
+    differs = _differences(kept.state.model_dump(exclude=skip), derived.state.model_dump(exclude=skip))
+    if differs:
+        return Break(position, "snapshot",
+                     f"registry snapshot is not what its events fold to (differs in {', '.join(differs)})")
+    return None
+
+
+def anchors_kept(ledger: Ledger) -> bool:
+    """Whether this ledger anchors its aggregates: the registry has an anchor row, or chained events
+    (written by a version that anchors every insert), so a missing anchor row is a deletion."""
+    if ledger.store.head(REGISTRY_ID) is not None:
+        return True
+    mapper = cast(PydanticMapper, ledger.mapper)
+    last = ledger.recorder.select_events(REGISTRY_ID, desc=True, limit=1)
+    try:
+        return bool(last) and bool(mapper.decode_state(last[0].state).get("chain"))
+    except Exception:  # an undecodable last row is the registry walk's to name
+        return True
 
 
 class _Walk:
@@ -258,6 +358,10 @@ class _Walk:
                                    "collection (OutputsCollected) covers it"))
 
     def check_end(self, anchor: Head | None, expect: str | None) -> None:
+        if anchor is None and anchors_kept(self.ledger):
+            # Every insert anchors its aggregate in its own transaction: on a ledger that anchors,
+            # a task without an anchor row lost it outside tasktrail (as reads say too).
+            raise _Found(Break(self.count, "anchor", "the task's anchor is gone (deleted outside tasktrail)"))
         if anchor is not None:
             if anchor.version > self.count:
                 raise _Found(Break(self.count + 1, "truncated",
@@ -424,7 +528,7 @@ def end_problem(ledger: Ledger, task_id: UUID, version: int, head: str) -> Break
     if anchor is None:
         # Every insert anchors its task in the same transaction, so a ledger that anchors at all (its
         # task list has an anchor) and not this task lost the row to someone outside tasktrail.
-        if task_id != REGISTRY_ID and ledger.store.head(REGISTRY_ID) is not None:
+        if task_id != REGISTRY_ID and anchors_kept(ledger):
             return Break(version, "anchor", "the task's anchor is gone (deleted outside tasktrail)")
         return None
     if version < anchor.version:

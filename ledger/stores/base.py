@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import orjson
@@ -63,7 +63,7 @@ class Archive:
 @dataclass(frozen=True)
 class Head:
     """What the anchor holds of an aggregate: its last position and the chain hash there
-    (empty for the registry, whose events are not chained)."""
+    (empty for a registry whose last event predates its chain)."""
 
     version: int
     chain: str
@@ -79,6 +79,16 @@ def heads_of(stored_events: Iterable[StoredEvent]) -> list[tuple[str, int, str]]
         if key not in last or stored.originator_version > last[key].originator_version:
             last[key] = stored
     return [(key, s.originator_version, chain_of(s.state)) for key, s in last.items()]
+
+
+def refill(last_rows: list[tuple[Any, int, str]], registry_key: object) -> list[tuple[Any, int, str]]:
+    """The anchor rows to start a new anchor table with, from each aggregate's last row (id, position,
+    chain): all of them for a ledger from before the anchor; none when the registry's last event is
+    chained, for that ledger had anchors (a version that chains the registry anchors every insert),
+    so its table was dropped outside tasktrail and refilling it from the log would hide a cut."""
+    if any(key == registry_key and hashed for key, _, hashed in last_rows):
+        return []
+    return last_rows
 
 
 def chain_of(state: bytes) -> str:

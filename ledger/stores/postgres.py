@@ -45,6 +45,7 @@ from ledger.stores.base import (
     Range,
     chain_of,
     heads_of,
+    refill,
 )
 
 EVENTS_TABLE = "tasktrail_events"
@@ -80,15 +81,15 @@ class AnchoredRecorder(PostgresApplicationRecorder):
             row = curs.fetchone()
             if row is not None and row["found"] is not None:
                 return
-            # A ledger from before the anchor: it starts from the log as it is now.
+            # A ledger from before the anchor starts from the log as it is now (``base.refill``).
             curs.execute(sql.SQL(CREATE_HEADS).format(schema=schema))
             curs.execute(sql.SQL(
                 "SELECT DISTINCT ON (originator_id) originator_id, originator_version, state FROM {}.{}"
                 " ORDER BY originator_id, originator_version DESC"
             ).format(schema, sql.Identifier(self.events_table_name)))
-            found = [(r["originator_id"], r["originator_version"], chain_of(bytes(r["state"])))
+            last = [(r["originator_id"], r["originator_version"], chain_of(bytes(r["state"])))
                      for r in curs.fetchall()]
-            if found:
+            if found := refill(last, REGISTRY_ID):
                 curs.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), found)
 
     def _insert_stored_events(self, curs: psycopg.Cursor[DictRow], stored_events: Sequence[StoredEvent],

@@ -34,6 +34,7 @@ from ledger.stores.base import (
     Range,
     chain_of,
     heads_of,
+    refill,
 )
 
 CREATE_ARCHIVES = f"""CREATE TABLE IF NOT EXISTS {ARCHIVES} (
@@ -57,14 +58,15 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
         fresh = c.fetchone() is None
         super()._create_table(c)
         if fresh:
-            # A ledger from before the anchor: it starts from the log as it is now.
+            # A ledger from before the anchor starts from the log as it is now (``base.refill``).
             c.execute(CREATE_HEADS)
             c.execute(
                 "SELECT e.originator_id, e.originator_version, e.state FROM stored_events e JOIN"
                 " (SELECT originator_id, max(originator_version) AS v FROM stored_events GROUP BY originator_id) m"
                 " ON e.originator_id = m.originator_id AND e.originator_version = m.v"
             )
-            c.executemany(UPSERT_HEAD, [(r[0], r[1], chain_of(bytes(r[2]))) for r in c.fetchall()])
+            last = [(str(r[0]), int(r[1]), chain_of(bytes(r[2]))) for r in c.fetchall()]
+            c.executemany(UPSERT_HEAD, refill(last, REGISTRY_ID.hex))
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any

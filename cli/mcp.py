@@ -278,7 +278,7 @@ def build(state: Context) -> "MCPServer[Any]":
 
             keep = timeline.EventFilter(types=reading.event_types(types or (), "types"))
             entry = entry_for(task, project)
-            events = reading.timeline(ledger(), entry.task_id, keep, limit)
+            events = reading.timeline(ledger(), entry.task_id, keep, limit, entry.number)
             rows = [timeline.as_record(e) for e in events]
             if not full:
                 rows = [{k: r[k] for k in ("position", "type", "timestamp", "actor", "summary")} for r in rows]

@@ -98,7 +98,7 @@ def log(
         until=points.parse_time(until, "--until") if until else None,
     )
     entry = ctx.entry(task)
-    selected = reading.timeline(ctx.ledger(), entry.task_id, keep, limit)
+    selected = reading.timeline(ctx.ledger(), entry.task_id, keep, limit, entry.number)
     if as_json:
         emit_json([timeline.as_record(e) for e in selected])
         return

@@ -76,9 +76,12 @@ def event_types(types: Iterable[str], option: str = "--type") -> tuple[str, ...]
     return types
 
 
-def timeline(ledger: Ledger, task_id: UUID, keep: EventFilter, limit: int | None = None) -> list[ev.TaskEvent]:
-    """The task's events that ``keep`` matches, oldest first; only the last ``limit`` when given."""
-    selected = [e for e in verify.load_events(ledger, task_id) if keep.matches(e)]
+def timeline(
+    ledger: Ledger, task_id: UUID, keep: EventFilter, limit: int | None = None, number: int | None = None,
+) -> list[ev.TaskEvent]:
+    """The task's events that ``keep`` matches, oldest first; only the last ``limit`` when given.
+    ``number`` names the task in a refusal."""
+    selected = [e for e in verify.load_events(ledger, task_id, number) if keep.matches(e)]
     return selected[-limit:] if limit else selected
 
 

@@ -118,21 +118,28 @@ def log(
 @pass_context
 @fails_cleanly
 def list_tasks(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
-    """List all tasks with their status and next step (* marks the active task)."""
+    """List all tasks with their status and next step (* marks the active task).
+
+    A task that fails a read's checks is listed as BROKEN, the others as usual; exits 5 then."""
     from ledger.app import reading
+    from ledger.app.verify import LedgerBroken
     from ledger.base.project import current_project
 
     rows = reading.task_rows(ctx.ledger(), ctx.location, current_project(), statuses)
     if as_json:
         emit_json(rows)
-        return
-    if not rows:
+    elif not rows:
         click.echo("No tasks yet. Start one with: trail start \"what you are about to do\"")
-        return
-    for r in rows:
+    for r in rows if not as_json else ():
         mark = "*" if r["active"] else " "
+        if r["broken"]:
+            click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {r['slug']:<40}  (run `trail verify`)")
+            continue
         step = f"  next: {one_line(r['next_step'])}" if r["next_step"] else ""
         click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {r['slug']:<40} {r['events']:>6} ev{step}")
+    broken = [r for r in rows if r["broken"]]
+    if broken:  # as `trail verify`: every task listed, the broken marked, exit 5 at the end
+        raise LedgerBroken(f"{len(broken)} of {len(rows)} task(s) broken; first: {broken[0]['broken']}")
 
 
 COMMANDS: list[click.Command] = [resume, replay, log, list_tasks]

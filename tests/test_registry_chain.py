@@ -188,3 +188,27 @@ def test_a_deleted_anchor_row_is_broken_for_verify_as_for_reads(home: Path, loca
     (report,) = [r for r in json.loads(proc.stdout) if r["task"] == 1]
     assert report["break"]["kind"] == "anchor" and "gone" in report["break"]["detail"]
     assert "anchor" in run_trail("resume", "1", home=home).stderr
+
+
+# -- `trail list` with one broken task: the others listed, that one marked, exit 5 as verify does ------------
+
+
+def test_list_shows_the_others_and_marks_the_broken_task(home: Path, location: Location) -> None:
+    _setup(location, ("Second task", "Third task"))
+    clean = run_trail("list", "--json", home=home)
+    assert clean.returncode == 0 and all(r["broken"] is None for r in json.loads(clean.stdout))  # the control
+    _execute(location, "UPDATE {events} SET state = %s WHERE originator_id = %s AND originator_version = 1",
+             (orjson.dumps({"title": "FORGED"}), task_id_for(2)))
+    proc = run_trail("list", home=home)
+    assert proc.returncode == 5 and "Traceback" not in proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["#1", "#2", "#3"]
+    assert "BROKEN" in lines[1] and "BROKEN" not in lines[0] + lines[2] and "FORGED" not in proc.stdout
+    assert proc.stderr.count("\n") == 1 and "1 of 3 task(s) broken" in proc.stderr and "task #2" in proc.stderr
+    as_json = run_trail("list", "--json", home=home)
+    assert as_json.returncode == 5
+    rows = {r["number"]: r for r in json.loads(as_json.stdout)}
+    assert rows[2]["status"] == "BROKEN" and "task #2" in rows[2]["broken"] and rows[1]["events"] == 19
+    assert rows[3]["broken"] is None
+    filtered = run_trail("list", "--status", "done", "--json", home=home)  # a broken task is never filtered out
+    assert filtered.returncode == 5 and [r["number"] for r in json.loads(filtered.stdout)] == [2]

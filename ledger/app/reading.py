@@ -29,17 +29,31 @@ if TYPE_CHECKING:
 LINE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 
 
+BROKEN = "BROKEN"
+"""The status `trail list` shows for a task that does not pass a read's checks."""
+
+
 def task_rows(
     ledger: Ledger, location: Location, project: str | None, statuses: Iterable[str] = ()
 ) -> list[dict[str, Any]]:
-    """Every task (only those with one of ``statuses`` when given), marking the active task of ``project``."""
+    """Every task (only those with one of ``statuses`` when given), marking the active task of ``project``.
+
+    A task that does not pass a read's checks is listed as ``BROKEN`` (whatever ``statuses``), with
+    the refusal in ``broken`` and nothing shown from its events, as `trail verify` lists each task;
+    the others are listed as usual (``broken`` None). The caller exits 5 after listing them."""
     from ledger.app import refs
 
     wanted = set(statuses)
     active = refs.active_task_id(location, project)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for entry in ledger.entries():
-        state = verify.checked_task(ledger, entry.task_id, entry=entry).state
+        try:
+            state = verify.checked_task(ledger, entry.task_id, entry=entry).state
+        except verify.LedgerBroken as exc:
+            rows.append({"number": entry.number, "slug": entry.slug, "title": entry.title, "status": BROKEN,
+                         "events": None, "updated_at": None, "next_step": None,
+                         "active": entry.task_id == active, "broken": str(exc)})
+            continue
         if wanted and state.status not in wanted:
             continue
         rows.append({
@@ -51,6 +65,7 @@ def task_rows(
             "updated_at": state.updated_at.isoformat() if state.updated_at else None,
             "next_step": state.next_step,
             "active": entry.task_id == active,
+            "broken": None,
         })
     return rows
 

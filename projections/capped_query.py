@@ -70,13 +70,86 @@ def _encoded(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
 
 
+_CHUNK = 1 << 20
+
+
+def _utf8_size(text: str) -> int:
+    """UTF-8 bytes of ``text``, counted a chunk at a time (never a second copy of a huge value)."""
+    if text.isascii():
+        return len(text)
+    return sum(len(text[i:i + _CHUNK].encode("utf-8", "surrogatepass")) for i in range(0, len(text), _CHUNK))
+
+
+def _json_size(value: Any, cap: int = ROW_BYTES) -> int:
+    """Bytes of ``value``'s JSON: exact when it is small; for a value that cannot fit ``cap``, counted
+    without encoding it (escapes aside). orjson, asked to encode a value of tens of MB near the child's
+    memory limit, dies of SIGSEGV instead of raising MemoryError: a 50 MB string ended the child so."""
+    if isinstance(value, str):
+        if len(value) * 6 + 2 <= cap:  # even all escapes would fit
+            return len(_encoded(value))
+        size = _utf8_size(value) + 2
+        return size if size > cap else len(_encoded(value))
+    if isinstance(value, list | tuple | dict):
+        items = list(value.items()) if isinstance(value, dict) else list(value)
+        total = 2 + max(len(items) - 1, 0)
+        for item in items:
+            if isinstance(item, tuple):  # a dict's key and value
+                total += _json_size(item[0], cap) + 1 + _json_size(item[1], cap)
+            else:
+                total += _json_size(item, cap)
+        return total
+    return len(_encoded(value))
+
+
+def _json_prefix(value: Any, room: int) -> str:
+    """The start of ``value``'s JSON, at least ``room`` bytes of it when it has them, built an item at a
+    time so a huge value is never encoded whole."""
+    parts: list[str] = []
+    used = 0
+
+    def walk(item: Any) -> bool:  # True once enough is written
+        nonlocal used
+        if isinstance(item, list | tuple | dict):
+            pairs = list(item.items()) if isinstance(item, dict) else list(item)
+            parts.append("{" if isinstance(item, dict) else "[")
+            used += 1
+            for n, pair in enumerate(pairs):
+                if n:
+                    parts.append(",")
+                    used += 1
+                if isinstance(item, dict):
+                    key = _encoded(str(pair[0])).decode() + ":"
+                    parts.append(key)
+                    used += len(key)
+                if used >= room or walk(pair[1] if isinstance(item, dict) else pair):
+                    return True
+            parts.append("}" if isinstance(item, dict) else "]")
+            used += 1
+            return used >= room
+        if isinstance(item, str) and len(item) > room:
+            text = _encoded(item[:room]).decode()[:-1]  # cut: no closing quote
+            parts.append(text)
+            used += len(text)
+            return True
+        text = _encoded(item).decode()
+        parts.append(text)
+        used += len(text)
+        return used >= room
+
+    walk(value)
+    return "".join(parts)
+
+
 def _cut(value: Any, size: int, room: int) -> str:
     """``value`` as text whose JSON takes at most ``room`` bytes (escapes counted), marked with what was dropped."""
-    whole = (value if isinstance(value, str) else _encoded(value).decode()).encode()
+    if isinstance(value, str):
+        whole, total = value[:max(room, 0)].encode("utf-8", "surrogatepass"), _utf8_size(value)
+    else:
+        whole, total = _json_prefix(value, max(room, 0)).encode("utf-8", "surrogatepass"), size
     keep = room - len(CUT.format(size)) - 2
     while True:
         head = whole[:max(keep, 0)].decode("utf-8", "ignore")
-        out = head + CUT.format(len(whole) - len(head.encode()))
+        out = head + CUT.format(total - len(head.encode()))
         over = len(_encoded(out)) - room
         if over <= 0 or keep <= 0:
             return out
@@ -89,7 +162,7 @@ def fit_row(columns: Sequence[str], row: Sequence[Any], budget: int = ROW_BYTES)
     The budget is shared out smallest value first: a value that fits its fair share stays whole,
     the larger ones are each cut to the share that is left."""
     values = [json_ready(v) for v in row]
-    sizes = [len(_encoded(v)) for v in values]
+    sizes = [_json_size(v, budget) for v in values]
     room = budget - 2 - sum(len(_encoded(c)) + 2 for c in columns)  # braces, quoted names, colons, commas
     if sum(sizes) <= room:
         return dict(zip(columns, values, strict=True)), 0
@@ -190,7 +263,7 @@ def _rows(relation: Any, limit: int) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = relation.limit(min(limit + 1, PROBE_ROWS)).fetchall()
     if len(rows) < PROBE_ROWS or limit + 1 <= PROBE_ROWS:
         return rows
-    wide = sum(len(_encoded(json_ready(list(row)))) for row in rows) // len(rows)
+    wide = sum(_json_size(json_ready(list(row)), RESULT_BYTES) for row in rows) // len(rows)
     wanted = min(limit + 1, RESULT_BYTES // max(1, min(wide, ROW_BYTES)) + 2)
     return rows if wanted <= len(rows) else relation.limit(wanted).fetchall()
 

@@ -83,6 +83,9 @@ def test_hostile_queries_hold_the_caps_and_the_server(home: Path, project: Path)
         pid = _server_pid()
         seen["floor"] = _peak_kb(pid)
 
+        # 100 MB: a value orjson once died encoding (SIGSEGV at the child's memory limit); one line now.
+        hundred = await timed(session, "SELECT repeat('x', 100000000) AS big", fails=True)
+        assert hundred.startswith("query stopped: ") and "\n" not in hundred, hundred
         big = await timed(session, "SELECT repeat('x', 300000000) AS big", fails=True)
         assert big.startswith("query stopped: it ran out of memory"), big
         agg = await timed(session, "SELECT string_agg(i::VARCHAR, ',') FROM range(200000000) t(i)", fails=True)
@@ -137,6 +140,29 @@ def test_a_runaway_query_is_stopped_and_one_line(tmp_path: Path) -> None:
         capped_query.run(model, "SELECT sum(hash(i)) FROM range(10000000000000) t(i)", limit=10, seconds=0.5)
     with pytest.raises(ReadModelError, match=r"^query failed: Permission Error: "):
         capped_query.run(model, "SELECT * FROM read_csv('/etc/passwd')", limit=10, seconds=5)
+    assert capped_query.run(model, "SELECT number FROM tasks", limit=10, seconds=5).rows == [{"number": 1}]
+
+
+def test_values_of_tens_of_megabytes_are_cut_or_refused_in_one_line(tmp_path: Path) -> None:
+    # Sizing a 50 MB value with orjson ended the child with SIGSEGV; it is measured and cut without
+    # encoding it whole, inside a list or a struct too, and the small value beside it stays whole.
+    import duckdb
+
+    model = tmp_path / "m.duckdb"
+    with duckdb.connect(str(model)) as con:
+        con.execute("CREATE TABLE tasks AS SELECT 1 AS number")
+    for sql, dropped in (("SELECT repeat('x', 50000000) AS big, 7 AS small", 50_000_000),
+                         ("SELECT [repeat('é', 20000000), 'a'] AS big, 7 AS small", 40_000_000),
+                         ("SELECT {'k': repeat('x', 40000000)} AS big, 7 AS small", 40_000_000)):
+        answer = capped_query.run(model, sql, limit=10, seconds=30)
+        (row,) = answer.rows
+        assert (row["small"], answer.cut) == (7, 1), sql
+        assert _size(row) <= capped_query.ROW_BYTES and "…[cut " in row["big"], sql
+        assert dropped - capped_query.ROW_BYTES < int(row["big"].rsplit("cut ", 1)[1].split()[0].replace(",", ""))
+    try:
+        capped_query.run(model, "SELECT repeat('x', 100000000) AS big", limit=10, seconds=30)
+    except ReadModelError as exc:  # either answer holds: cut, or refused in one line
+        assert str(exc).startswith("query stopped: ") and "\n" not in str(exc)
     assert capped_query.run(model, "SELECT number FROM tasks", limit=10, seconds=5).rows == [{"number": 1}]
 
 

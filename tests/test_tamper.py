@@ -211,8 +211,11 @@ def test_a_registry_title_edit_is_named(home: Path, location: Location) -> None:
     _rewrite(location.sqlite_path, REGISTRY_ID, 2, retitle)
     brk = _verified(home)
     assert (brk["position"], brk["kind"]) == (1, "registry") and "'Forged title'" in brk["detail"]
-    for args in (("resume", "1"), ("list",)):
-        assert "registry" in _refused(home, *args)
+    assert "registry" in _refused(home, "resume", "1")
+    listed = run_trail("list", "--json", home=home)  # listed and marked, nothing shown from it, exit 5
+    assert listed.returncode == 5 and "registry" in listed.stderr and listed.stderr.count("\n") == 1
+    (row,) = json.loads(listed.stdout)
+    assert (row["status"], row["title"], row["events"]) == ("BROKEN", None, None)
 
 
 def _compacted(location: Location) -> Archive:

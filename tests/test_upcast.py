@@ -12,6 +12,7 @@ from ledger.app.store import open_ledger
 from ledger.base.location import Location
 from ledger.domain import chain
 from ledger.domain import events as ev
+from ledger.domain.registry import REGISTRY_ID
 
 
 def _write_v1_ledger(location: Location) -> None:
@@ -46,7 +47,13 @@ def _write_v1_ledger(location: Location) -> None:
                 "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
                 (orjson.dumps(state_dict), task, position),
             )
-        db.execute("DROP TABLE tasktrail_heads")  # a ledger that old kept no anchor: the next open fills it in
+        # A ledger that old kept no anchor (the next open fills it in) and no chain in its task list.
+        for position, raw in db.execute("SELECT originator_version, state FROM stored_events WHERE originator_id = ?",
+                                        (REGISTRY_ID.hex,)).fetchall():
+            old = {k: v for k, v in orjson.loads(raw).items() if k not in ("chain", "erased")}
+            db.execute("UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                       (orjson.dumps(old), REGISTRY_ID.hex, position))
+        db.execute("DROP TABLE tasktrail_heads")
     db.close()
 
 

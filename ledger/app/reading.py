@@ -39,8 +39,9 @@ def task_rows(
     """Every task (only those with one of ``statuses`` when given), marking the active task of ``project``.
 
     A task that does not pass a read's checks is listed as ``BROKEN`` (whatever ``statuses``), with
-    the refusal in ``broken`` and nothing shown from its events, as `trail verify` lists each task;
-    the others are listed as usual (``broken`` None). The caller exits 5 after listing them."""
+    the refusal in ``broken`` and nothing shown from its events or its title (the entry may be the
+    forgery), as `trail verify` lists each task; the others are listed as usual (``broken`` None).
+    The caller exits 5 after listing them."""
     from ledger.app import refs
 
     wanted = set(statuses)
@@ -50,7 +51,7 @@ def task_rows(
         try:
             state = verify.checked_task(ledger, entry.task_id, entry=entry).state
         except verify.LedgerBroken as exc:
-            rows.append({"number": entry.number, "slug": entry.slug, "title": entry.title, "status": BROKEN,
+            rows.append({"number": entry.number, "slug": entry.slug, "title": None, "status": BROKEN,
                          "events": None, "updated_at": None, "next_step": None,
                          "active": entry.task_id == active, "broken": str(exc)})
             continue

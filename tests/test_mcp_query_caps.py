@@ -83,11 +83,22 @@ def test_hostile_queries_hold_the_caps_and_the_server(home: Path, project: Path)
         pid = _server_pid()
         seen["floor"] = _peak_kb(pid)
 
-        # 100 MB: a value orjson once died encoding (SIGSEGV at the child's memory limit); one line now.
-        hundred = await timed(session, "SELECT repeat('x', 100000000) AS big", fails=True)
-        assert hundred.startswith("query stopped: ") and "\n" not in hundred, hundred
+        # 100 MB: a value orjson once died encoding (SIGSEGV at the child's memory limit). Now cut to its
+        # row budget, or (when the child's memory runs out first) refused in one line; then the next query.
+        started = time.monotonic()
+        hundred = await session.call_tool("query", {"sql": "SELECT repeat('x', 100000000) AS big"})
+        assert time.monotonic() - started < ANSWER_S
+        text = "".join(getattr(block, "text", "") for block in hundred.content)
+        if hundred.is_error:
+            assert "\n" not in text and "query stopped: " in text, text
+        else:
+            (row,) = hundred.structured_content["rows"]  # type: ignore[index]
+            assert _size(row) <= capped_query.ROW_BYTES and "…[cut " in row["big"]
+        assert (await _ok(session, "query", sql=ORDINARY))["rows"] == TASKS
         big = await timed(session, "SELECT repeat('x', 300000000) AS big", fails=True)
-        assert big.startswith("query stopped: it ran out of memory"), big
+        # Out of memory, or past 10 s on a loaded machine (building 300 MB took 43 s on 2 shared cores):
+        # either is the child stopped in one line; the server's own peak is held below.
+        assert big.startswith(("query stopped: it ran out of", "query stopped: it ran past")), big
         agg = await timed(session, "SELECT string_agg(i::VARCHAR, ',') FROM range(200000000) t(i)", fails=True)
         assert agg.startswith("query stopped: "), agg
         blown = await timed(session, "SELECT * FROM range(100000000) a, range(100000000) b", fails=True)

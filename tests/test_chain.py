@@ -19,6 +19,7 @@ from ledger.app.verify import verify_task
 from ledger.base.location import Location
 from ledger.domain import chain
 from ledger.domain import events as ev
+from tests import old_ledgers
 
 TASK = "5f0c6b1e0d3a4e3f9f1d2c3b4a596877"
 
@@ -72,8 +73,8 @@ def test_a_ledger_written_before_chain_versions_still_verifies_and_grows_in_v2(l
     task = final.id.hex
     app.close()
     _as_v1(location.sqlite_path, task)
-    with sqlite3.connect(location.sqlite_path) as db:  # a ledger that old had no head anchor either
-        db.execute("DROP TABLE tasktrail_heads")
+    with sqlite3.connect(location.sqlite_path) as db:  # nor anchors, nor a chained task list
+        old_ledgers.as_before_anchors(db)
     old = _rows(location.sqlite_path, task)
     assert all(chain.version_of(orjson.loads(raw)["chain"]) == 1 for _, _, raw in old)
     previous = chain.GENESIS

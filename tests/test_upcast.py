@@ -12,7 +12,7 @@ from ledger.app.store import open_ledger
 from ledger.base.location import Location
 from ledger.domain import chain
 from ledger.domain import events as ev
-from ledger.domain.registry import REGISTRY_ID
+from tests import old_ledgers
 
 
 def _write_v1_ledger(location: Location) -> None:
@@ -47,13 +47,7 @@ def _write_v1_ledger(location: Location) -> None:
                 "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
                 (orjson.dumps(state_dict), task, position),
             )
-        # A ledger that old kept no anchor (the next open fills it in) and no chain in its task list.
-        for position, raw in db.execute("SELECT originator_version, state FROM stored_events WHERE originator_id = ?",
-                                        (REGISTRY_ID.hex,)).fetchall():
-            old = {k: v for k, v in orjson.loads(raw).items() if k not in ("chain", "erased")}
-            db.execute("UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
-                       (orjson.dumps(old), REGISTRY_ID.hex, position))
-        db.execute("DROP TABLE tasktrail_heads")
+        old_ledgers.as_before_anchors(db)
     db.close()
 
 

@@ -1,0 +1,21 @@
+"""Rewrites that turn a ledger written today into what an older tasktrail stored, for upgrade tests."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import orjson
+
+from ledger.domain.registry import REGISTRY_ID
+
+
+def as_before_anchors(db: sqlite3.Connection) -> None:
+    """A ledger from before anchors and the chained task list: its registry events carry no chain (nor the
+    hashes an erased entry keeps) and there is no anchor table (the next open makes one and fills it in)."""
+    rows = db.execute("SELECT originator_version, state FROM stored_events WHERE originator_id = ?",
+                      (REGISTRY_ID.hex,)).fetchall()
+    for position, raw in rows:
+        old = {k: v for k, v in orjson.loads(raw).items() if k not in ("chain", "erased")}
+        db.execute("UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                   (orjson.dumps(old), REGISTRY_ID.hex, position))
+    db.execute("DROP TABLE tasktrail_heads")

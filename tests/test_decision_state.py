@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from uuid import UUID
 
-import orjson
-from eventsourcing.persistence import StoredEvent
 from hypothesis import HealthCheck, given, settings
 
 from ledger.app.store import Ledger, open_ledger
@@ -16,6 +14,7 @@ from ledger.domain.decision_state import DecisionState, advance
 from ledger.domain.mapper import PydanticMapper
 from ledger.domain.task import TaskSnapshot
 from projections.state import RECENT_INTENTS
+from tests import legacy
 from tests.conftest import run_trail
 from tests.strategies import Step, histories, record_history
 
@@ -56,15 +55,13 @@ def test_a_v1_snapshot_upcasts_with_its_decision_state_derived(ledger: Ledger) -
     ])
     mapper = ledger.mapper
     assert isinstance(mapper, PydanticMapper)
-    stored = mapper.to_stored_event(TaskSnapshot.take(ledger.task(task)))
-    # What a v1 snapshot looked like: no decision state, no class version.
-    doc = orjson.loads(stored.state)
-    del doc["class_version"]
-    del doc["state"]["decision"]
-    v1 = StoredEvent(stored.originator_id, stored.originator_version, stored.topic, orjson.dumps(doc))
-    snapshot = mapper.to_domain_event(v1)
+    # What a v1 snapshot looked like: the view alone (no decision state, no fold version, no class version).
+    doc = legacy.v3_doc(ledger, task)
+    del doc["class_version"], doc["state"]["decision"], doc["state"]["fold_version"]
+    snapshot = mapper.to_domain_event(legacy.stored(ledger, task, 5, doc))
     assert isinstance(snapshot, TaskSnapshot)
     assert snapshot.state.decision == ledger.task(task).decision
+    assert snapshot.state.number == ledger.state(task).number  # taken from the view it carried
     restored = snapshot.mutate(None)
     assert restored.decision.open_attempt == 5 and restored.decision.requirements == frozenset({2})
 

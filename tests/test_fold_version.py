@@ -1,6 +1,6 @@
-"""The fold's version (``projections.state.FOLD_VERSION``): snapshots record which fold made their
-view, a view from another fold is rebuilt from the events on read, and changing the fold without
-bumping the version fails here.
+"""The fold's version (``projections.state.FOLD_VERSION``): view snapshots are kept per fold version,
+a view from another fold (in a view snapshot, or in an older release's task snapshot) is folded again
+from the events on read, and changing the fold without bumping the version fails here.
 
 The guard folds a recorded log (``tests/fixtures/fold_golden.json``: the sample task and the
 ``claude-facts`` transcript, imported, as stored rows) and compares the state with the one recorded
@@ -29,6 +29,7 @@ from ledger.domain import events as ev
 from ledger.domain.mapper import PydanticMapper
 from ledger.domain.task import TaskSnapshot
 from projections.state import FOLD_VERSION, replay
+from tests import legacy
 from tests.conftest import run_trail
 
 GOLDEN = Path(__file__).parent / "fixtures" / "fold_golden.json"
@@ -122,11 +123,22 @@ def _rewrite_snapshot(path: Path, task: UUID, version: int, doc: dict[str, Any])
     db.close()
 
 
+def _as_v3(location: Location, task: UUID, version: int) -> dict[str, Any]:
+    """The task's snapshot at ``version`` as a release before view snapshots stored it."""
+    ledger = open_ledger(location)
+    try:
+        return legacy.v3_doc(ledger, task, version)
+    finally:
+        ledger.close()
+
+
 @pytest.mark.sqlite_only("rewrites SQLite snapshot rows directly")
-def test_a_view_from_another_fold_is_rebuilt_on_read_and_not_judged(home: Path, location: Location) -> None:
+def test_an_older_view_from_another_fold_is_folded_again_on_read_and_not_judged(
+    home: Path, location: Location
+) -> None:
     task = _record(location)
-    [(version, doc)] = _snapshot_rows(location.sqlite_path, task)
-    assert doc["class_version"] == 3 and doc["state"]["fold_version"] == FOLD_VERSION
+    [(version, _)] = _snapshot_rows(location.sqlite_path, task)
+    doc = _as_v3(location, task, version)
     # What an older fold could have made of the same events: another next step, another title.
     doc["state"]["fold_version"] = FOLD_VERSION - 1
     doc["state"]["state"]["next_step"] = "STALE next step"
@@ -138,7 +150,6 @@ def test_a_view_from_another_fold_is_rebuilt_on_read_and_not_judged(home: Path, 
     fresh = open_ledger(location)
     try:
         assert fresh.state(task).next_step is not None and "STALE" not in (fresh.state(task).next_step or "")
-        assert fresh.task(task).fold_version == FOLD_VERSION
     finally:
         fresh.close()
 
@@ -154,24 +165,27 @@ def test_a_view_from_another_fold_is_rebuilt_on_read_and_not_judged(home: Path, 
     assert json.loads(broken.stdout)[0]["break"]["kind"] == "snapshot"
 
 
-def test_every_backend_rebuilds_a_view_from_another_fold(location: Location) -> None:
+def test_every_backend_passes_over_views_another_fold_made(location: Location) -> None:
     ledger = open_ledger(location)
     try:
         final = sample.record(ledger)
         assert final.id is not None
-        task = ledger.task(final.id)
-        taken = TaskSnapshot.take(task)
-        stale_view = taken.state.state.model_copy(update={"title": "STALE title", "next_step": "STALE step"})
-        body = taken.state.model_copy(update={"fold_version": FOLD_VERSION + 1, "state": stale_view})
+        stale = final.model_copy(update={"title": "STALE title", "next_step": "STALE step"})
+        # A view snapshot of another fold, and an older release's task snapshot carrying another fold's view.
+        ledger.store.put_view_snapshot(final.id, final.position, FOLD_VERSION + 1,
+                                       ledger.views._encode(stale))
+        doc = legacy.v3_doc(ledger, final.id)
+        doc["state"]["fold_version"] = FOLD_VERSION + 1
+        doc["state"]["state"] = stale.model_dump(mode="json")
         assert ledger.snapshots is not None
-        ledger.snapshots.put([taken.model_copy(update={"state": body})])
+        ledger.snapshots.recorder.insert_events([legacy.stored(ledger, final.id, final.position, doc)])
     finally:
         ledger.close()
     fresh = open_ledger(location)
     try:
         read = fresh.task(final.id)
-        assert read.version == final.position and read.fold_version == FOLD_VERSION
-        assert read.state == final  # the whole view, as this fold makes it
+        assert read.version == final.position and read.number == final.number
+        assert fresh.state(final.id) == final  # the whole view, as this fold makes it
         fresh.append(final.id, ev.NoteAdded, text="written after the rebuild")
         assert fresh.state(final.id).notes[-1].text == "written after the rebuild"
     finally:
@@ -181,7 +195,8 @@ def test_every_backend_rebuilds_a_view_from_another_fold(location: Location) -> 
 @pytest.mark.sqlite_only("rewrites SQLite snapshot rows directly")
 def test_a_stale_snapshot_still_has_its_head_checked(home: Path, location: Location) -> None:
     task = _record(location)
-    [(version, doc)] = _snapshot_rows(location.sqlite_path, task)
+    [(version, _)] = _snapshot_rows(location.sqlite_path, task)
+    doc = _as_v3(location, task, version)
     doc["state"]["fold_version"] = FOLD_VERSION + 1
     doc["state"]["head"] = "2:" + "0" * 64
     _rewrite_snapshot(location.sqlite_path, task, version, doc)
@@ -194,7 +209,8 @@ def test_a_stale_snapshot_still_has_its_head_checked(home: Path, location: Locat
 @pytest.mark.sqlite_only("rewrites SQLite snapshot rows directly")
 def test_a_v2_snapshot_counts_as_the_first_numbered_fold(home: Path, location: Location) -> None:
     task = _record(location)
-    [(version, doc)] = _snapshot_rows(location.sqlite_path, task)
+    [(version, _)] = _snapshot_rows(location.sqlite_path, task)
+    doc = _as_v3(location, task, version)
     # As a writer before fold versions stored it.
     doc["class_version"] = 2
     del doc["state"]["fold_version"]
@@ -203,7 +219,7 @@ def test_a_v2_snapshot_counts_as_the_first_numbered_fold(home: Path, location: L
     try:
         assert fresh.snapshots is not None
         kept = [cast(TaskSnapshot, s) for s in fresh.snapshots.get(task)]
-        assert [s.state.fold_version for s in kept] == [1]
+        assert [s.state.number for s in kept] == [1]  # upcast through v3 to v4: the number from its view
     finally:
         fresh.close()
     report = json.loads(run_trail("verify", "--json", home=home, check=True).stdout)[0]

@@ -145,6 +145,44 @@ class LedgerStoreContract(ABC):
         assert (listed.first, listed.last, listed.sha256, listed.path.read_bytes()) == (
             1, 2, "a" * 64, b"bytes of an archive")
 
+    # -- snapshots of the view -------------------------------------------------------------
+
+    def test_view_snapshots_are_kept_per_fold_version_and_found_at_or_before_a_position(self, ledger: Ledger) -> None:
+        task, other = _task(ledger, "views", 3), _task(ledger, "other", 1)
+        assert ledger.store.view_snapshot(task, None, 1) is None  # none yet (on an older ledger, no table yet)
+        ledger.store.put_view_snapshot(task, 2, 1, b"at two")
+        ledger.store.put_view_snapshot(task, 4, 1, b"at four")
+        ledger.store.put_view_snapshot(task, 4, 2, b"another fold at four")
+        ledger.store.put_view_snapshot(other, 2, 1, b"the other task")
+        assert ledger.store.view_snapshot(task, None, 1) == (4, b"at four")
+        assert ledger.store.view_snapshot(task, 3, 1) == (2, b"at two")
+        assert ledger.store.view_snapshot(task, 1, 1) is None
+        assert ledger.store.view_snapshot(task, None, 2) == (4, b"another fold at four")
+        ledger.store.put_view_snapshot(task, 4, 1, b"at four, again")  # replaced, not a second row
+        assert ledger.store.view_snapshot(task, 4, 1) == (4, b"at four, again")
+        assert ledger.store.drop_view_snapshots(task, 3) == 2  # both folds' rows from position 3 on
+        assert ledger.store.view_snapshot(task, None, 1) == (2, b"at two")
+        assert ledger.store.view_snapshot(task, None, 2) is None
+        assert ledger.store.view_snapshot(other, None, 1) == (2, b"the other task")
+
+    def test_deleting_or_rewriting_a_task_drops_its_view_snapshots(self, ledger: Ledger) -> None:
+        task, other = _task(ledger, "forgotten views", 3, session="s-views"), _task(ledger, "kept", 1)
+        for position in (2, 4):
+            ledger.store.put_view_snapshot(task, position, 1, b"view")
+        ledger.store.put_view_snapshot(other, 2, 1, b"kept view")
+        ledger.store.delete_task(task, 1, [], lambda raw: None)
+        assert ledger.store.view_snapshot(task, None, 1) is None
+        assert ledger.store.view_snapshot(other, None, 1) == (2, b"kept view")
+
+        gc = ledger.open_task("gc views").id
+        assert gc is not None
+        ledger.append_many(gc, [(ev.NoteAdded, {"text": "n"}),
+                                (ev.CommandRan, {"shell": "make", "exit_code": 0, "stdout": bound("out " * 50)})])
+        for position in (2, 3):
+            ledger.store.put_view_snapshot(gc, position, 1, b"holds the output")
+        ledger.store.rewrite_states(gc, GC_TOPICS, lambda raw: raw, dry_run=False)
+        assert ledger.store.view_snapshot(gc, None, 1) == (2, b"holds the output")  # before the rewritten event
+
     # -- rewriting and deleting -----------------------------------------------------------
 
     def test_rewrite_states_changes_only_what_it_is_told_and_drops_later_snapshots(self, ledger: Ledger) -> None:

@@ -163,7 +163,7 @@ def test_tasks_snapshots_come_from_memory_not_from_a_rebuild(home: Path, monkeyp
         assert sorted(snapshots) == [5, 10]
         for version, snapshot in snapshots.items():
             from_store = app.repository.get(task, version=version)
-            assert snapshot.state.state == from_store.state and snapshot.state.head == from_store.head
+            assert snapshot.state.number == from_store.number and snapshot.state.head == from_store.head
             assert snapshot.state.decision == from_store.decision
     finally:
         app.close()
@@ -191,7 +191,8 @@ def test_a_lost_race_stores_only_the_winners_snapshot(home: Path) -> None:
         app.write(task, [(ev.NoteAdded, {"text": "loser, then four"})], decide)
         assert app.snapshots is not None
         (snapshot,) = list(app.snapshots.get(task))
-        assert snapshot.originator_version == 3 and snapshot.state.state.notes[-1].text == "winner at three"
+        assert snapshot.originator_version == 3 and snapshot.state.head == app.task(task, at=3).head
+        assert app.state(task, at=3).notes[-1].text == "winner at three"
         assert app.state(task).position == 4
     finally:
         app.close()

@@ -304,8 +304,12 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
     _write_json(target.with_suffix(".manifest.json"), manifest)
     crash_point("manifest-written")
 
-    # The state at the boundary stays live as a snapshot: reads from `last` on need no archive.
-    snapshot = TaskSnapshot.take(ledger.task(task_id, at=last))
+    # The state at the boundary stays live as a snapshot, and its view as a view snapshot: reads
+    # from `last` on need no archive. (The view is a cache, kept before the commit: the events up
+    # to `last` are the same whether or not the commit lands.)
+    boundary = ledger.task(task_id, at=last)
+    snapshot = TaskSnapshot.take(boundary)
+    ledger.views.keep(task_id, last, ledger.state_of(boundary))
     stored_snapshot = ledger.mapper.to_stored_event(snapshot)
     done = Archive(task_id, first, last, target, digest, head, len(events))
 

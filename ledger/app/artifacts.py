@@ -113,6 +113,7 @@ def collect(
         for owner, version in latest.items():
             # With a version the library reads the store, not its in-memory cache of the old state.
             ledger.take_snapshot(owner, version=version)
+            ledger.views.forget(owner)  # this process's view held the outputs the store no longer does
         from projections.readmodel import readmodel_path
 
         model = readmodel_path(location)  # it held copies of the payloads; rebuilt on next use

@@ -252,6 +252,7 @@ def forget(
     removed = _remove_archives(ledger, number, traces)
     crash_point("forget:archives-removed")
     deleted = ledger.store.delete_task(task_id, number, traces.keys, lambda raw: _tombstoned_entry(raw, number))
+    ledger.views.forget(task_id)
     crash_point("forget:rows-deleted")
     ledger.store.reclaim_space(scrub=True)  # no byte of the deleted rows stays readable in the files
     crash_point("forget:scrubbed")

@@ -49,7 +49,7 @@ def task_rows(
     rows: list[dict[str, Any]] = []
     for entry in ledger.entries():
         try:
-            state = verify.checked_task(ledger, entry.task_id, entry=entry).state
+            state = verify.checked_state(ledger, entry.task_id, entry=entry)
         except verify.LedgerBroken as exc:
             rows.append({"number": entry.number, "slug": entry.slug, "title": None, "status": BROKEN,
                          "events": None, "updated_at": None, "next_step": None,
@@ -72,13 +72,13 @@ def task_rows(
 
 
 def state(ledger: Ledger, entry: Entry, at: int | None = None) -> TaskState:
-    """The task's state after event ``at`` (the latest when None), checked (``verify.checked_task``)."""
-    return verify.checked_task(ledger, entry.task_id, at, entry).state
+    """The task's state after event ``at`` (the latest when None), checked (``verify.checked_state``)."""
+    return verify.checked_state(ledger, entry.task_id, at, entry)
 
 
 def position(ledger: Ledger, task_id: UUID, point: points.Point, number: int | None = None) -> int:
     """The position ``point`` (N, -N, a time, checkpoint:LABEL: ``points.parse``) names in a task."""
-    last = verify.checked_task(ledger, task_id).state.position
+    last = verify.checked_state(ledger, task_id).position
     events = verify.load_events(ledger, task_id, number) if point.needs_events else ()
     return points.locate(point, last, events)
 

@@ -2,7 +2,8 @@
 
 Built on ``eventsourcing.application.Application`` with the pydantic mapper and orjson
 transcoder from ``ledger.domain.mapper``. SQLite is the zero-set-up default; snapshots of
-each task are taken automatically every ``SNAPSHOT_EVERY`` events.
+each task are taken automatically every ``SNAPSHOT_EVERY`` events, and of each task's view
+(``ledger.app.views``) by the reads that fold past each such position.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from copy import deepcopy
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -28,6 +28,7 @@ from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
 from ledger.app import archive
+from ledger.app.views import Views
 from ledger.base.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.base.ledger_file import foreign_tables
 from ledger.base.location import Location
@@ -40,7 +41,7 @@ from ledger.domain.registry import REGISTRY_ID, Entry, Registry, Tombstone, head
 from ledger.domain.snapshot import ModelSnapshot
 from ledger.domain.task import Task, task_id_for
 from ledger.stores import LedgerStore, for_ledger
-from projections.state import FOLD_VERSION, TaskState
+from projections.state import TaskState
 
 SNAPSHOT_EVERY = 500
 """Events between automatic task snapshots (see bench/ for the measurement behind it).
@@ -52,6 +53,16 @@ R = TypeVar("R")
 
 Item = tuple[type[ev.TaskEvent], dict[str, Any]]
 """An event to record: its class and its fields."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """Where a write left its task: the write path folds no view (``Ledger.state`` does, when asked)."""
+
+    id: UUID
+    position: int
+    """The position of the task's last event."""
+    number: int
 
 
 @dataclass(frozen=True)
@@ -109,10 +120,6 @@ class Draft:
         """The task's decision state as it advances through this write (``Task.rules``): read, never change."""
         return self._task.rules
 
-    @property
-    def state(self) -> TaskState:
-        return self._task.state
-
     def record(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
         """Record an event under the Task aggregate's rules (``Task.record``)."""
         self._task.record(event_class, **self._clean(fields))
@@ -164,6 +171,27 @@ class Ledger(Application[UUID]):
         """What the lifecycle needs beyond the library's recorders (``ledger.stores``), for this backend."""
         return for_ledger(self)
 
+    @cached_property
+    def views(self) -> Views:
+        """The brief's view of each task, folded on read from its own snapshots (``ledger.app.views``)."""
+        return Views(
+            lambda: self.store,
+            self.mapper,
+            lambda task_id, after, upto: self.task_events(task_id, after=after, upto=upto),
+            lambda: self.snapshotting_intervals.get(Task, 0),
+            self._legacy_view,
+        )
+
+    def _legacy_view(self, task_id: UUID, upto: int | None) -> tuple[int, dict[str, Any]] | None:
+        """The task's newest own snapshot at or before ``upto``, undecoded past its body (``Views``)."""
+        if self.snapshots is None:
+            return None
+        found = self.snapshots.recorder.select_events(task_id, lte=upto, desc=True, limit=1)
+        if not found:
+            return None
+        body: dict[str, Any] = cast(PydanticMapper, self.mapper).decode_state(found[0].state)["state"]
+        return found[0].originator_version, body
+
     def close(self) -> None:
         held: Path | None = self.__dict__.pop("_held", None)
         if held is not None:
@@ -181,7 +209,7 @@ class Ledger(Application[UUID]):
         decide: Callable[[Draft], R],
         *,
         persist: Callable[[list[ev.TaskEvent]], None] | None = None,
-    ) -> tuple[TaskState, R]:
+    ) -> tuple[Written, R]:
         """The one way events get into the store: redact, record, chain, save, retried on a lost race.
 
         ``target`` is a task's id, or a ``NewTask`` to open (under the next free number, with its
@@ -190,7 +218,8 @@ class Ledger(Application[UUID]):
         then the event is linked into the hash chain), returning what the caller wants back. Then
         the task, with its registry entry when it is new, is saved in one transaction; when another
         writer took a position first, the whole attempt runs again on a fresh read (``decide`` must
-        be safe to re-run). Returns the task's state after the write and what ``decide`` returned.
+        be safe to re-run). Returns where the write left the task and what ``decide`` returned; no
+        view is folded (``state`` folds it when asked).
 
         ``persist`` stores an existing task's new events in a transaction of the caller's own instead
         of the library's save (compaction commits its marker event with the rows it archives); it
@@ -198,7 +227,7 @@ class Ledger(Application[UUID]):
         redacted = _Redacted(items)
         opening = _opening(target) if isinstance(target, NewTask) else None
 
-        def attempt() -> tuple[TaskState, R]:
+        def attempt() -> tuple[Written, R]:
             registry: Registry | None = None
             if opening is not None:
                 registry = self._registry(writing=True)
@@ -213,13 +242,14 @@ class Ledger(Application[UUID]):
                 self._check_end(task)
             outcome = decide(Draft(task, redacted))
             if registry is not None:
-                registry.register(Entry(number=number, task_id=task.id, slug=slug, title=task.state.title))
+                assert opening is not None
+                registry.register(Entry(number=number, task_id=task.id, slug=slug, title=opening.title))
                 self._save(registry, task)  # one transaction: the task, its first events and its entry
             elif persist is not None:
                 persist([cast(ev.TaskEvent, event) for event in task.collect_events()])
             elif task.pending_events:
                 self._save(task)
-            return task.state, outcome
+            return Written(task.id, task.version, task.number), outcome
 
         return self._retrying(attempt)
 
@@ -229,7 +259,7 @@ class Ledger(Application[UUID]):
         from ledger.app import verify  # verify reads through this class
 
         if (found := verify.end_problem(self, task.id, task.version, task.head)) is not None:
-            raise verify.refusal(task.state.number, found)
+            raise verify.refusal(task.number, found)
 
     def _retrying(self, command: Callable[[], T]) -> T:
         """Run ``command`` (which re-reads what it needs) until it wins any write race."""
@@ -254,9 +284,6 @@ class Ledger(Application[UUID]):
     def _save(self, *aggregates: Task | Registry) -> None:
         """``save``, handing the library the snapshots tasks took of themselves (``take_snapshot``);
         those it asks for are stored together, in one transaction, once the events are."""
-        for aggregate in aggregates:
-            if isinstance(aggregate, Task):
-                aggregate.fold_pending()
         offered = {
             (snapshot.originator_id, snapshot.originator_version): snapshot
             for aggregate in aggregates if isinstance(aggregate, Task)
@@ -326,8 +353,8 @@ class Ledger(Application[UUID]):
         timestamp: datetime | None = None,
     ) -> TaskState:
         """Register a new task under the next free number and append its opening event (``write``)."""
-        state, _ = self.write(NewTask(title, cwd, actor, project, timestamp), (), _nothing)
-        return state
+        written, _ = self.write(NewTask(title, cwd, actor, project, timestamp), (), _nothing)
+        return self.state(written.id)
 
     def branch(self, task_id: UUID, at: int, title: str, actor: str = "user") -> TaskState:
         """Start a new task whose history is this task's first ``at`` events (same positions,
@@ -344,17 +371,19 @@ class Ledger(Application[UUID]):
             draft.record(ev.TaskLinked, relation="branched_from", other=task_id, other_number=origin.number,
                          actor=actor)
 
-        state, _ = self.write(NewTask(title, origin.cwd, actor, origin.project), history, decide)
-        return state
+        written, _ = self.write(NewTask(title, origin.cwd, actor, origin.project), history, decide)
+        return self.state(written.id)
 
     def append(self, task_id: UUID, event_class: type[ev.TaskEvent], **fields: Any) -> TaskState:
-        """Append one event to a task; the Task aggregate checks its rules first."""
-        return self.append_many(task_id, [(event_class, fields)])
+        """Append one event to a task; the Task aggregate checks its rules first. Returns the task's
+        view after it (folded once the event is stored: a view that fails to fold loses nothing)."""
+        written = self.append_many(task_id, [(event_class, fields)])
+        return self.state(written.id, at=written.position)
 
-    def append_many(self, task_id: UUID, items: list[Item]) -> TaskState:
-        """Append several events to one task in one transaction (all or none)."""
-        state, _ = self.write(task_id, items, Draft.record_all)
-        return state
+    def append_many(self, task_id: UUID, items: list[Item]) -> Written:
+        """Append several events to one task in one transaction (all or none). No view is folded."""
+        written, _ = self.write(task_id, items, Draft.record_all)
+        return written
 
     # -- reading ----------------------------------------------------------------
 
@@ -384,27 +413,28 @@ class Ledger(Application[UUID]):
         # Below a compaction boundary the live store would silently answer with an older
         # version (pitfall 9), so those points are read from the archive.
         if at is not None and at < archive.live_from(self, task_id) - 1:
-            return self._loaded(archive.task_at(self, task_id, at), latest=False)
+            return self._loaded(archive.task_at(self, task_id, at))
         try:
             task: Task = self.repository.get(task_id, version=at)
         except AggregateNotFoundError as exc:
             raise NotFound(f"no task with id {task_id}") from exc
-        return self._loaded(task, latest=at is None)
+        return self._loaded(task)
 
-    def _loaded(self, task: Task, latest: bool = True) -> Task:
+    def _loaded(self, task: Task) -> Task:
         task.snapshot_every = self.snapshotting_intervals.get(Task, 0)
-        if task.fold_version != FOLD_VERSION:
-            # Read from a snapshot another version of the fold made: its view is rebuilt from the
-            # events. The cache keeps the rebuilt task (a copy: the caller may record on this one),
-            # so a process rebuilds it once; the task's next K-th snapshot is taken with this fold.
-            task.refold(self.task_events(task.id, upto=task.version))
-            if latest and self.repository.cache is not None:
-                self.repository.cache.put(task.id, deepcopy(task))
         return task
 
     def state(self, task_id: UUID, at: int | None = None) -> TaskState:
-        """The task's state after event ``at`` (the latest when None), from the nearest snapshot."""
-        return self.task(task_id, at).state
+        """The task's view after event ``at`` (the latest when None, or when ``at`` is past it), from
+        its nearest view snapshot and the events after it (the aggregate is not loaded)."""
+        found = self.views.at(task_id, at)
+        if found is None:
+            raise NotFound(f"no task with id {task_id}")
+        return found
+
+    def state_of(self, task: Task) -> TaskState:
+        """The view of ``task`` as loaded (``task``), at its version."""
+        return self.state(task.id, task.version)
 
     def task_events(self, task_id: UUID, after: int = 0, upto: int | None = None) -> Iterator[ev.TaskEvent]:
         """The task's events with ``after < position <= upto``, in order (archived ones included)."""

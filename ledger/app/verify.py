@@ -22,7 +22,7 @@ chain, so upcasting cannot mask a change; it names the first break with its posi
 The registry (the task list) is walked the same way (``verify_registry``): its own chain, its
 anchor, its snapshots against its events, and an erased entry only under a recorded forget.
 
-Reads cannot afford the walk on every call, so ``checked_task`` and ``check_events`` check
+Reads cannot afford the walk on every call, so ``checked_state`` and ``check_events`` check
 only what a read loads anyway (its snapshot, the last event, the anchor) and raise
 ``LedgerBroken`` with the same kinds; the walk stays here for `trail verify`.
 """
@@ -46,7 +46,7 @@ from ledger.domain.events import Bounded, OutputsCollected
 from ledger.domain.mapper import PydanticMapper
 from ledger.domain.registry import REGISTRY_ID
 from ledger.stores.base import Head
-from projections.state import FOLD_VERSION
+from projections.state import FOLD_VERSION, TaskState, fold
 
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
@@ -82,8 +82,8 @@ class Report:
     anchor: Head | None = None
     """The anchor's record of the task; None when the ledger keeps none for it."""
     stale_snapshots: int = 0
-    """Snapshots whose view another version of the fold made: reads rebuild it, so only their
-    head is checked (their next K-th successor is taken with this fold)."""
+    """Snapshots of an older release whose view another version of the fold made: reads fold the
+    view again, so only their head is checked."""
 
     @property
     def ok(self) -> bool:
@@ -253,7 +253,12 @@ class _Walk:
         self.collected_before: datetime | None = None
         """The latest ``before`` of the task's ``OutputsCollected`` events."""
         self.stale_snapshots = 0
-        """Snapshots whose view another version of the fold made (``TaskBody.fold_version``)."""
+        """Older snapshots whose view another version of the fold made (their ``fold_version``)."""
+        self.view = TaskState()
+        """The brief's view, folded as the walk goes: what each kept view is held to."""
+        found = ledger.store.view_snapshot(task_id, None, FOLD_VERSION)
+        self.latest_view = found
+        """The newest view snapshot of this fold (the one reads start from), checked where the walk passes it."""
 
     def run(self) -> None:
         rows: list[StoredEvent] = []
@@ -275,6 +280,8 @@ class _Walk:
             self._event(index, rows, row)
             if row.originator_version in snapshots:
                 self._snapshot(snapshots[row.originator_version])
+            if self.latest_view is not None and row.originator_version == self.latest_view[0]:
+                self._view_snapshot()
         past = [v for v in snapshots if v > self.count]
         if past:
             raise _Found(Break(self.count + 1, "truncated",
@@ -317,6 +324,7 @@ class _Walk:
         try:
             event = self.mapper.to_domain_event(row)
             self.task = cast(Any, event).mutate(self.task)
+            self.view = fold(self.view, cast("ev.TaskEvent", event))
         except Exception as exc:
             raise _Found(Break(position, "undecodable", f"does not load as an event: {_one_line(exc)}")) from None
         self.previous = stored_hash
@@ -335,9 +343,11 @@ class _Walk:
         except Exception as exc:
             raise _Found(Break(position, "snapshot", f"snapshot cannot be read: {_one_line(exc)}")) from None
         derived = TaskSnapshot.take(self.task)
-        if kept.state.fold_version != derived.state.fold_version:
-            # Another fold made its view: reads rebuild it from the events and never show it, so its
-            # content is not this fold's to judge (its head still is, where reads use it).
+        body = raw.get("state") or {}
+        view = body.get("state")  # an older release's snapshot carried the view
+        if view is not None and body.get("fold_version", 1) != FOLD_VERSION:
+            # Another fold made its view: reads fold it again and never show it, so its content is
+            # not this fold's to judge (its head still is, where reads use it).
             self.stale_snapshots += 1
             if kept.state.head != derived.state.head:
                 raise _Found(Break(position, "snapshot",
@@ -346,9 +356,28 @@ class _Walk:
         skip = set() if raw.get("class_version", 1) >= 2 else {"decision"}  # v1 kept none; it is derived on read
         differs = _differences(kept.state.model_dump(exclude=skip),
                                derived.state.model_dump(exclude=skip))
+        if view is not None:  # this fold's view, which reads of an older ledger start from
+            try:
+                kept_view = TaskState.model_validate(view).model_dump()
+            except Exception as exc:
+                raise _Found(Break(position, "snapshot", f"snapshot cannot be read: {_one_line(exc)}")) from None
+            differs += _differences(kept_view, self.view.model_dump(), "state.")
         if differs:
             raise _Found(Break(position, "snapshot",
                                f"snapshot is not what the events up to it fold to (differs in {', '.join(differs)})"))
+
+    def _view_snapshot(self) -> None:
+        """The newest view snapshot, where the walk reached its position: reads start from it, so it
+        must be what the events fold to. One that cannot be read is no finding: reads fold it again."""
+        assert self.latest_view is not None
+        position, data = self.latest_view
+        try:
+            kept = TaskState.model_validate_json(self.ledger.views.decoded(data))
+        except Exception:  # unreadable: reads fold the view from the events instead
+            return
+        if differs := _differences(kept.model_dump(), self.view.model_dump()):
+            detail = f"view snapshot is not what the events up to it fold to (differs in {', '.join(differs)})"
+            raise _Found(Break(position, "snapshot", detail))
 
     def check_collected(self) -> None:
         """A collected output is legitimate only when an ``OutputsCollected`` of the task covers its time."""
@@ -459,8 +488,8 @@ def refusal(number: int | None, found: Break) -> LedgerBroken:
                         "run `trail verify` for the full check")
 
 
-def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: Entry | None = None) -> Task:
-    """The task after event ``at`` (the latest when None), as reads load it, or ``LedgerBroken``.
+def checked_state(ledger: Ledger, task_id: UUID, at: int | None = None, entry: Entry | None = None) -> TaskState:
+    """The task's view after event ``at`` (the latest when None), as reads load it, or ``LedgerBroken``.
 
     Cheap: besides the load, the snapshot used is read again with the event at its position
     (its ``head`` must be that event's hash), the latest load is held to the anchor, and the
@@ -478,15 +507,19 @@ def checked_task(ledger: Ledger, task_id: UUID, at: int | None = None, entry: En
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise refusal(number, Break(at or 0, "undecodable", f"cannot be loaded: {_one_line(exc)}")) from None
     found = _anchor_problem(ledger, task_id, task, at)
-    if found is None and (forged := _collected(task.state.model_dump(), with_text=True)) is not None:
+    state = ledger.state_of(task) if found is None else None
+    if state is not None and found is None:
+        found = _view_problem(ledger, task_id, state)
+    if state is not None and found is None and (forged := _collected(state.model_dump(), with_text=True)) is not None:
         found = Break(task.version, "collected", f"{forged} is marked collected but holds text")
-    if found is None and entry is not None:
-        state = task.state
-        if (problem := _entry_problem(entry, state.number, state.slug, state.title)) is not None:
-            found = Break(1, "registry", problem)
+    if state is not None and found is None and entry is not None and (
+        problem := _entry_problem(entry, state.number, state.slug, state.title)
+    ) is not None:
+        found = Break(1, "registry", problem)
     if found is not None:
         raise refusal(number, found)
-    return task
+    assert state is not None
+    return state
 
 
 def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break | None:
@@ -499,8 +532,10 @@ def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break 
     position = snap.originator_version
     try:
         body = cast(PydanticMapper, ledger.mapper).decode_state(snap.state)["state"]
-        head, title, slug = body["head"], body["state"]["title"], body["state"]["slug"]
-        own_fold = body.get("fold_version", 1) == FOLD_VERSION  # else the read rebuilds the view
+        head, view = body["head"], body.get("state")  # an older release's snapshot carried the view
+        identity = ((view["title"], view["slug"]) if view is not None else None, body.get("number"))
+        # A view another fold made is folded again, never shown: its identity is not what reads use.
+        own_fold = view is None or body.get("fold_version", 1) == FOLD_VERSION
     except Exception as exc:
         return Break(position, "snapshot", f"snapshot cannot be read: {_one_line(exc)}")
     rows = ledger.recorder.select_events(task_id, gt=max(position - 1, 0), lte=position)
@@ -511,8 +546,24 @@ def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break 
     opened = ledger.recorder.select_events(task_id, lte=1) if own_fold else []
     if opened:
         first = cast(PydanticMapper, ledger.mapper).decode_state(opened[0].state)
-        if (first.get("title"), first.get("slug")) != (title, slug):
+        titled, number = identity
+        if titled is not None and (first.get("title"), first.get("slug")) != titled:
             return Break(position, "snapshot", "the snapshot's title or slug is not the task's opening one")
+        if number is not None and first.get("number") != number:
+            return Break(position, "snapshot", "the snapshot's number is not the task's opening one")
+    return None
+
+
+def _view_problem(ledger: Ledger, task_id: UUID, state: TaskState) -> Break | None:
+    """The view's identity against the opening event: the view starts from a view snapshot, a cache
+    outside the chain, and one edited to another title must not reach a brief."""
+    opened = ledger.recorder.select_events(task_id, lte=1)
+    if not opened:
+        return None  # compacted: the archive's own checks hold the opening event
+    first = cast(PydanticMapper, ledger.mapper).decode_state(opened[0].state)
+    if (first.get("number"), first.get("title"), first.get("slug")) != (state.number, state.title, state.slug):
+        return Break(state.position, "snapshot",
+                     "the view snapshot's title, slug or number is not the task's opening one")
     return None
 
 

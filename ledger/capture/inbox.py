@@ -366,7 +366,7 @@ def session_start_answer(payload: dict[str, Any], agent: str = "claude-code") ->
                 watch.close()
             return ""
         try:
-            state = verify.checked_task(ledger, task).state  # what the agent is told must be what was recorded
+            state = verify.checked_state(ledger, task)  # what the agent is told must be what was recorded
         except verify.LedgerBroken as broken:
             if watch is not None:
                 watch.close()

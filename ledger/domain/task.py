@@ -1,16 +1,15 @@
 """The Task aggregate: decides whether a fact may be recorded, then appends it as an event.
 
-It keeps two folds of its events, apart: ``decision`` (``ledger.domain.decision_state``), the small
-unbounded state its rules read, advanced by every event, and ``state``, the brief's bounded view
-(``projections.state.TaskState``), carried along so a read needs no second replay and folded in
-batches (the events since it was last read, when it is read). A snapshot holds both, each under
-its own model, with the version of the fold that made the view, and is versioned: older snapshots
-upcast on read. Each appended event is linked into the task's hash chain before it is applied.
+It keeps only what it decides with: ``decision`` (``ledger.domain.decision_state``), the small
+unbounded state its rules read, advanced by every event; its number; and the head of its hash
+chain. The brief's view is a projection of the events with snapshots of its own
+(``ledger.app.views``), so an append never folds it and a change of that fold never touches a
+task snapshot. Snapshots are versioned: older ones (which carried the view) upcast on read.
+Each appended event is linked into the task's hash chain before it is applied.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from copy import deepcopy
 from datetime import datetime
 from typing import Any, ClassVar
@@ -25,7 +24,6 @@ from ledger.domain import events as ev
 from ledger.domain.decision_state import DECIDING, DecisionState, Rules, RulesView, from_view
 from ledger.domain.mapper import stored_state
 from ledger.domain.snapshot import ModelSnapshot, SnapshotBody
-from projections.state import FOLD_VERSION, TaskState, replay
 
 
 def task_id_for(number: int) -> UUID:
@@ -52,21 +50,19 @@ def chained(previous: str, event: ev.TaskEvent) -> tuple[str, dict[str, Any]]:
 class TaskBody(SnapshotBody):
     head: str
     decision: DecisionState
-    state: TaskState
-    fold_version: int
-    """The ``projections.state.FOLD_VERSION`` that folded ``state``: a view from another fold is
-    rebuilt from the events on read (``Ledger.task``), never shown."""
+    number: int
 
 
 class TaskSnapshot(ModelSnapshot):
-    """A snapshot of a task: its decision state, the brief's view and the chain head at a position.
+    """A snapshot of a task: its decision state, its number and the chain head at a position.
 
-    v1 held the view alone (and the rules read it); v2 adds the decision state, derived from
-    the view when an older snapshot is read; v3 names the fold that made the view (snapshots
-    from before held the fold of version 1, the first to be numbered)."""
+    v1 held the brief's view alone (and the rules read it); v2 added the decision state, derived
+    from the view when an older snapshot is read; v3 named the fold that made the view; v4 holds
+    no view (the view has snapshots of its own): the number is taken from an older one's view,
+    and the rest of that view is dropped, to be folded again from the events when read."""
 
     TOPIC: ClassVar[str] = "tasktrail/TaskSnapshot"
-    class_version: ClassVar[int] = 3
+    class_version: ClassVar[int] = 4
     state: TaskBody
 
     @staticmethod
@@ -78,6 +74,13 @@ class TaskSnapshot(ModelSnapshot):
     def upcast_v2_v3(stored: dict[str, Any]) -> None:
         stored["state"]["fold_version"] = 1
 
+    @staticmethod
+    def upcast_v3_v4(stored: dict[str, Any]) -> None:
+        body = stored["state"]
+        view = body.pop("state", None) or {}
+        body.pop("fold_version", None)
+        body["number"] = view.get("number") or 0
+
 
 class Task(Aggregate):
     TOPIC = "tasktrail/Task"
@@ -87,8 +90,8 @@ class Task(Aggregate):
     Snapshot = TaskSnapshot  # type: ignore[assignment]
 
     head: str
-    fold_version: int
-    """The fold that made ``state`` (``TaskBody.fold_version``)."""
+    number: int
+    """The task's number, from its opening event (a refusal names it; nothing else changes it)."""
     snapshot_every: int = 0
     """K, set by the ledger that loaded this task: at every K-th position the task offers a
     snapshot of itself as it is then, so saving need not rebuild that version from the store."""
@@ -120,9 +123,8 @@ class Task(Aggregate):
 
     def __init__(self) -> None:
         self.decision = DecisionState()
-        self.state = TaskState()
         self.head = chain.GENESIS
-        self.fold_version = FOLD_VERSION
+        self.number = 0
 
     @property
     def decision(self) -> DecisionState:
@@ -143,43 +145,16 @@ class Task(Aggregate):
         rules: RulesView = self.__dict__["_rules"] or self.__dict__["_decision"]
         return rules
 
-    @property
-    def state(self) -> TaskState:
-        """The brief's view at this version (``fold_pending`` first)."""
-        self.fold_pending()
-        folded: TaskState = self.__dict__["_state"]
-        return folded
-
-    @state.setter
-    def state(self, value: TaskState) -> None:
-        self.__dict__["_state"] = value
-        self.__dict__["_unfolded"] = []
-
-    def fold_pending(self) -> None:
-        """Fold the events applied since the view was last read, all at once (``projections.state.replay``),
-        not one frozen state per event: a batch of appends, or the events read after a snapshot.
-        Saving calls it first, so a fold that raises stores nothing."""
-        unfolded: list[ev.TaskEvent] = self.__dict__["_unfolded"]
-        if unfolded:
-            # Folded first, then assigned: a fold that raises leaves the task as it was.
-            self.__dict__["_state"] = replay(unfolded, self.__dict__["_state"])
-            self.__dict__["_unfolded"] = []
-
-    def refold(self, events: Iterable[ev.TaskEvent]) -> None:
-        """Rebuild the view from ``events`` (the task's, from its first up to its version) with this
-        code's fold: for a task read from a snapshot another fold made."""
-        self.state = replay(events, TaskState())
-        self.fold_version = FOLD_VERSION
-
     def fold_event(self, event: ev.TaskEvent) -> None:
-        # The rules' state now, in place (the next event's rules read it); the brief's view when it is read.
-        if type(event) in DECIDING:
+        # The rules' state, in place: the next event's rules read it.
+        if type(event) is ev.TaskOpened:
+            self.number = event.number
+        elif type(event) in DECIDING:
             rules: Rules | None = self.__dict__["_rules"]
             if rules is None:  # the first since the frozen state was set: one copy, then in place
                 rules = self.__dict__["_rules"] = Rules(self.__dict__["_decision"])
             if rules.apply(event):
                 self.__dict__["_decision"] = None  # frozen again when next asked for
-        self.__dict__["_unfolded"].append(event)
         self.head = event.chain
 
     def trigger_event(self, event_class: type[Any], **kwargs: Any) -> None:
@@ -188,7 +163,7 @@ class Task(Aggregate):
         # just numbered itself, before the fold; and the chain hash needed the event serialised
         # again. Here the event is built at the next position (pydantic validates it: a refused
         # event changes nothing), serialised once for both its chain hash and its stored row
-        # (``chained``; handed to the mapper by ``prepared_states``), folded when next read, and queued.
+        # (``chained``; handed to the mapper by ``prepared_states``), applied to the rules, and queued.
         if not event_class.__dict__.get("TOPIC"):
             # Refused as the library refuses the base class and a topic not the class's own: stored,
             # such an event would carry its module path, which a module move breaks.
@@ -227,13 +202,11 @@ class Task(Aggregate):
         return prepared
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Task:
-        # The library hands each command a deep copy of the cached task; its folds are frozen
-        # models, replaced (never changed) by every event, so the copy shares them and copies the rest.
-        # Events not yet folded are frozen too: the copy gets its own list of the same events.
+        # The library hands each command a deep copy of the cached task; its frozen decision state
+        # is replaced (never changed) by events, so the copy shares it and copies the rest.
         copy = object.__new__(type(self))
         copy.__dict__.update({
-            name: value if type(value) in _SHARED else list(value) if name == "_unfolded" else deepcopy(value, memo)
-            for name, value in vars(self).items()
+            name: value if type(value) in _SHARED else deepcopy(value, memo) for name, value in vars(self).items()
         })
         return copy
 
@@ -305,7 +278,7 @@ class Task(Aggregate):
 
 get_topic(TaskSnapshot)  # registers the explicit topic so stored snapshots resolve
 
-_SHARED = frozenset({DecisionState, TaskState, str, int, datetime, UUID})
+_SHARED = frozenset({DecisionState, str, int, datetime, UUID})
 """What a task's copy shares with it: frozen models and immutable values."""
 
 

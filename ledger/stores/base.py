@@ -41,6 +41,11 @@ HEADS = "tasktrail_heads"
 transaction that appends (``sqlite.AnchoredRecorder``, ``postgres.AnchoredRecorder``), so cutting
 events off a log's end leaves the anchor pointing past it."""
 
+VIEWS = "tasktrail_views"
+"""Snapshots of the brief's view (``ledger.app.views``): per task, position and fold version, the
+view's bytes as the mapper stores a snapshot's (compressed and enciphered when the ledger is).
+A cache: reads refresh it every K events, and a missing or unreadable row is folded again."""
+
 GC_TOPICS = ("tasktrail/CommandRan", "tasktrail/FileChanged", "tasktrail/ToolResult", "tasktrail/ToolCalled")
 """Event types that carry bulky bounded text (outputs, diffs, tool inputs and results)."""
 
@@ -165,6 +170,22 @@ class LedgerStore(ABC):
         """The anchor's head of one aggregate; None when the ledger keeps no anchor for it (an
         older ledger, or rows written past the recorder)."""
 
+    # -- snapshots of the view (a cache beside the ledger) -----------------------------------
+
+    @abstractmethod
+    def view_snapshot(self, task_id: UUID, upto: int | None, fold_version: int) -> tuple[int, bytes] | None:
+        """The task's latest view snapshot at a position ``<= upto`` (any when None) made by
+        ``fold_version``, as (position, bytes); None when there is none (or no table yet)."""
+
+    @abstractmethod
+    def put_view_snapshot(self, task_id: UUID, position: int, fold_version: int, state: bytes) -> None:
+        """Keep a view snapshot, replacing one at the same (task, position, fold version)."""
+
+    @abstractmethod
+    def drop_view_snapshots(self, task_id: UUID, first: int = 0, last: int | None = None) -> int:
+        """Delete the task's view snapshots at positions ``first..last`` (to its end when None),
+        of every fold version; how many went."""
+
     # -- rewriting and deleting rows ------------------------------------------------------
 
     @abstractmethod
@@ -172,15 +193,15 @@ class LedgerStore(ABC):
         self, task_id: UUID | None, topics: Iterable[str], rewrite: Callable[[bytes], bytes | None], dry_run: bool
     ) -> dict[UUID, int]:
         """In one transaction, replace the state of each live event of ``topics`` (of one task, or all)
-        by ``rewrite(state)`` where that is not None, and delete each touched task's snapshots
-        from its first rewritten position on. Returns, per task touched, its last position.
+        by ``rewrite(state)`` where that is not None, and delete each touched task's snapshots and
+        view snapshots from its first rewritten position on. Returns, per task touched, its last position.
         ``dry_run`` calls ``rewrite`` on every row and changes nothing."""
 
     @abstractmethod
     def delete_task(
         self, task_id: UUID, number: int, key_hashes: Iterable[str], registry_rewrite: Callable[[bytes], bytes | None]
     ) -> int:
-        """In one transaction: delete the task's events, snapshots and archive index rows (and the
+        """In one transaction: delete the task's events, snapshots, view snapshots and archive index rows (and the
         archive files the database keeps); pass each ``TaskRegistered`` row of the registry
         through ``registry_rewrite`` (None: unchanged); delete the registry's snapshots (they
         hold titles); keep ``key_hashes`` tombstoned under ``number``.

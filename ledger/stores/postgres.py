@@ -38,6 +38,7 @@ from ledger.stores.base import (
     ARCHIVES,
     FORGOTTEN_KEYS,
     HEADS,
+    VIEWS,
     Archive,
     Head,
     Key,
@@ -53,7 +54,7 @@ EVENTS_TABLE = "tasktrail_events"
 SNAPSHOTS_TABLE = "tasktrail_snapshots"
 RECLAIM_LOCK_WAIT = 5
 """Seconds compaction's VACUUM FULL waits for a table's lock before settling for plain VACUUM."""
-OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS)
+OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS)
 """Every table of a ledger: what a migration moves into place."""
 
 CREATE = (
@@ -63,6 +64,9 @@ CREATE = (
     f"CREATE TABLE IF NOT EXISTS {{schema}}.{FORGOTTEN_KEYS} (key_sha256 text PRIMARY KEY,"
     " task_number bigint NOT NULL)",
 )
+CREATE_VIEWS = (f"CREATE TABLE IF NOT EXISTS {{schema}}.{VIEWS} (originator_id uuid NOT NULL,"
+                " position bigint NOT NULL, fold_version bigint NOT NULL, state bytea NOT NULL,"
+                " PRIMARY KEY (originator_id, fold_version, position))")
 CREATE_HEADS = (f"CREATE TABLE IF NOT EXISTS {{schema}}.{HEADS} (originator_id uuid PRIMARY KEY,"
                 " version bigint NOT NULL, chain text NOT NULL)")
 UPSERT_HEAD = (f"INSERT INTO {{schema}}.{HEADS} AS h VALUES (%s, %s, %s) ON CONFLICT (originator_id) DO UPDATE"
@@ -177,6 +181,8 @@ def _refuse_another_applications(conn: psycopg.Connection[Any], schema: str, sho
 
 def _create_own_tables(conn: psycopg.Connection[Any], schema: str) -> None:
     """tasktrail's tables beside the library's (under the caller's advisory lock)."""
+    # Added after the others: a ledger from before the view snapshots gains the table when next opened.
+    conn.execute(sql.SQL(CREATE_VIEWS).format(schema=sql.Identifier(schema)))
     found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".{FORGOTTEN_KEYS}',)).fetchone()
     if found is not None and found[0] is not None:
         return
@@ -212,6 +218,7 @@ class PostgresStore(LedgerStore):
         self.events, self.snapshots = _table(schema, EVENTS_TABLE), _table(schema, SNAPSHOTS_TABLE)
         self.archive_table, self.forgotten_table = _table(schema, ARCHIVES), _table(schema, FORGOTTEN_KEYS)
         self.heads = _table(schema, HEADS)
+        self.views = _table(schema, VIEWS)
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
@@ -305,6 +312,8 @@ class PostgresStore(LedgerStore):
             ).format(self.events), (archive.task_id, archive.first, archive.last))
             conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND originator_version < %s")
                          .format(self.snapshots), (archive.task_id, archive.last))
+            conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND position < %s")
+                         .format(self.views), (archive.task_id, archive.last))
             before_commit()
         return True
 
@@ -331,6 +340,30 @@ class PostgresStore(LedgerStore):
                          (task_id,))
         return Head(int(rows[0][0]), str(rows[0][1])) if rows else None
 
+    # -- snapshots of the view --------------------------------------------------------------
+
+    def view_snapshot(self, task_id: UUID, upto: int | None, fold_version: int) -> tuple[int, bytes] | None:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT position, state FROM {} WHERE originator_id = %s AND fold_version = %s"
+                " AND position <= coalesce(%s, position) ORDER BY position DESC LIMIT 1"
+            ).format(self.views), (task_id, fold_version, upto))
+        return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    def put_view_snapshot(self, task_id: UUID, position: int, fold_version: int, state: bytes) -> None:
+        with self._conn() as conn, conn.transaction():
+            conn.execute(sql.SQL(
+                "INSERT INTO {} VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (originator_id, fold_version, position) DO UPDATE SET state = EXCLUDED.state"
+            ).format(self.views), (task_id, position, fold_version, state))
+
+    def drop_view_snapshots(self, task_id: UUID, first: int = 0, last: int | None = None) -> int:
+        with self._conn() as conn, conn.transaction():
+            deleted = conn.execute(sql.SQL(
+                "DELETE FROM {} WHERE originator_id = %s AND position >= %s AND position <= coalesce(%s, position)"
+            ).format(self.views), (task_id, first, last)).rowcount
+        return int(deleted or 0)
+
     # -- rewriting and deleting --------------------------------------------------------------
 
     def rewrite_states(
@@ -355,6 +388,9 @@ class PostgresStore(LedgerStore):
             for owner, position in first_touched.items():
                 conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND originator_version >= %s")
                              .format(self.snapshots), (owner, position))
+                # The views hold outputs too: those folded from a rewritten event go with it.
+                conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND position >= %s")
+                             .format(self.views), (owner, position))
                 latest[UUID(str(owner))] = _rows(conn, sql.SQL(
                     "SELECT max(originator_version) FROM {} WHERE originator_id = %s").format(self.events), (owner,)
                 )[0][0]
@@ -374,7 +410,7 @@ class PostgresStore(LedgerStore):
             deleted = conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(self.events),
                                    (task_id,)).rowcount
             for table, owner in ((self.snapshots, task_id), (self.snapshots, REGISTRY_ID),
-                                 (self.archive_table, task_id), (self.heads, task_id)):
+                                 (self.archive_table, task_id), (self.heads, task_id), (self.views, task_id)):
                 conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(table), (owner,))
             rows = _rows(conn, sql.SQL("SELECT originator_version, state FROM {} WHERE originator_id = %s"
                                        " AND topic = %s").format(self.events), (REGISTRY_ID, TaskRegistered.TOPIC))
@@ -447,7 +483,7 @@ class PostgresStore(LedgerStore):
         most ``RECLAIM_LOCK_WAIT`` seconds for that lock; when readers hold it longer, plain VACUUM
         makes the space reusable instead. ``scrub`` (forget) waits as long as it takes."""
         with self._conn() as conn:
-            for table in (self.events, self.snapshots, self.archive_table):
+            for table in (self.events, self.snapshots, self.archive_table, self.views):
                 if scrub:
                     conn.execute(sql.SQL("VACUUM FULL {}").format(table))
                     continue

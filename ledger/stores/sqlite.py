@@ -27,6 +27,7 @@ from ledger.stores.base import (
     ARCHIVES,
     FORGOTTEN_KEYS,
     HEADS,
+    VIEWS,
     Archive,
     Head,
     Key,
@@ -42,6 +43,10 @@ CREATE_ARCHIVES = f"""CREATE TABLE IF NOT EXISTS {ARCHIVES} (
     sha256 TEXT NOT NULL, head TEXT NOT NULL, events INTEGER NOT NULL, PRIMARY KEY (originator_id, first))"""
 CREATE_FORGOTTEN = f"""CREATE TABLE IF NOT EXISTS {FORGOTTEN_KEYS} (
     key_sha256 TEXT PRIMARY KEY, task_number INTEGER NOT NULL) WITHOUT ROWID"""
+
+CREATE_VIEWS = f"""CREATE TABLE IF NOT EXISTS {VIEWS} (
+    originator_id TEXT NOT NULL, position INTEGER NOT NULL, fold_version INTEGER NOT NULL, state BLOB NOT NULL,
+    PRIMARY KEY (originator_id, fold_version, position)) WITHOUT ROWID"""
 
 CREATE_HEADS = f"""CREATE TABLE IF NOT EXISTS {HEADS} (
     originator_id TEXT PRIMARY KEY, version INTEGER NOT NULL, chain TEXT NOT NULL) WITHOUT ROWID"""
@@ -219,6 +224,8 @@ class SQLiteStore(LedgerStore):
                 "DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version < ?",
                 (owner, archive.last),
             )
+            con.execute(CREATE_VIEWS)
+            con.execute(f"DELETE FROM {VIEWS} WHERE originator_id = ? AND position < ?", (owner, archive.last))
             before_commit()
         return True
 
@@ -249,6 +256,44 @@ class SQLiteStore(LedgerStore):
                 raise
         return Head(int(row[0]), str(row[1])) if row else None
 
+    # -- snapshots of the view --------------------------------------------------------------
+
+    def view_snapshot(self, task_id: UUID, upto: int | None, fold_version: int) -> tuple[int, bytes] | None:
+        with self._reading() as con:
+            if con is None:
+                return None
+            try:
+                row = con.execute(
+                    f"SELECT position, state FROM {VIEWS} WHERE originator_id = ? AND fold_version = ?"
+                    " AND position <= coalesce(?, position) ORDER BY position DESC LIMIT 1",
+                    (task_id.hex, fold_version, upto),
+                ).fetchone()
+            except sqlite3.OperationalError as exc:
+                if _missing_table(exc):
+                    return None
+                raise
+        return (int(row[0]), bytes(row[1])) if row else None
+
+    def put_view_snapshot(self, task_id: UUID, position: int, fold_version: int, state: bytes) -> None:
+        # No wait for the write lock: a read keeps its view snapshot when the file is free, else the next one does.
+        with _translated():
+            con = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+        try:
+            with self._writing(con):
+                con.execute(CREATE_VIEWS)
+                con.execute(f"INSERT OR REPLACE INTO {VIEWS} VALUES (?, ?, ?, ?)",
+                            (task_id.hex, position, fold_version, state))
+        finally:
+            con.close()
+
+    def drop_view_snapshots(self, task_id: UUID, first: int = 0, last: int | None = None) -> int:
+        with self._writing() as con:
+            con.execute(CREATE_VIEWS)
+            return int(con.execute(
+                f"DELETE FROM {VIEWS} WHERE originator_id = ? AND position >= ? AND position <= coalesce(?, position)",
+                (task_id.hex, first, last),
+            ).rowcount)
+
     # -- rewriting and deleting --------------------------------------------------------------
 
     def rewrite_states(
@@ -272,9 +317,12 @@ class SQLiteStore(LedgerStore):
                     first_touched[owner] = min(position, first_touched.get(owner, position))
                     if not dry_run:
                         con.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (changed, rowid))
+                con.execute(CREATE_VIEWS)
                 for owner, position in first_touched.items():
                     con.execute("DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version >= ?",
                                 (owner, position))
+                    # The views hold outputs too: those folded from a rewritten event go with it.
+                    con.execute(f"DELETE FROM {VIEWS} WHERE originator_id = ? AND position >= ?", (owner, position))
                     latest[UUID(hex=owner)] = con.execute(
                         "SELECT max(originator_version) FROM stored_events WHERE originator_id = ?", (owner,)
                     ).fetchone()[0]
@@ -301,8 +349,9 @@ class SQLiteStore(LedgerStore):
                 deleted = con.execute("DELETE FROM stored_events WHERE originator_id = ?", (task_id.hex,)).rowcount
                 # Snapshots of the task, and of the registry (they hold titles); the task's archive index rows.
                 con.execute(CREATE_HEADS)
+                con.execute(CREATE_VIEWS)
                 for table, owner in (("stored_snapshots", task_id), ("stored_snapshots", REGISTRY_ID),
-                                     (ARCHIVES, task_id), (HEADS, task_id)):
+                                     (ARCHIVES, task_id), (HEADS, task_id), (VIEWS, task_id)):
                     con.execute(f"DELETE FROM {table} WHERE originator_id = ?", (owner.hex,))
                 rows = con.execute(
                     "SELECT originator_version, state FROM stored_events WHERE originator_id = ? AND topic = ?",

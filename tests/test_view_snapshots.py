@@ -1,0 +1,120 @@
+"""The brief's view is a projection with snapshots of its own (``ledger.app.views``): the write path
+folds no view, reads keep a view snapshot every K events, a damaged or forged one never reaches a
+brief, and a ledger written by the release before view snapshots opens and answers the same."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from ledger.app import sample, verify
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import Location, resolve
+from ledger.domain import events as ev
+from projections.state import FOLD_VERSION, replay
+from tests.conftest import run_trail
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def every_five(location: Location, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
+    monkeypatch.setenv("TRAIL_SNAPSHOT_EVERY", "5")
+    ledger = open_ledger(location)
+    try:
+        yield ledger
+    finally:
+        ledger.close()
+
+
+def _notes(ledger: Ledger, count: int) -> UUID:
+    task = ledger.open_task("views").id
+    assert task is not None
+    ledger.append_many(task, [(ev.NoteAdded, {"text": f"note {n}"}) for n in range(count)])
+    return task
+
+
+def test_an_append_folds_no_view(every_five: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = _notes(every_five, 3)
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("a bug in the view's fold")
+
+    monkeypatch.setattr("ledger.app.views.replay", broken)
+    written = every_five.append_many(task, [(ev.NoteAdded, {"text": f"more {n}"}) for n in range(10)])
+    assert written.position == 14  # stored: the view's bug blocked no write
+    assert len(list(every_five.recorder.select_events(task))) == 14
+    with pytest.raises(RuntimeError, match="a bug in the view"):
+        every_five.state(task)
+    monkeypatch.undo()
+    assert every_five.state(task).notes[-1].text == "more 9"
+
+
+def test_reads_keep_a_view_snapshot_every_k_events(every_five: Ledger) -> None:
+    task = _notes(every_five, 11)  # positions 1..12
+    assert every_five.store.view_snapshot(task, None, FOLD_VERSION) is None  # the writes kept none
+    state = every_five.state(task)
+    found = every_five.store.view_snapshot(task, None, FOLD_VERSION)
+    assert found is not None and found[0] == 10
+    assert every_five.store.view_snapshot(task, 9, FOLD_VERSION) is not None  # and 5
+    at_ten = replay(list(every_five.task_events(task, upto=10)))
+    assert every_five.views._decode(found[1]) == at_ten.model_dump_json().encode()
+    assert state == replay(list(every_five.task_events(task)))
+
+
+def test_a_damaged_view_snapshot_is_folded_again_from_the_events(location: Location, every_five: Ledger) -> None:
+    task = _notes(every_five, 11)
+    every_five.state(task)
+    every_five.store.put_view_snapshot(task, 10, FOLD_VERSION, b"\x00 not a view")
+    fresh = open_ledger(location)
+    try:
+        assert fresh.state(task) == replay(list(fresh.task_events(task)))
+        assert fresh.state(task, at=10) == replay(list(fresh.task_events(task, upto=10)))
+        fresh.append(task, ev.NoteAdded, text="still writes")
+        assert fresh.state(task).notes[-1].text == "still writes"
+    finally:
+        fresh.close()
+    assert verify.verify_task(every_five, task).ok  # a cache that cannot be read is no break
+
+
+def test_a_forged_view_snapshot_is_named_by_verify(location: Location, every_five: Ledger) -> None:
+    task = _notes(every_five, 11)
+    true = every_five.state(task, at=10)
+    forged = true.model_copy(update={"next_step": "FORGED step"})
+    every_five.store.put_view_snapshot(task, 10, FOLD_VERSION, every_five.views._encode(forged))
+    fresh = open_ledger(location)
+    try:
+        report = verify.verify_task(fresh, task)
+    finally:
+        fresh.close()
+    assert report.first_break is not None
+    assert (report.first_break.position, report.first_break.kind) == (10, "snapshot")
+    assert "next_step" in report.first_break.detail
+
+
+@pytest.mark.sqlite_only("opens an SQLite file the previous release wrote")
+def test_a_ledger_the_previous_release_wrote_opens_and_answers_the_same(home: Path, tmp_path: Path) -> None:
+    # Written by the release before view snapshots (its task snapshots every 5 events carry the view, v3).
+    db = tmp_path / "release-v3.db"
+    shutil.copy(FIXTURES / "release-v3.db", db)
+    recorded = json.loads((FIXTURES / "release-v3.answers.json").read_text())
+    task = UUID(hex=recorded["task"])
+    ledger = open_ledger(resolve(str(db)))
+    try:
+        for position, answer in recorded["answers"].items():
+            assert ledger.state(task, at=int(position)).model_dump(mode="json") == answer, position
+        assert ledger.task(task).number == 1
+        assert verify.verify_task(ledger, task).ok
+        ledger.append(task, ev.NoteAdded, text="written by this release")
+        assert ledger.state(task).notes[-1].text == "written by this release"
+        assert verify.verify_task(ledger, task).ok
+    finally:
+        ledger.close()
+    shown = run_trail("--db", str(db), "resume", "1", home=home, check=True).stdout
+    assert sample.TITLE in shown and "written by this release" in shown

@@ -73,6 +73,17 @@ def test_an_untouched_task_list_verifies_with_its_chain_and_anchor(home: Path, l
     assert "task list ok: 3 events" in run_trail("verify", home=home, check=True).stdout
 
 
+def test_a_title_with_surrounding_space_is_listed_as_the_task_holds_it(home: Path, location: Location) -> None:
+    # The opening event strips its title (a pasted secret list often ends in a line break); the task
+    # list's entry must hold the same title, or every read calls the task's entry forged.
+    _setup(location, titles=("  Rotate the deploy key\nghp_" + "a1B2" * 9 + "\n",))
+    listed = run_trail("list", "--json", home=home)
+    assert listed.returncode == 0, listed.stderr
+    title = json.loads(listed.stdout)[-1]["title"]
+    assert title.startswith("Rotate the deploy key\n[REDACTED:github-token:") and title == title.strip()
+    assert run_trail("verify", home=home).returncode == 0
+
+
 def test_forget_keeps_the_task_list_verifying(home: Path, location: Location) -> None:
     # Forgetting rewrites the entry without its title; the hashes it keeps hold the chain.
     _setup(location)
@@ -162,6 +173,23 @@ def test_a_ledger_from_before_the_chain_works_and_chains_from_its_first_new_even
              (orjson.dumps(state), REGISTRY_ID))
     code, report, _ = _task_list_report(home)
     assert code == 5 and report["break"]["position"] == 4
+
+
+def test_an_older_entry_holding_the_title_unstripped_still_lists(home: Path, location: Location) -> None:
+    # Releases before this one registered the title as typed, the opening event stripped: not a forgery.
+    _setup(location)
+    for version, _, state in _registry_rows(location):
+        state.pop("chain")
+        if "entry" in state:
+            state.pop("erased")
+            if state["entry"]["title"] == "Second task":
+                state["entry"]["title"] = "Second task\n"
+        _execute(location, "UPDATE {events} SET state = %s WHERE originator_id = %s AND originator_version = %s",
+                 (orjson.dumps(state), REGISTRY_ID, version))
+    _execute(location, "UPDATE {heads} SET chain = '' WHERE originator_id = %s", (REGISTRY_ID,))
+    listed = run_trail("list", "--json", home=home)
+    assert listed.returncode == 0, listed.stderr
+    assert run_trail("verify", home=home).returncode == 0
 
 
 def test_a_dropped_anchor_table_is_a_break_not_refilled(home: Path, location: Location) -> None:

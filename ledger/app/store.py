@@ -462,7 +462,9 @@ def _opening(new: NewTask) -> NewTask:
     """``new`` with its project filled in and every text redacted, as the first event will hold it."""
     project = project_of(new.cwd) if new.project is None else new.project
     fields = redact_fields({"title": new.title, "cwd": new.cwd, "project": project})
-    return NewTask(fields["title"], fields["cwd"], new.actor, fields["project"], new.timestamp)
+    # Stripped as the event's own validator strips it: the task list's entry must equal the opening's
+    # title, and a redacted key block can end the title in a newline the raw title did not have.
+    return NewTask(fields["title"].strip(), fields["cwd"], new.actor, fields["project"], new.timestamp)
 
 
 def _first_problem(exc: ValidationError) -> str:

@@ -467,8 +467,10 @@ def _differences(kept: dict[str, Any], derived: dict[str, Any], prefix: str = ""
 
 
 def _entry_problem(entry: Entry, number: Any, slug: Any, title: Any) -> str | None:
+    # Older releases registered the title as typed while the opening event stripped it.
+    listed_title = entry.title.strip() if isinstance(title, str) else entry.title
     for field, recorded, listed in (("number", number, entry.number), ("slug", slug, entry.slug),
-                                    ("title", title, entry.title)):
+                                    ("title", title, listed_title)):
         if recorded is not None and recorded != listed:
             return f"the task list's {field} {listed!r} is not the task's own {recorded!r}"
     return None

@@ -1,0 +1,205 @@
+"""The layers import one way (docs/layers.md): every import of every module, parsed with ``ast``.
+
+Fails on an import cycle between modules (function-level imports count: hiding a cycle in a function is
+still a cycle), on an import from a lower layer to a higher one (``TYPE_CHECKING`` imports count too: a
+type is a dependency), on a third-party import in ``ledger/base``, and on a function-level import of a
+project module that is not in ``DEFERRED`` below. Each failure names the file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import REPO
+
+LAYERS = ("ledger.base", "ledger.domain", "ledger.stores", "projections", "ledger.app", "ledger.capture", "cli")
+"""Lowest first: a module may import its own layer and the layers before it, never one after it."""
+
+DEFERRED: dict[tuple[str, str], str] = {
+    # (importing module, imported module): why it is imported inside a function
+    ("cli.app", "cli"): "each command's module loads only when that command runs (`trail --help` loads none)",
+}
+"""Function-level imports of project modules, each there only for start-up cost."""
+
+ROOTS = ("ledger", "projections", "cli")
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    path: Path
+    line: int
+    kind: str  # "module", "function" or "TYPE_CHECKING"
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(REPO)}:{self.line}"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for root in ROOTS for p in sorted((REPO / root).rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The project module an imported name lives in (``ledger.app.store.Ledger`` -> ``ledger.app.store``)."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _names(node: ast.Import | ast.ImportFrom, module: str, path: Path) -> Iterator[str]:
+    """The full dotted names one import statement reaches (relative imports made absolute)."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = node.module or ""
+    if node.level:
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{base}" if base else package
+    yield base
+    yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def _walk(nodes: list[ast.stmt], kind: str) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    for node in nodes:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, kind
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _walk(node.body, "TYPE_CHECKING")
+            yield from _walk(node.orelse, kind)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            yield from _walk_all(node, "function" if kind == "module" else kind)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                yield from _walk(getattr(node, field, None) or [], kind)
+            for case in getattr(node, "cases", None) or []:
+                yield from _walk(case.body, kind)
+
+
+def _walk_all(node: ast.AST, kind: str) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import anywhere inside a function (nested blocks and functions included)."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child, kind
+
+
+def _imports(module: str, path: Path) -> Iterator[Import]:
+    tree = ast.parse(path.read_text(), str(path))
+    for node, kind in _walk(tree.body, "module"):
+        targets: set[str] = set()
+        for name in _names(node, module, path):
+            target = _resolve(name)
+            if target is not None and target != module:
+                targets.add(target)
+        for target in sorted(targets):
+            yield Import(module, target, path, node.lineno, kind)
+
+
+def _third_party(module: str, path: Path) -> Iterator[tuple[str, int]]:
+    tree = ast.parse(path.read_text(), str(path))
+    for node, _ in _walk(tree.body, "module"):
+        for name in _names(node, module, path):
+            top = name.split(".")[0]
+            if node_is_relative(node) or not top:
+                continue
+            if top not in sys.stdlib_module_names and not name.startswith("ledger.base") and top != "__future__":
+                yield name, node.lineno
+            break  # the module named is enough; the names imported from it are the same package
+
+
+def node_is_relative(node: ast.Import | ast.ImportFrom) -> bool:
+    return isinstance(node, ast.ImportFrom) and node.level > 0
+
+
+IMPORTS = [imp for module, path in MODULES.items() for imp in _imports(module, path)]
+
+
+def _layer(module: str) -> int:
+    for rank, layer in enumerate(LAYERS):
+        if module == layer or module.startswith(layer + "."):
+            return rank
+    return -1  # the `ledger` package itself: nothing below it
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    back = [f"{imp.where}: {imp.source} ({LAYERS[_layer(imp.source)]}) imports {imp.target} "
+            f"({LAYERS[_layer(imp.target)]}), a higher layer [{imp.kind}]"
+            for imp in IMPORTS if _layer(imp.target) > _layer(imp.source)]
+    assert not back, "imports against the layers (docs/layers.md):\n" + "\n".join(back)
+
+
+def test_base_imports_only_the_standard_library() -> None:
+    bad = [f"{path.relative_to(REPO)}:{line}: imports {name}, not in the standard library"
+           for module, path in MODULES.items() if module.startswith("ledger.base")
+           for name, line in _third_party(module, path)]
+    assert not bad, "\n".join(bad)
+
+
+def _cycle(edges: dict[str, dict[str, Import]]) -> list[Import] | None:
+    """One import cycle as the imports that close it, or None (depth-first search)."""
+    done: set[str] = set()
+    path: list[Import] = []
+    on_path: dict[str, int] = {}  # module -> its position on the current path
+
+    def visit(module: str) -> list[Import] | None:
+        on_path[module] = len(path)
+        for imp in sorted(edges[module].values(), key=lambda i: i.target):
+            if imp.target in on_path:
+                return [*path[on_path[imp.target]:], imp]
+            if imp.target not in done:
+                path.append(imp)
+                found = visit(imp.target)
+                if found:
+                    return found
+                path.pop()
+        del on_path[module]
+        done.add(module)
+        return None
+
+    for module in sorted(edges):
+        if module not in done and (found := visit(module)):
+            return found
+    return None
+
+
+def test_no_import_cycle() -> None:
+    edges: dict[str, dict[str, Import]] = {module: {} for module in MODULES}
+    for imp in IMPORTS:
+        if imp.kind != "TYPE_CHECKING":  # annotations only: never executed, so never a cycle at import
+            edges[imp.source].setdefault(imp.target, imp)
+    cycle = _cycle(edges)
+    assert cycle is None, "import cycle:\n" + "\n".join(
+        f"{imp.where}: {imp.source} imports {imp.target} [{imp.kind}]" for imp in cycle)
+
+
+def test_function_level_imports_of_project_modules_are_only_for_start_up() -> None:
+    deferred = {(imp.source, imp.target.rpartition(".")[0] or imp.target): imp for imp in IMPORTS
+                if imp.kind == "function"}
+    loose = [f"{imp.where}: {imp.source} imports {imp.target} inside a function"
+             for imp in IMPORTS if imp.kind == "function" and not _allowed(imp)]
+    assert not loose, ("import at module level, or add to DEFERRED with why start-up needs it:\n"
+                       + "\n".join(loose))
+    assert deferred is not None
+
+
+def _allowed(imp: Import) -> bool:
+    return any(imp.source == source and (imp.target == target or imp.target.startswith(target + "."))
+               for source, target in DEFERRED)

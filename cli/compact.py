@@ -7,6 +7,7 @@ import click
 from cli.context import Context, fails_cleanly, pass_context, whole_number
 from cli.params import AGE, Age
 from ledger.app import archive
+from ledger.stores import archived
 
 
 @click.command("compact")
@@ -44,8 +45,8 @@ def compact_command(
     if check:
         problems = archive.verify(ledger, entry.task_id)
         if problems:
-            raise archive.ArchiveError(f"task #{entry.number}: {problems[0]}")
-        found = archive.archives(ledger, entry.task_id)
+            raise archived.ArchiveError(f"task #{entry.number}: {problems[0]}")
+        found = archived.archives(ledger, entry.task_id)
         click.echo(f"task #{entry.number}: {len(found)} archive(s) intact; hash chain verified across archive and log")
         return
     if (before is None) == (age is None):
@@ -53,7 +54,7 @@ def compact_command(
     if age is not None:
         before = archive.boundary_older_than(ledger, entry.task_id, age.cutoff())
     assert before is not None
-    live = archive.live_from(ledger, entry.task_id)
+    live = archived.live_from(ledger, entry.task_id)
     if before <= live:
         # Already done (a finished or re-run compaction): nothing to move is not an error.
         why = f"no live events older than {age}" if age else f"positions before {before} are already archived"

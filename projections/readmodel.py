@@ -28,24 +28,34 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 import duckdb
 import orjson
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
-from ledger.app import archive
 from ledger.base.errors import TrailError
 from ledger.base.location import Location
 from ledger.domain import events as ev
 from ledger.domain.mapper import stored_state
 from ledger.domain.registry import RegistryCreated, RegistrySnapshot, TaskForgotten, TaskRegistered
-from ledger.stores import duckdb_offline
+from ledger.stores import archived, duckdb_offline
 from projections import facts
 
 if TYPE_CHECKING:
-    from ledger.app.store import Ledger
+    from eventsourcing.persistence import ApplicationRecorder
+
+
+class Log(archived.Source, Protocol):
+    """What the read model reads: a ledger's notification log by name, and its archives (the Ledger is
+    one; taken as this so the read model sits below the application that opens ledgers)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def recorder(self) -> ApplicationRecorder: ...
 
 SCHEMA_VERSION = "5"
 """Bump when a table changes: a read model with another version is rebuilt from the log."""
@@ -491,7 +501,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, app: str, newest: int, rebuild: boo
     return 0, True
 
 
-def refresh(ledger: Ledger, path: Path, *, rebuild: bool = False, batch_size: int = BATCH) -> Refreshed:
+def refresh(ledger: Log, path: Path, *, rebuild: bool = False, batch_size: int = BATCH) -> Refreshed:
     """Bring the read model at ``path`` up to the ledger's last notification (reads only the new ones)."""
     started = time.perf_counter()
     newest = ledger.recorder.max_notification_id() or 0
@@ -526,7 +536,7 @@ def refresh(ledger: Ledger, path: Path, *, rebuild: bool = False, batch_size: in
     )
 
 
-def _read_archives(con: duckdb.DuckDBPyConnection, ledger: Ledger, position: int) -> int:
+def _read_archives(con: duckdb.DuckDBPyConnection, ledger: Log, position: int) -> int:
     """Take in archived events the model has not seen (compacted before it caught up, or a rebuild).
 
     Archives hold a task's earliest events, so reading them before the live log keeps
@@ -535,10 +545,10 @@ def _read_archives(con: duckdb.DuckDBPyConnection, ledger: Ledger, position: int
     """
     seen = {row[0] for row in con.execute("SELECT name FROM archives_read").fetchall()}
     added = 0
-    for found in archive.archives(ledger, None):
+    for found in archived.archives(ledger, None):
         if found.path.name in seen:
             continue
-        rows = archive.archived_rows(found, position)
+        rows = archived.archived_rows(found, position)
         batch = _Batch(con, tasks=_load_tasks(con, {str(found.task_id)} if rows else set()))
         for notification_id, stored in rows:
             event = ledger.mapper.to_domain_event(stored)

@@ -24,6 +24,7 @@ from ledger.app import archive
 from ledger.app.store import Ledger, open_ledger
 from ledger.base.location import resolve
 from ledger.domain import events as ev
+from ledger.stores import archived
 from projections import readmodel
 from projections.state import TaskState, replay
 
@@ -116,7 +117,7 @@ def test_compaction_keeps_every_read_and_shrinks_the_live_store(tmp_path: Path) 
         archive.compact(ledger, task, 100)
         assert _history(ledger, task, 120) == (events, states)
         assert archive.verify(ledger, task) == []
-        assert len(archive.archives(ledger, task)) == 2
+        assert len(archived.archives(ledger, task)) == 2
 
 
 def test_a_missing_or_altered_archive_is_reported(tmp_path: Path) -> None:
@@ -130,7 +131,7 @@ def test_a_missing_or_altered_archive_is_reported(tmp_path: Path) -> None:
         ]
         done.path.unlink()
         assert "is missing" in archive.verify(ledger, task)[0]
-        with pytest.raises(archive.ArchiveError, match="is missing"):
+        with pytest.raises(archived.ArchiveError, match="is missing"):
             ledger.state(task, at=5)
         assert ledger.state(task, at=25).position == 25  # the live part needs no archive
 
@@ -174,7 +175,7 @@ def test_kill_9_at_any_step_leaves_old_or_new_state_and_a_rerun_finishes(tmp_pat
     assert killed.returncode == -9, killed.stderr
     with Ledger(env=_env(db, 10)) as ledger:
         committed = step == "committed"
-        assert len(archive.archives(ledger, task)) == int(committed)
+        assert len(archived.archives(ledger, task)) == int(committed)
         assert _live_rows(db, task) == (80 - 49 + 1 if committed else 80)
         assert archive.verify(ledger, task) == []
         assert _history(ledger, task, 80) == (events, states)
@@ -183,7 +184,7 @@ def test_kill_9_at_any_step_leaves_old_or_new_state_and_a_rerun_finishes(tmp_pat
     assert rerun.returncode == 0, rerun.stderr
     assert ("nothing to archive" in rerun.stdout) == committed
     with Ledger(env=_env(db, 10)) as ledger:
-        assert [(a.first, a.last) for a in archive.archives(ledger, task)] == [(1, 49)]
+        assert [(a.first, a.last) for a in archived.archives(ledger, task)] == [(1, 49)]
         assert _live_rows(db, task) == 80 - 49 + 1
         assert archive.verify(ledger, task) == []
         assert _history(ledger, task, 80) == (events, states)
@@ -206,7 +207,7 @@ def test_snapshot_tail_and_archives_equal_a_full_fold(every: int, count: int, cu
         stored = list(ledger.task_events(task))
         for cut in sorted(cuts):
             before = max(2, int(cut * count))
-            if before > archive.live_from(ledger, task):
+            if before > archived.live_from(ledger, task):
                 archive.compact(ledger, task, before)
         for n in range(1, count + 1):
             assert ledger.state(task, at=n) == replay(stored[:n]), f"K={every} at={n}"
@@ -296,7 +297,7 @@ def test_kill_9_at_every_step_of_four_compactions_in_a_row(tmp_path: Path) -> No
             left = _stored_bytes(tmp_path)
             with Ledger(env=_env(db, 500)) as ledger:
                 # Only the last step's kill leaves the rows swapped for the archive.
-                assert (archive.live_from(ledger, task) == before) == (step == "committed"), step
+                assert (archived.live_from(ledger, task) == before) == (step == "committed"), step
                 # Verifying re-hashes and re-folds all 20,000 events (~1.5 s); a kill inside the
                 # transaction leaves the very bytes the kill before it left.
                 if left not in verified:
@@ -306,7 +307,7 @@ def test_kill_9_at_every_step_of_four_compactions_in_a_row(tmp_path: Path) -> No
     # Killed after its commit, each compaction was done: the next went on from it.
     assert kills == len(boundaries) * len(archive.STEPS)
     with Ledger(env=_env(db, 500)) as ledger:
-        assert [a.last for a in archive.archives(ledger, task)][-1] == 18_999
+        assert [a.last for a in archived.archives(ledger, task)][-1] == 18_999
         assert [e for e in ledger.task_events(task) if not isinstance(e, ev.EventsArchived)] == events
         assert {n: ledger.state(task, at=n) for n in probes} == expected
         assert _live_rows(db, task) < total // 5

@@ -29,7 +29,7 @@ from ledger.base.location import resolve
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 from ledger.domain.registry import REGISTRY_ID
-from ledger.stores import LedgerStore, store_class
+from ledger.stores import LedgerStore, archived, store_class
 from ledger.stores.base import GC_TOPICS, Archive, key_hash
 from ledger.stores.postgres import PostgresStore
 from ledger.stores.sqlite import SQLiteStore
@@ -105,9 +105,9 @@ class LedgerStoreContract(ABC):
         done = archive.compact(ledger, task, 21)
         [listed] = store.archives(task)
         assert listed == done and store.archives(None) == [done]
-        assert listed.path.is_file() and archive.check_file(listed) is None
+        assert listed.path.is_file() and archived.check_file(listed) is None
         assert [e.originator_version for e in _rows(ledger, task)] == list(range(21, 33))  # + the marker
-        assert [s for _, s in archive.archived_rows(listed, -1)] == [e for _, e in found.events]
+        assert [s for _, s in archived.archived_rows(listed, -1)] == [e for _, e in found.events]
         assert store.range_size(task, 1, 20)[0] == 0
 
     def test_commit_archive_is_all_or_nothing_and_once(self, ledger: Ledger, tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ from uuid import UUID
 import orjson
 from eventsourcing.utils import TopicError
 
-from ledger.app import archive, refs
+from ledger.app import refs
 from ledger.app.store import Ledger
 from ledger.base.crashpoints import crash_point
 from ledger.base.errors import NotFound, TrailError
@@ -54,6 +54,7 @@ from ledger.base.location import Location
 from ledger.capture.inbox import inbox_path
 from ledger.domain import events as ev
 from ledger.domain.registry import Entry, Tombstone, erase
+from ledger.stores import archived as archive
 from ledger.stores.base import Archive, key_hash
 
 FORGOTTEN_TITLE = "[forgotten]"

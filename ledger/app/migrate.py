@@ -28,12 +28,13 @@ from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder, StoredEvent
 
-from ledger.app import archive, verify
+from ledger.app import verify
 from ledger.app.store import Ledger, open_ledger
+from ledger.base.crashpoints import CRASH_ENV
 from ledger.base.errors import BadInput, Refused, StoreUnavailable
 from ledger.base.location import Location
 from ledger.domain.registry import REGISTRY_ID
-from ledger.stores import store_class
+from ledger.stores import archived, store_class
 from ledger.stores.base import Archive
 
 BATCH = 500
@@ -83,7 +84,7 @@ def _content(ledger: Ledger) -> _Content:
     found = ledger.store.archives(None)
     digests = {}
     for one in found:
-        digests.update({_key(e): _digest(e) for _, e in archive.archived_rows(one, -1)})
+        digests.update({_key(e): _digest(e) for _, e in archived.archived_rows(one, -1)})
     digests.update({_key(e): _digest(e) for e in live})
     return _Content(live, found, digests)
 
@@ -140,7 +141,7 @@ def _copy(
             if dst is not None:
                 dst.close()
                 dst = None
-            if os.environ.get(archive.CRASH_ENV) == CRASH_STEP:
+            if os.environ.get(CRASH_ENV) == CRASH_STEP:
                 os.kill(os.getpid(), signal.SIGKILL)
             kind.publish(staging, target)
         except BaseException:

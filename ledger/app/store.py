@@ -27,7 +27,7 @@ from eventsourcing.persistence import IntegrityError, OperationalError, Persiste
 from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
-from ledger.app import archive
+from ledger.app import verify
 from ledger.app.views import Views
 from ledger.base.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.base.ledger_file import foreign_tables
@@ -40,7 +40,7 @@ from ledger.domain.redact import Redactor, redact_fields
 from ledger.domain.registry import REGISTRY_ID, Entry, Registry, Tombstone, head_of
 from ledger.domain.snapshot import ModelSnapshot
 from ledger.domain.task import Task, task_id_for
-from ledger.stores import LedgerStore, for_ledger
+from ledger.stores import LedgerStore, archived, for_ledger
 from projections.state import TaskState
 
 SNAPSHOT_EVERY = 500
@@ -256,8 +256,6 @@ class Ledger(Application[UUID]):
     def _check_end(self, task: Task) -> None:
         """Refuse to chain from a last event that is not what was recorded: an append after an edit or
         insert outside tasktrail would otherwise bury it under events that verify from then on."""
-        from ledger.app import verify  # verify reads through this class
-
         if (found := verify.end_problem(self, task.id, task.version, task.head)) is not None:
             raise verify.refusal(task.number, found)
 
@@ -412,8 +410,8 @@ class Ledger(Application[UUID]):
     def task(self, task_id: UUID, at: int | None = None) -> Task:
         # Below a compaction boundary the live store would silently answer with an older
         # version (pitfall 9), so those points are read from the archive.
-        if at is not None and at < archive.live_from(self, task_id) - 1:
-            return self._loaded(archive.task_at(self, task_id, at))
+        if at is not None and at < archived.live_from(self, task_id) - 1:
+            return self._loaded(archived.task_at(self, task_id, at))
         try:
             task: Task = self.repository.get(task_id, version=at)
         except AggregateNotFoundError as exc:
@@ -438,9 +436,9 @@ class Ledger(Application[UUID]):
 
     def task_events(self, task_id: UUID, after: int = 0, upto: int | None = None) -> Iterator[ev.TaskEvent]:
         """The task's events with ``after < position <= upto``, in order (archived ones included)."""
-        live = archive.live_from(self, task_id)
+        live = archived.live_from(self, task_id)
         if after < live - 1:
-            yield from archive.archived_events(self, task_id, after, live - 1 if upto is None else min(upto, live - 1))
+            yield from archived.archived_events(self, task_id, after, live - 1 if upto is None else min(upto, live - 1))
             after = live - 1
         if upto is not None and upto <= after:
             return

@@ -38,13 +38,13 @@ from uuid import UUID
 from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import StoredEvent
 
-from ledger.app import archive
 from ledger.base.errors import TrailError
 from ledger.domain import chain
 from ledger.domain import registry as reg
 from ledger.domain.events import Bounded, OutputsCollected
 from ledger.domain.mapper import PydanticMapper
 from ledger.domain.registry import REGISTRY_ID
+from ledger.stores import archived as archive
 from ledger.stores.base import Head
 from projections.state import FOLD_VERSION, TaskState, fold
 

@@ -118,7 +118,7 @@ def _start(agent_session: str, source: str, project: Path) -> str:
 
 def _previous_session(home: Path, project: Path) -> None:
     """Queue what a session sends after its start (a prompt, tool calls, the stop), as its hooks would."""
-    from ledger.capture.hook import enqueue
+    from ledger.capture.inbox_queue import enqueue
 
     ledger, session = str(home / "ledger.db"), f"{SESSION}-claude-linked"
     base = {"session_id": session, "cwd": str(project)}

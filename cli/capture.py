@@ -130,11 +130,12 @@ def hook_group() -> None:
 def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     """Check capture health: dead letters and inbox rows still waiting for a task."""
     from cli.install import codex_hook_problems
-    from ledger.capture import hook
-    from ledger.capture.inbox import drain, inbox_path
+    from ledger.base.location import inbox_path
+    from ledger.capture import inbox_queue
+    from ledger.capture.inbox import drain
     from ledger.capture.jsonl import loads
 
-    spool = Path(hook.deadletter_dir())
+    spool = Path(inbox_queue.deadletter_dir())
     files = sorted(spool.glob("*.json")) if spool.is_dir() else []
     replayed, failed = 0, []
     if retry:
@@ -142,7 +143,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
             try:
                 letter = loads(file.read_text())
                 agent = str(letter.get("agent") or "claude-code")  # letters from before Codex hooks name none
-                hook.enqueue(str(inbox_path(ctx.location)), agent, hook.parse(letter["raw"]))
+                inbox_queue.enqueue(str(inbox_path(ctx.location)), agent, inbox_queue.parse(letter["raw"]))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 failed.append(f"{file}: {exc}")
                 continue

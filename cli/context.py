@@ -18,7 +18,7 @@ import click
 import orjson
 
 from ledger.base.errors import StoreUnavailable, TrailError
-from ledger.base.location import Location
+from ledger.base.location import Location, inbox_path
 
 if TYPE_CHECKING:
     from ledger.app.store import Create, Ledger
@@ -88,29 +88,21 @@ class Context:
             self._ledger = None
 
 
-def inbox_file(location: Location) -> Path:
-    """Where hooks queue payloads for this ledger: ``ledger.capture.inbox.inbox_path``, without importing
-    the capture machinery (tests/test_startup.py keeps the two equal)."""
-    from ledger.capture.hook import inbox_for_url  # standard library only
-
-    return location.sqlite_path if location.is_sqlite else Path(inbox_for_url(str(location.home), location.url))
-
-
 def inbox_waiting(location: Location) -> bool:
     """Whether the capture inbox may hold rows: False only when it surely holds none."""
     import sqlite3
 
     if not location.is_sqlite:
-        from ledger.capture.hook import legacy_inbox_for_url
+        from ledger.base.ledger_file import legacy_inbox_for_url
 
         if Path(legacy_inbox_for_url(str(location.home), location.url)).exists():
             return True  # queued by a release before the masked name: the drain takes it in and removes it
-    from ledger.capture.hook import spool_dir
+    from ledger.capture.inbox_queue import spool_dir
 
     with contextlib.suppress(OSError):
         if os.listdir(spool_dir()):
             return True  # payloads the hook ran out of time on, to be redacted and folded in
-    path = inbox_file(location)
+    path = inbox_path(location)
     if not path.exists():
         return False
     try:

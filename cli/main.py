@@ -35,8 +35,9 @@ def main() -> None:
     if asked is not None:
         # `trail resume [TASK]` answers from the brief cache while nothing it shows has changed.
         from ledger.app.briefcache import cached_resume
+        from ledger.capture.agents import BUILTIN
 
-        text = cached_resume(asked[1], asked[0])
+        text = cached_resume(asked[1], asked[0], BUILTIN)
         if text is not None:
             sys.stdout.write(text)
             sys.exit(0)

@@ -42,9 +42,11 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
     With --json: the brief plus the full task state, for an agent to read.
     """
     from ledger.app import briefcache, reading
+    from ledger.capture import agents
 
     ledger = ctx.ledger()  # opened and its capture inbox folded in: the brief cache watches from here on
-    watch = briefcache.watch(ctx.location, "resume", task) if not as_json and max_chars is None else None
+    cacheable = not as_json and max_chars is None
+    watch = briefcache.watch(ctx.location, "resume", task, budgets=agents.budgets) if cacheable else None
     entry = ctx.entry(task)
     state = reading.state(ledger, entry)
     printed = _show(state, as_json, max_chars)

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ledger.app.store import Ledger
-from ledger.base.location import Location
+from ledger.base.location import Location, inbox_path
 from ledger.capture import agents
 from ledger.capture.agent import Agent
-from ledger.capture.hook import enqueue
 from ledger.capture.importer import import_files, read_session
-from ledger.capture.inbox import drain, inbox_path
+from ledger.capture.inbox import drain
+from ledger.capture.inbox_queue import enqueue
 from ledger.capture.items import bounded
 from ledger.domain import events as ev
 from projections.brief import injection

@@ -194,18 +194,6 @@ def test_the_active_task_and_the_project_are_followed(demo: Path, tmp_path: Path
     assert not fast and switched == theirs
 
 
-def test_constants_match_the_modules_they_mirror() -> None:
-    from ledger.domain.events import ConversationLinked
-    from ledger.domain.registry import REGISTRY_ID
-    from ledger.stores import base
-
-    assert briefcache.LINKED == ConversationLinked.TOPIC and REGISTRY_ID.hex == briefcache._REGISTRY
-    assert (briefcache.FORGOTTEN_KEYS, briefcache.ARCHIVES, briefcache.HEADS) == (
-        base.FORGOTTEN_KEYS, base.ARCHIVES, base.HEADS)
-    key = ("claude-code", "session-\u00e9", "link")
-    assert briefcache._key_hash(key) == base.key_hash(key)
-
-
 @pytest.mark.sqlite_only("queues a row in the SQLite inbox by hand")
 def test_a_new_session_later_than_the_last_event_shows_its_own_time(demo: Path) -> None:
     """The one part of a fast SessionStart filled in at print time: the new link's position and time."""

@@ -199,19 +199,6 @@ def test_reclassify_moves_the_prompt_and_keeps_the_log(home: Path, ledger: Ledge
     assert again.returncode == 3 and "position 1 is not a requirement or correction" in again.stderr
 
 
-def test_hook_resolves_the_same_ledger_file_as_the_cli(monkeypatch: Any, tmp_path: Path) -> None:
-    from ledger.base.location import resolve
-    from ledger.capture.hook import ledger_file
-
-    for env in ({}, {"TRAIL_HOME": str(tmp_path)}, {"TRAIL_DB": "sqlite:~/x.db"}, {"TRAIL_DATABASE_URL": "/a/b.db"},
-                {"XDG_DATA_HOME": str(tmp_path / "xdg")}):
-        for name in ("TRAIL_HOME", "TRAIL_DB", "TRAIL_DATABASE_URL", "XDG_DATA_HOME"):
-            monkeypatch.delenv(name, raising=False)
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        assert ledger_file() == str(resolve(os.environ.get("TRAIL_DB")).sqlite_path), env
-
-
 def test_only_a_real_session_start_is_answered(home: Path) -> None:
     run_here("start", "Quiet prompts", home=home, check=True)
     hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Build the importer"}, home)

@@ -99,7 +99,7 @@ def test_schema_is_created_on_first_use_and_shared_by_urls(tmp_path: Path) -> No
 
 
 def test_the_local_inbox_name_holds_no_trace_of_the_password(tmp_path: Path) -> None:
-    from ledger.capture.hook import inbox_for_url
+    from ledger.base.ledger_file import inbox_for_url
 
     one = inbox_for_url(str(tmp_path), "postgresql://alice:first-secret@db.example:5432/trail")
     other = inbox_for_url(str(tmp_path), "postgresql://alice:second-secret@db.example:5432/trail")
@@ -115,7 +115,7 @@ def test_rows_queued_under_the_old_inbox_name_are_drained_and_the_file_goes(home
     import subprocess
     import sys
 
-    from ledger.capture.hook import inbox_for_url, legacy_inbox_for_url
+    from ledger.base.ledger_file import inbox_for_url, legacy_inbox_for_url
 
     url = os.environ.get("TRAIL_DATABASE_URL")
     if not url:

@@ -112,17 +112,6 @@ def test_resume_and_session_start_from_the_brief_cache_import_no_ledger_librarie
     assert not modules & {"click", "pydantic", "eventsourcing", "orjson", *ALWAYS_HEAVY}, sorted(modules)
 
 
-@pytest.mark.parametrize("url", ["sqlite:/x/ledger.db", "/y/ledger.db", "postgresql://u:p@h:5432/db?schema=s"])
-def test_the_inbox_checked_before_reads_is_the_one_drained(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cli.context import inbox_file
-    from ledger.base.location import resolve
-    from ledger.capture.inbox import inbox_path
-
-    monkeypatch.delenv("TRAIL_DB", raising=False)
-    location = resolve(url)
-    assert inbox_file(location) == inbox_path(location)
-
-
 def test_the_startup_benchmark_runs() -> None:
     """`python -m bench.startup` cannot rot silently: one round gives every row (its figures are not judged here)."""
     from bench import startup

@@ -26,11 +26,12 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from ledger.app import archive
 from ledger.app.store import Ledger, open_ledger
 from ledger.base.location import resolve
+from ledger.base.schema import key_hash
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 from ledger.domain.registry import REGISTRY_ID
 from ledger.stores import LedgerStore, archived, store_class
-from ledger.stores.base import GC_TOPICS, Archive, key_hash
+from ledger.stores.base import GC_TOPICS, Archive
 from ledger.stores.postgres import PostgresStore
 from ledger.stores.sqlite import SQLiteStore
 from tests.conftest import POSTGRES_URL, drop_schemas, with_schema

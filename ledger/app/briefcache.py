@@ -36,20 +36,21 @@ import os
 import sqlite3
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ledger.base.home import home_dir
+from ledger.base.ledger_file import read_only_uri, sqlite_ledger
 from ledger.base.project import current_project, project_of
-from ledger.capture.agents import BUILTIN as AGENTS  # the cache answers for the shipped agents
-from ledger.capture.hook import read_only_uri, sqlite_ledger
+from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, LINKED_SESSION_SQL, LINKED_TOPIC, REGISTRY_HEX, key_hash
 
 if TYPE_CHECKING:
     from uuid import UUID
 
     from ledger.base.location import Location
+    from projections.brief import Budget
     from projections.state import TaskState
 
 FORMAT = 3
@@ -59,27 +60,31 @@ KEEP_TASKS = 16
 INBOX_ROWS = 20
 """More rows waiting than this: the full path folds them in rather than the cache vet each."""
 KEEP_MEMOS = 64
-LINKED = "tasktrail/ConversationLinked"
-"""``events.ConversationLinked.TOPIC``: a test pins the two together."""
-FORGOTTEN_KEYS = "tasktrail_forgotten_keys"
-ARCHIVES = "tasktrail_archives"
-HEADS = "tasktrail_heads"
-"""``stores.base`` table names, repeated because importing it loads eventsourcing; a test pins them."""
 SKIP_ENV = ("TRAIL_SNAPSHOT_EVERY", "TRAIL_CRASH_AT")
 """Set, the full path runs: it checks the setting, or a test aims at its crash points."""
 SOURCES = ("ledger", "projections", "cli")
+
+
+HasMcp = Callable[[str, str | None], bool]
+"""Whether an agent running in a folder has tasktrail's MCP server."""
+Agents = Collection[str]
+"""The agents whose SessionStart rows the cache may vet and answer for: the shipped ones
+(``ledger.capture.agents.BUILTIN``: capture's knowledge, passed in by the caller)."""
+Budgets = Callable[[], Mapping[str, "Budget"]]
+"""Each agent the cache keeps answers for, with its injection budget (``ledger.capture.agents.budgets``):
+called only when an answer is kept, as loading the agents' packages costs the lean paths."""
 
 
 class Miss(Exception):
     """The cache cannot answer: take the full path."""
 
 
-def cached_resume(ref: str | None, db: str | None = None) -> str | None:
+def cached_resume(ref: str | None, db: str | None, agents: Agents) -> str | None:
     """What `trail [--db DB] resume [REF]` prints (no other option), or None when the full path must run."""
     try:
         with _opened(db) as (ledger, cache, con):
             for _, agent, _, text in _inbox(con, INBOX_ROWS):
-                _harmless(cache, con, ledger, agent, json.loads(text))
+                _harmless(cache, con, ledger, agent, json.loads(text), agents)
             task = _memo(cache, con, ("resume", ref or "", current_project() or "", _pointers()))
             text = str(_entry(cache, con, ledger, task)["resume"])
     except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError, AttributeError):
@@ -88,13 +93,14 @@ def cached_resume(ref: str | None, db: str | None = None) -> str | None:
     return None if "\x1b" in text else text + "\n"
 
 
-def cached_session_start(payload: dict[str, Any], agent: str, row: int) -> str | None:
+def cached_session_start(payload: dict[str, Any], agent: str, row: int, has_mcp: HasMcp, agents: Agents) -> str | None:
     """The SessionStart answer for ``payload``, just queued as inbox row ``row``, or None (full path).
 
     Taken only when every other inbox row is harmless (``_harmless``) and the full path's drain would
     append at most the session's ``ConversationLinked``: the session is linked already to an active
     task (nothing is appended), or it is new and its project's active task takes it (one event, which
-    the brief shows only as its last position and time)."""
+    the brief shows only as its last position and time). ``has_mcp`` tells whether the agent has
+    tasktrail's MCP server in a folder (``capture.agent_mcp.has_tasktrail_mcp``: capture's knowledge, passed in)."""
     try:
         with _opened() as (ledger, cache, con):
             ours = None
@@ -102,7 +108,7 @@ def cached_session_start(payload: dict[str, Any], agent: str, row: int) -> str |
                 if found == row and queued_by == agent:
                     ours = float(received), json.loads(text)
                 else:
-                    _harmless(cache, con, ledger, queued_by, json.loads(text))
+                    _harmless(cache, con, ledger, queued_by, json.loads(text), agents)
             if ours is None:
                 raise Miss("the row was folded in already")
             received, queued = ours
@@ -110,7 +116,7 @@ def cached_session_start(payload: dict[str, Any], agent: str, row: int) -> str |
             # Redaction left the id alone (else the full path finds no link for the id it was given).
             if session != payload.get("session_id"):
                 raise Miss("no plain session id")
-            flavour = _flavour(agent, queued)
+            flavour = _flavour(agent, queued, has_mcp)
             linked = _linked(con, agent, session)
             if linked is not None:
                 return str(_active(cache, con, ledger, linked)["linked"][flavour])
@@ -119,10 +125,12 @@ def cached_session_start(payload: dict[str, Any], agent: str, row: int) -> str |
         return None
 
 
-def _harmless(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, agent: str, queued: Any) -> None:
+def _harmless(
+    cache: dict[str, Any], con: sqlite3.Connection, ledger: str, agent: str, queued: Any, agents: Agents,
+) -> None:
     """Miss unless folding this inbox row in appends nothing: a SessionStart of a session linked already
     to a task that is active (its link is seen, SessionStart maps to no event, nothing is reopened)."""
-    if agent not in AGENTS or not isinstance(queued, dict) or queued.get("hook_event_name") != "SessionStart":
+    if agent not in agents or not isinstance(queued, dict) or queued.get("hook_event_name") != "SessionStart":
         raise Miss("the capture inbox has rows to fold in first")
     linked = _linked(con, agent, _session(queued))
     if linked is None:
@@ -139,24 +147,19 @@ def _session(queued: dict[str, Any]) -> str:
 
 def _linked(con: sqlite3.Connection, agent: str, session: str) -> str | None:
     """The task the session was last linked to (``writer.task_for_session``)."""
-    found = con.execute(
-        "SELECT originator_id FROM stored_events WHERE topic = ? AND json_extract(state, '$.agent') = ? "
-        "AND json_extract(state, '$.session_id') = ? ORDER BY rowid DESC LIMIT 1",
-        (LINKED, agent, session),
-    ).fetchone()
+    found = con.execute(LINKED_SESSION_SQL, (LINKED_TOPIC, agent, session)).fetchone()
     return str(found[0]) if found is not None else None
 
 
-FLAVOURS = tuple((agent, mcp) for agent in AGENTS for mcp in (False, True))
-"""The SessionStart answers kept per task: each agent's budget, with CLI or MCP instructions."""
+def _flavours(agents: Agents) -> list[tuple[str, bool]]:
+    """The SessionStart answers kept per task: each agent's budget, with CLI or MCP instructions."""
+    return [(agent, mcp) for agent in agents for mcp in (False, True)]
 
 
-def _flavour(agent: str, queued: dict[str, Any]) -> str:
+def _flavour(agent: str, queued: dict[str, Any], has_mcp: HasMcp) -> str:
     """Which kept answer fits this session: its agent, and whether that agent has tasktrail's MCP server."""
-    from ledger.capture.agent_mcp import has_tasktrail_mcp
-
     cwd = queued.get("cwd")
-    return _flavour_key(agent, has_tasktrail_mcp(agent, cwd if isinstance(cwd, str) else None))
+    return _flavour_key(agent, has_mcp(agent, cwd if isinstance(cwd, str) else None))
 
 
 def _flavour_key(agent: str, mcp: bool) -> str:
@@ -177,7 +180,7 @@ def _new_session(
     from datetime import UTC, datetime
 
     if con.execute(_table_exists, (FORGOTTEN_KEYS,)).fetchone() and con.execute(
-        f"SELECT 1 FROM {FORGOTTEN_KEYS} WHERE key_sha256 = ?", (_key_hash((agent, session, "link")),)
+        f"SELECT 1 FROM {FORGOTTEN_KEYS} WHERE key_sha256 = ?", (key_hash((agent, session, "link")),)
     ).fetchone():
         raise Miss("the link belongs to a forgotten task")
     transcript = queued.get("transcript_path")
@@ -212,8 +215,8 @@ class Watch:
     """Brackets a full path's reads: what it answers is kept only if nothing was committed to the ledger
     (``PRAGMA data_version``) and ``active.json`` did not change meanwhile, so key and answer agree."""
 
-    def __init__(self, ledger: str, con: sqlite3.Connection, memo: tuple[str, str, str]) -> None:
-        self.ledger, self.con, self.memo = ledger, con, memo
+    def __init__(self, ledger: str, con: sqlite3.Connection, memo: tuple[str, str, str], budgets: Budgets) -> None:
+        self.ledger, self.con, self.memo, self.budgets = ledger, con, memo, budgets
         self.version = con.execute("PRAGMA data_version").fetchone()[0]
         self.pointers = _pointers()
 
@@ -232,7 +235,6 @@ class Watch:
         self.con.close()
 
     def _keep(self, task: str, state: TaskState, printed: str | None) -> None:
-        from ledger.capture.agents import load
         from projections.brief import injection, render
 
         if state.updated_at is None or (printed is not None and printed != render(state)):
@@ -248,14 +250,15 @@ class Watch:
             return
         if last != state.position:
             return
-        budgets = {agent: load(agent).budget for agent in AGENTS}
+        budgets = self.budgets()
+        flavours = _flavours(budgets)
         entry: dict[str, Any] = {
             "key": key, "status": state.status, "updated_at": state.updated_at.isoformat(),
             "resume": render(state) if printed is None else printed,
             "linked": {_flavour_key(agent, mcp): "" if state.position <= 2 else
-                       session_start_json(injection(state, budget=budgets[agent], mcp=mcp)) for agent, mcp in FLAVOURS},
+                       session_start_json(injection(state, budget=budgets[agent], mcp=mcp)) for agent, mcp in flavours},
             "new": {_flavour_key(agent, mcp): _template(state, partial(injection, budget=budgets[agent], mcp=mcp))
-                    for agent, mcp in FLAVOURS} if state.status == "active" else None,
+                    for agent, mcp in flavours} if state.status == "active" else None,
         }
         cache = _load(self.ledger) or {"tasks": {}, "memo": {}}
         tasks = {k: v for k, v in cache["tasks"].items() if k != task}
@@ -267,11 +270,14 @@ class Watch:
                              "memo": dict(list(memos.items())[-KEEP_MEMOS:])})
 
 
-def watch(location: Location, kind: str, ref: str | None = None, cwd: str | None = None) -> Watch | None:
+def watch(
+    location: Location, kind: str, ref: str | None = None, cwd: str | None = None, *, budgets: Budgets,
+) -> Watch | None:
     """Start watching a full path's reads (after the ledger is open and its inbox folded), or None when
     its answer is not cacheable (a PostgreSQL ledger, a setting the full path must check).
 
-    ``kind`` is "resume" (``ref`` as given) or "session" (``cwd``: the session's folder)."""
+    ``kind`` is "resume" (``ref`` as given) or "session" (``cwd``: the session's folder); ``budgets``:
+    the agents to keep a SessionStart answer for, read when one is kept."""
     if not location.is_sqlite or any(os.environ.get(name) for name in SKIP_ENV):
         return None
     ledger = os.path.realpath(location.sqlite_path)
@@ -279,7 +285,7 @@ def watch(location: Location, kind: str, ref: str | None = None, cwd: str | None
     if project is None:
         return None
     try:
-        return Watch(ledger, _connect(ledger), (kind, ref or "", project))
+        return Watch(ledger, _connect(ledger), (kind, ref or "", project), budgets)
     except (OSError, sqlite3.Error):
         return None
 
@@ -354,7 +360,7 @@ def _connect(ledger: str) -> sqlite3.Connection:
 
 def _memo(cache: dict[str, Any], con: sqlite3.Connection, asked: tuple[str, str, str, str]) -> str:
     memo = cache["memo"][_memo_id(asked)]
-    registry = con.execute(_LAST_ROW, (_REGISTRY,)).fetchone()
+    registry = con.execute(_LAST_ROW, (REGISTRY_HEX,)).fetchone()
     if registry is None or _digest(registry) != memo["registry"]:
         raise Miss("the registry changed")
     return str(memo["task"])
@@ -370,14 +376,12 @@ def _entry(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, task: st
 
 _LAST_ROW = ("SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ? "
              "ORDER BY originator_version DESC LIMIT 1")
-_REGISTRY = "ee80e1b01e0d52feb7d0bd406ee24fbe"
-"""``registry.REGISTRY_ID`` as the store keeps it (a test pins it)."""
 
 
 def _task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str, int]:
     """The task's key, the registry's last-row digest, and the task's last position."""
     last = con.execute(_LAST_ROW, (task,)).fetchone()
-    registry = con.execute(_LAST_ROW, (_REGISTRY,)).fetchone()
+    registry = con.execute(_LAST_ROW, (REGISTRY_HEX,)).fetchone()
     if last is None or registry is None:
         raise Miss("no such task")
     snapshot = con.execute(
@@ -422,11 +426,6 @@ def _digest(row: tuple[Any, ...]) -> str:
         blob.update(value if isinstance(value, bytes) else repr(value).encode())
         blob.update(b"\x1f")
     return blob.hexdigest()
-
-
-def _key_hash(key: tuple[str, str, str]) -> str:
-    """``stores.base.key_hash`` (a test pins the two together)."""
-    return hashlib.sha256("\x1f".join(key).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 _code_print: str | None = None

@@ -50,12 +50,12 @@ from ledger.app import refs
 from ledger.app.store import Ledger
 from ledger.base.crashpoints import crash_point
 from ledger.base.errors import NotFound, TrailError
-from ledger.base.location import Location
-from ledger.capture.inbox import inbox_path
+from ledger.base.location import Location, inbox_path
+from ledger.base.schema import key_hash
 from ledger.domain import events as ev
 from ledger.domain.registry import Entry, Tombstone, erase
 from ledger.stores import archived as archive
-from ledger.stores.base import Archive, key_hash
+from ledger.stores.base import Archive
 
 FORGOTTEN_TITLE = "[forgotten]"
 JOURNALS = "forgetting"
@@ -82,7 +82,7 @@ class _Traces:
     blobs: frozenset[str]
     archives: tuple[Path, ...]
     keys: frozenset[str]
-    """sha256 of each source key the task's events held (``stores.base.key_hash``)."""
+    """sha256 of each source key the task's events held (``ledger.base.schema.key_hash``)."""
     lost: tuple[str, ...]
 
     def dump(self) -> bytes:

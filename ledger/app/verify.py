@@ -8,7 +8,7 @@ chain, so upcasting cannot mask a change; it names the first break with its posi
   still chains from that hash (the row was edited in place).
 - ``out of place``: the chain breaks here and does not resume (an event was inserted,
   removed with the rest renumbered, or two events swapped).
-- ``truncated``: the anchor (``stores.base.HEADS``), a snapshot or ``--head`` records a later
+- ``truncated``: the anchor (``ledger.base.schema.HEADS``), a snapshot or ``--head`` records a later
   position than the last event (events were cut off the end).
 - ``anchor``: the event at the anchor's position is not the one it recorded (the log was
   rewritten, its chain recomputed), or ``--head`` is not in the chain.

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ledger.base.errors import BadInput
-from ledger.base.home import home_dir
+from ledger.base.home import DB_FILENAME, home_dir, named, sqlite_file
+from ledger.base.ledger_file import inbox_for_url, masked
 
-DB_FILENAME = "ledger.db"
 URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -43,19 +42,7 @@ class Location:
     @property
     def display(self) -> str:
         """The URL as it may be printed or stored: any password replaced by ``***``."""
-        if self.is_sqlite:
-            return self.url
-        try:
-            parts = urlsplit(self.url)
-            password = parts.password
-        except ValueError:  # not even a URL: show its scheme only, it may hold a password
-            return self.url.partition("://")[0] + "://..."
-        netloc = parts.netloc if password is None else parts.netloc.replace(f":{password}@", ":***@", 1)
-        query = "&".join(
-            f"{name}=***" if _SECRET_PARAM.search(name) else f"{name}={value}" if sep else name
-            for name, sep, value in (pair.partition("=") for pair in parts.query.split("&") if pair)
-        )
-        return parts._replace(netloc=netloc, query=query).geturl()
+        return self.url if self.is_sqlite else masked(self.url)
 
     @property
     def key(self) -> str:
@@ -116,8 +103,6 @@ class PostgresTarget:
         )
 
 
-_SECRET_PARAM = re.compile(r"(?i)pass|pwd|secret|token|key|auth|sig|credential")
-"""Query parameters a URL may carry a secret in (``?password=…``): shown as ``***``."""
 
 
 def trail_home() -> Path:
@@ -127,12 +112,15 @@ def trail_home() -> Path:
 def resolve(db: str | None = None) -> Location:
     """Resolve a ``--db`` value (a path, ``sqlite:PATH`` or a URL) or the defaults."""
     home = trail_home()
-    value = db or os.environ.get("TRAIL_DATABASE_URL")
-    if not value:
-        return Location(url=f"sqlite:{home / DB_FILENAME}", home=home)
-    if value.startswith(("postgresql://", "postgres://")):
-        return Location(url=value, home=home)
-    if URL_SCHEME.match(value) and not value.startswith("sqlite:"):
-        return Location(url=value, home=home)  # an unknown scheme, refused when the ledger opens
-    path = Path(value.removeprefix("sqlite:")).expanduser()
-    return Location(url=f"sqlite:{path}", home=home)
+    value = named(db)
+    if value and URL_SCHEME.match(value) and not value.startswith("sqlite:"):
+        return Location(url=value, home=home)  # PostgreSQL, or an unknown scheme refused when the ledger opens
+    return Location(url=f"sqlite:{Path(sqlite_file(value))}", home=home)
+
+
+def inbox_path(location: Location) -> Path:
+    """Where hooks queue payloads for this ledger: its own file, or a server ledger's local one
+    (``ledger_file.inbox_for_url``, which the hook reaches with ``os`` alone)."""
+    if location.is_sqlite:
+        return location.sqlite_path
+    return Path(inbox_for_url(str(location.home), location.url))

@@ -30,12 +30,13 @@ from ledger.app import refs
 from ledger.app.verify import LedgerBroken
 from ledger.base.caps import restore
 from ledger.base.errors import StoreUnavailable
-from ledger.base.location import Location
+from ledger.base.ledger_file import INBOX_DDL, legacy_inbox_for_url
+from ledger.base.location import Location, inbox_path
 from ledger.base.project import project_of, within
 from ledger.capture import agents
 from ledger.capture.agent import Agent
 from ledger.capture.classify import classify, request_text
-from ledger.capture.hook import DROPPED_KEY, INBOX_DDL, inbox_for_url, legacy_inbox_for_url, spool, take_spooled
+from ledger.capture.inbox_queue import DROPPED_KEY, spool, take_spooled
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import loads
 from ledger.capture.writer import (
@@ -229,13 +230,6 @@ def _land(
     return task, done
 
 
-def inbox_path(location: Location) -> Path:
-    """Where hooks queue payloads for this ledger (see ``hook.ledger_file``)."""
-    if location.is_sqlite:
-        return location.sqlite_path
-    return Path(inbox_for_url(str(location.home), location.url))
-
-
 def _store_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is the store failing (locked, gone, unreadable), not a row it was given."""
     from eventsourcing.persistence import OperationalError
@@ -359,7 +353,8 @@ def session_start_answer(payload: dict[str, Any], agent: str = "claude-code") ->
     ledger = open_ledger(location)
     try:
         drain(ledger, location)
-        watch = briefcache.watch(location, "session", cwd=str(payload.get("cwd") or os.getcwd()))
+        cwd = str(payload.get("cwd") or os.getcwd())
+        watch = briefcache.watch(location, "session", cwd=cwd, budgets=agents.budgets)
         task = task_for_session(ledger, location, agent, str(payload.get("session_id") or ""))
         if task is None:
             if watch is not None:

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 
 from ledger.base.errors import Refused, RuleBroken
 from ledger.base.location import Location
+from ledger.base.schema import key_hash
 from ledger.capture.items import LATEST_REQUIREMENT, Item
 from ledger.capture.session import END
 from ledger.domain import events as ev
-from ledger.stores.base import key_hash
 
 if TYPE_CHECKING:
     from ledger.app.store import Draft, Ledger

@@ -21,6 +21,8 @@ from eventsourcing.domain import CanInitAggregate, CanMutateAggregate
 from eventsourcing.utils import get_topic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ledger.base.schema import LINKED_TOPIC
+
 ACTOR_RE = re.compile(r"^(user|system|agent:[^\s]+|tool:[^\s]+)$")
 
 Outcome = Literal["failed", "succeeded", "abandoned"]
@@ -302,7 +304,7 @@ class NoteAdded(TaskEvent):
 
 
 class ConversationLinked(TaskEvent):
-    TOPIC = "tasktrail/ConversationLinked"
+    TOPIC = LINKED_TOPIC
     agent: str
     session_id: str
     transcript: str | None = None

@@ -20,16 +20,17 @@ import unicodedata
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar
-from uuid import NAMESPACE_URL, UUID, uuid5
+from uuid import UUID
 
 from eventsourcing.domain import Aggregate, CanInitAggregate, CanMutateAggregate
 from eventsourcing.utils import get_topic
 from pydantic import BaseModel, ConfigDict
 
+from ledger.base.schema import REGISTRY_HEX
 from ledger.domain import chain
 from ledger.domain.snapshot import ModelSnapshot, SnapshotBody
 
-REGISTRY_ID = uuid5(NAMESPACE_URL, "tasktrail:registry")
+REGISTRY_ID = UUID(REGISTRY_HEX)
 SLUG_MAX = 48
 
 

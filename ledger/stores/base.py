@@ -15,7 +15,6 @@ here moves bytes as stored: hash chains never depend on a backend.
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,25 +25,10 @@ from uuid import UUID
 import orjson
 from eventsourcing.persistence import StoredEvent
 
+from ledger.base.schema import Key
+
 if TYPE_CHECKING:
     from ledger.base.location import Location
-
-Key = tuple[str, str, str]
-"""A captured item's source: (agent, session, record)."""
-
-ARCHIVES = "tasktrail_archives"
-"""The archive index: one row per archive of compacted events."""
-FORGOTTEN_KEYS = "tasktrail_forgotten_keys"
-"""sha256 of each source key a forgotten task held, with its number: re-imports skip them."""
-HEADS = "tasktrail_heads"
-"""The anchor: per aggregate, its last position and that event's chain hash, upserted in the
-transaction that appends (``sqlite.AnchoredRecorder``, ``postgres.AnchoredRecorder``), so cutting
-events off a log's end leaves the anchor pointing past it."""
-
-VIEWS = "tasktrail_views"
-"""Snapshots of the brief's view (``ledger.app.views``): per task, position and fold version, the
-view's bytes as the mapper stores a snapshot's (compressed and enciphered when the ledger is).
-A cache: reads refresh it every K events, and a missing or unreadable row is folded again."""
 
 GC_TOPICS = ("tasktrail/CommandRan", "tasktrail/FileChanged", "tasktrail/ToolResult", "tasktrail/ToolCalled")
 """Event types that carry bulky bounded text (outputs, diffs, tool inputs and results)."""
@@ -113,11 +97,6 @@ class Range:
     """Positions ``first..last`` in order, each with its notification id."""
     snapshots: list[StoredEvent]
     """The task's snapshots before ``last``."""
-
-
-def key_hash(key: Key) -> str:
-    """What a tombstone keeps of a source key: its sha256, nothing readable."""
-    return hashlib.sha256("\x1f".join(key).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class LedgerStore(ABC):

@@ -33,15 +33,11 @@ from psycopg.rows import DictRow, tuple_row
 
 from ledger.base.errors import StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
+from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, Key
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores.base import (
-    ARCHIVES,
-    FORGOTTEN_KEYS,
-    HEADS,
-    VIEWS,
     Archive,
     Head,
-    Key,
     LedgerStore,
     Range,
     chain_of,
@@ -74,7 +70,7 @@ UPSERT_HEAD = (f"INSERT INTO {{schema}}.{HEADS} AS h VALUES (%s, %s, %s) ON CONF
 
 
 class AnchoredRecorder(PostgresApplicationRecorder):
-    """The library's recorder, plus the head anchor (``base.HEADS``) in each insert's own transaction:
+    """The library's recorder, plus the head anchor (``ledger.base.schema.HEADS``) in each insert's own transaction:
     one upsert per aggregate appended to, after its rows (under the library's table lock)."""
 
     def create_table(self) -> None:

@@ -22,15 +22,11 @@ from eventsourcing.persistence import IntegrityError, OperationalError, Persiste
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from ledger.base.location import Location
+from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, LINKED_SESSION_SQL, VIEWS, Key
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores.base import (
-    ARCHIVES,
-    FORGOTTEN_KEYS,
-    HEADS,
-    VIEWS,
     Archive,
     Head,
-    Key,
     LedgerStore,
     Range,
     chain_of,
@@ -55,7 +51,7 @@ UPSERT_HEAD = f"""INSERT INTO {HEADS} VALUES (?, ?, ?) ON CONFLICT (originator_i
 
 
 class AnchoredRecorder(SQLiteApplicationRecorder):
-    """The library's recorder, plus the head anchor (``base.HEADS``) in each insert's own transaction:
+    """The library's recorder, plus the head anchor (``ledger.base.schema.HEADS``) in each insert's own transaction:
     one upsert per aggregate appended to, after its rows."""
 
     def _create_table(self, c: SQLiteCursor) -> None:
@@ -423,12 +419,7 @@ class SQLiteStore(LedgerStore):
         with self._reading() as con:
             if con is None:
                 return None
-            row = con.execute(
-                "SELECT originator_id FROM stored_events WHERE topic = ? "
-                "AND json_extract(state, '$.agent') = ? AND json_extract(state, '$.session_id') = ? "
-                "ORDER BY rowid DESC LIMIT 1",
-                (topic, agent, session_id),
-            ).fetchone()
+            row = con.execute(LINKED_SESSION_SQL, (topic, agent, session_id)).fetchone()
         return UUID(row[0]) if row else None
 
     def task_for_records(self, agent: str, records: list[str]) -> UUID | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ledger.capture.agent import Agent
+    from projections.brief import Budget
 
 AGENTS: tuple[tuple[str, str], ...] = (
     ("claude-code", "ledger.capture.agents.claude_code:AGENT"),
@@ -54,6 +55,11 @@ def load(name: str) -> Agent:
             raise KeyError(f"{target} is agent {agent.name!r}, registered as {name!r}")
         _loaded[name] = agent
     return agent
+
+
+def budgets() -> dict[str, Budget]:
+    """Each shipped agent's injection budget: the brief cache keeps a SessionStart answer per entry."""
+    return {name: load(name).budget for name in BUILTIN}
 
 
 def all_agents() -> list[Agent]:

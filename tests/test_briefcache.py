@@ -197,6 +197,8 @@ def test_the_active_task_and_the_project_are_followed(demo: Path, tmp_path: Path
 @pytest.mark.sqlite_only("queues a row in the SQLite inbox by hand")
 def test_a_new_session_later_than_the_last_event_shows_its_own_time(demo: Path) -> None:
     """The one part of a fast SessionStart filled in at print time: the new link's position and time."""
+    from ledger.capture.agent_mcp import has_tasktrail_mcp
+    from ledger.capture.agents import BUILTIN
     from ledger.capture.inbox import session_start_answer
 
     seed = {"session_id": "seed", "hook_event_name": "SessionStart", "source": "startup", "cwd": str(demo.parent)}
@@ -208,7 +210,7 @@ def test_a_new_session_later_than_the_last_event_shows_its_own_time(demo: Path) 
         row = con.execute("INSERT INTO capture_inbox (agent, received, payload) VALUES (?, ?, ?)",
                           ("claude-code", later, json.dumps(payload))).lastrowid
     con.close()
-    fast = briefcache.cached_session_start(payload, "claude-code", int(row or 0))
+    fast = briefcache.cached_session_start(payload, "claude-code", int(row or 0), has_tasktrail_mcp, BUILTIN)
     assert fast is not None and time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(later)) in fast
     assert fast == session_start_answer(payload, "claude-code")  # folds the row in, then answers in full
 

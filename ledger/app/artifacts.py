@@ -21,6 +21,7 @@ from uuid import UUID
 import orjson
 from eventsourcing.persistence import PersistenceError
 
+from ledger.app.store import Draft
 from ledger.base.crashpoints import crash_point
 from ledger.base.errors import StoreUnavailable
 from ledger.base.location import Location
@@ -94,8 +95,6 @@ def collect(
         touched = store.rewrite_states(task_id, GC_TOPICS, rewrite, dry_run=True)
         if dry_run or not events:
             return Collected(events, payloads, freed)
-        from ledger.app.store import Draft
-
         for owner in touched:
             ledger.write(owner, [(ev.OutputsCollected, {"before": cutoff, "threshold": threshold})],
                          Draft.record_all)

@@ -63,6 +63,8 @@ KEEP_MEMOS = 64
 SKIP_ENV = ("TRAIL_SNAPSHOT_EVERY", "TRAIL_CRASH_AT")
 """Set, the full path runs: it checks the setting, or a test aims at its crash points."""
 SOURCES = ("ledger", "projections", "cli")
+SOURCES_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The checkout ``SOURCES`` are in (this file is ``ledger/app/briefcache.py``)."""
 
 
 HasMcp = Callable[[str, str | None], bool]
@@ -429,8 +431,6 @@ def _digest(row: tuple[Any, ...]) -> str:
 
 
 _code_print: str | None = None
-SOURCES_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-"""The checkout ``SOURCES`` are in (this file is ``ledger/app/briefcache.py``)."""
 
 
 def _code() -> str:

@@ -47,6 +47,7 @@ import orjson
 from eventsourcing.utils import TopicError
 
 from ledger.app import refs
+from ledger.app.briefcache import cache_file
 from ledger.app.store import Ledger
 from ledger.base.crashpoints import crash_point
 from ledger.base.errors import NotFound, TrailError
@@ -194,8 +195,6 @@ def _remove_brief_cache(location: Location) -> int:
     """The brief cache (``ledger.app.briefcache``) holds whole briefs of recent tasks; it refills on the next resume."""
     if not location.is_sqlite:
         return 0  # only an SQLite ledger's briefs are cached
-    from ledger.app.briefcache import cache_file
-
     return _remove(Path(cache_file(os.path.realpath(location.sqlite_path))))
 
 

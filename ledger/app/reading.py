@@ -13,10 +13,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger.app import verify
+from ledger.app import refs, verify
 from ledger.base.errors import BadInput
 from ledger.domain import events as ev
 from projections import points
+from projections import why as why_projection
 
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
@@ -42,8 +43,6 @@ def task_rows(
     the refusal in ``broken`` and nothing shown from its events or its title (the entry may be the
     forgery), as `trail verify` lists each task; the others are listed as usual (``broken`` None).
     The caller exits 5 after listing them."""
-    from ledger.app import refs
-
     wanted = set(statuses)
     active = refs.active_task_id(location, project)
     rows: list[dict[str, Any]] = []
@@ -127,8 +126,6 @@ def _check_line(path: str, line: int) -> None:
 def why(ledger: Ledger, path: str, line: int | None, entries: Iterable[Entry]) -> list[Change]:
     """Every recorded change of ``path`` (of its line ``line``, followed through later diffs, when
     given) in ``entries``' tasks, with the attempt, decision and intent behind each, newest first."""
-    from projections import why as why_projection
-
     found: list[Change] = []
     for entry in entries:
         found += why_projection.changes(verify.load_events(ledger, entry.task_id, entry.number), path)

@@ -169,7 +169,7 @@ class Ledger(Application[UUID]):
     @cached_property
     def store(self) -> LedgerStore:
         """What the lifecycle needs beyond the library's recorders (``ledger.stores``), for this backend."""
-        return for_ledger(self)
+        return for_ledger(self.env, self.recorder)
 
     @cached_property
     def views(self) -> Views:

@@ -38,12 +38,13 @@ from uuid import UUID
 from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import StoredEvent
 
-from ledger.base.errors import TrailError
+from ledger.base.errors import BadInput, TrailError
 from ledger.domain import chain
 from ledger.domain import registry as reg
 from ledger.domain.events import Bounded, OutputsCollected
 from ledger.domain.mapper import PydanticMapper
 from ledger.domain.registry import REGISTRY_ID
+from ledger.domain.task import TaskSnapshot
 from ledger.stores import archived as archive
 from ledger.stores.base import Head
 from projections.state import FOLD_VERSION, TaskState, fold
@@ -105,8 +106,6 @@ class _Found(Exception):
 
 def parse_head(token: str) -> tuple[str, int | None]:
     """``CHAIN@POSITION`` (or a bare ``CHAIN``) as `verify --head` takes it; BadInput when malformed."""
-    from ledger.base.errors import BadInput
-
     hash_part, sep, position = token.strip().rpartition("@")
     if not sep:
         hash_part, position = token.strip(), ""
@@ -332,8 +331,6 @@ class _Walk:
         self.count = position
 
     def _snapshot(self, stored: StoredEvent) -> None:
-        from ledger.domain.task import TaskSnapshot
-
         position = stored.originator_version
         try:
             raw = self.mapper.decode_state(stored.state)

@@ -19,6 +19,7 @@ failure of the store itself (locked, unavailable) is no row's fault: it propagat
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,12 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger.app import refs
+from ledger.app import briefcache, refs, verify
+from ledger.app.store import open_ledger
 from ledger.app.verify import LedgerBroken
 from ledger.base.caps import restore
 from ledger.base.errors import StoreUnavailable
 from ledger.base.ledger_file import INBOX_DDL, legacy_inbox_for_url
-from ledger.base.location import Location, inbox_path
+from ledger.base.location import Location, inbox_path, resolve
 from ledger.base.project import project_of, within
 from ledger.capture import agents
 from ledger.capture.agent import Agent
@@ -48,6 +50,7 @@ from ledger.capture.writer import (
     task_for_session,
 )
 from ledger.domain import events as ev
+from projections.brief import injection
 
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
@@ -342,13 +345,6 @@ def session_start_answer(payload: dict[str, Any], agent: str = "claude-code") ->
     """Drain at once and answer SessionStart with the task's brief as additional context ("" if none).
 
     What it answers is kept in the brief cache, from which the next SessionStart may answer alone."""
-    import os
-
-    from ledger.app import briefcache, verify
-    from ledger.app.store import open_ledger
-    from ledger.base.location import resolve
-    from projections.brief import injection
-
     location = resolve(os.environ.get("TRAIL_DB"))
     ledger = open_ledger(location)
     try:

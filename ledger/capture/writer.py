@@ -19,6 +19,7 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from ledger.app.store import NewTask
 from ledger.base.errors import Refused, RuleBroken
 from ledger.base.location import Location
 from ledger.base.schema import key_hash
@@ -136,8 +137,6 @@ def open_with(
 
     When every item with a source belongs to a forgotten task, no task is opened (its title would
     bring the forgotten session back): ``ForgottenSession`` says so."""
-    from ledger.app.store import NewTask
-
     forgotten = forgotten_keys(ledger)
     # Source keys are identifiers, which redaction leaves alone: checked before the write redacts.
     keys = [k for _, fields in items if (k := key_of(fields.get("source"))) is not None]

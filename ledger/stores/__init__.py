@@ -3,26 +3,23 @@ and one implementation per backend (``sqlite``, ``postgres``). See ``base`` for 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ledger.base.errors import StoreUnavailable
 from ledger.base.location import Location, trail_home
 from ledger.stores.base import LedgerStore
+from ledger.stores.sqlite import SQLiteStore
 
 __all__ = ["LedgerStore", "for_ledger", "store_class"]
 
-if TYPE_CHECKING:
-    from ledger.app.store import Ledger
 
-
-def for_ledger(ledger: Ledger) -> LedgerStore:
-    """The store of an open ledger, by the library's persistence module (``Ledger.store``)."""
-    env = ledger.env
+def for_ledger(env: Mapping[str, str], recorder: Any) -> LedgerStore:
+    """The store of an open ledger from its settings (the application's ``env``) and its recorder, whose
+    connections a PostgreSQL store shares (``Ledger.store``), by the library's persistence module."""
     module = env.get("PERSISTENCE_MODULE")
     if module == "eventsourcing.sqlite":
-        from ledger.stores.sqlite import SQLiteStore
-
         return SQLiteStore(Path(env.get("SQLITE_DBNAME") or ""))
     if module == "eventsourcing.postgres":
         from ledger.stores import postgres  # psycopg loads only for PostgreSQL ledgers
@@ -30,7 +27,7 @@ def for_ledger(ledger: Ledger) -> LedgerStore:
         schema = env.get("POSTGRES_SCHEMA") or "public"
         cache = postgres.cache_dir(trail_home(), env.get("POSTGRES_HOST") or "", env.get("POSTGRES_PORT") or "5432",
                                    env.get("POSTGRES_DBNAME") or "", schema)
-        return postgres.PostgresStore(ledger.recorder.datastore, schema, cache,  # type: ignore[attr-defined]
+        return postgres.PostgresStore(recorder.datastore, schema, cache,
                                       int(env.get("POSTGRES_LOCK_TIMEOUT") or 30))
     raise StoreUnavailable(f"this needs an SQLite or PostgreSQL ledger, not {module or 'an in-memory one'}")
 
@@ -38,11 +35,9 @@ def for_ledger(ledger: Ledger) -> LedgerStore:
 def store_class(location: Location) -> type[LedgerStore]:
     """The store class for a location: what stages, publishes and discards whole ledgers there."""
     if location.is_sqlite:
-        from ledger.stores.sqlite import SQLiteStore
-
         return SQLiteStore
     if location.is_postgres:
-        from ledger.stores.postgres import PostgresStore
+        from ledger.stores.postgres import PostgresStore  # psycopg loads only for PostgreSQL ledgers
 
         return PostgresStore
     raise StoreUnavailable(f"unsupported ledger URL {location.display!r}; use a file path, sqlite:PATH or postgresql://...")

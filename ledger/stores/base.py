@@ -112,7 +112,7 @@ class LedgerStore(ABC):
         """The task's archives (every task's when None), by task and position; none if never compacted.
 
         Each ``path`` is a readable local file when the archive is intact; a missing or
-        altered one is left for ``archive.check_file`` to report."""
+        altered one is left for ``archived.check_file`` to report."""
 
     @abstractmethod
     def archive_dir(self) -> Path:

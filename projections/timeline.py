@@ -11,7 +11,6 @@ import orjson
 from ledger.domain import events as ev
 from projections.oneline import one_line
 from projections.state import command_line
-from projections.why import same_path
 
 
 def _short(text: str | None, width: int = 100) -> str:
@@ -121,6 +120,8 @@ class EventFilter:
             return True
         content = orjson.dumps(event.model_dump(mode="json")).decode() + " " + summary(event)
         if self.path is not None:
+            from projections.why import same_path  # unidiff loads only for a path filter, not for `resume`
+
             named = isinstance(event, ev.FileChanged) and any(
                 same_path(p, self.path) for p in (event.path, event.renamed_from) if p
             )

@@ -38,6 +38,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.app.artifacts", "projections.readmodel"): "DuckDB loads only when there is a read model to drop",
     ("ledger.app.recording", "ledger.domain.events"): "`trail mcp` names the record kinds before it loads pydantic",
     ("ledger.domain.redact", "ledger.domain.events"): "the hook redacts every payload; events loads pydantic",
+    ("ledger.app.reading", "projections.why"): "unidiff loads for `why` only: `resume` reads through here too",
+    ("projections.timeline", "projections.why"): "unidiff loads only for a path filter, not for `resume`",
     ("ledger.app.recording", "ledger.app.workspace"): "subprocess and difflib load only for a checkpoint",
     ("projections.capped_query", "projections.readmodel"): "DuckDB loads in the sandboxed child, not the parent",
 }

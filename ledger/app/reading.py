@@ -17,7 +17,6 @@ from ledger.app import refs, verify
 from ledger.base.errors import BadInput
 from ledger.domain import events as ev
 from projections import points
-from projections import why as why_projection
 
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
@@ -126,6 +125,8 @@ def _check_line(path: str, line: int) -> None:
 def why(ledger: Ledger, path: str, line: int | None, entries: Iterable[Entry]) -> list[Change]:
     """Every recorded change of ``path`` (of its line ``line``, followed through later diffs, when
     given) in ``entries``' tasks, with the attempt, decision and intent behind each, newest first."""
+    from projections import why as why_projection  # unidiff loads for `why` only, not for `resume`
+
     found: list[Change] = []
     for entry in entries:
         found += why_projection.changes(verify.load_events(ledger, entry.task_id, entry.number), path)

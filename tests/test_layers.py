@@ -42,12 +42,15 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("projections.timeline", "projections.why"): "unidiff loads only for a path filter, not for `resume`",
     ("ledger.app.recording", "ledger.app.workspace"): "subprocess and difflib load only for a checkpoint",
     ("projections.capped_query", "projections.readmodel"): "DuckDB loads in the sandboxed child, not the parent",
+    ("ledger.capture.agents.*", "ledger.capture.agents"): "an agent's parsers load at its first mapping: `resume`"
+    " loads the agent for its budget only (test_startup.py)",
+    ("ledger.capture.agents.*", "projections.brief"): "the brief's measures (~100 ms with the folds) load for a budget:"
+    " draining the inbox loads agents, not briefs",
+    ("ledger.capture.agent", "projections.brief"): "as above: the default budget",
 }
 """Function-level imports of project modules, each there only for start-up cost."""
 
-PENDING: dict[tuple[str, str], str] = {
-    ("ledger.domain.task", "projections.state"): "the aggregate folds the view until issue 21 item 1 takes it out",
-}
+PENDING: dict[tuple[str, str], str] = {}
 """Imports up a layer that another change in flight removes; ``test_pending_imports_still_exist`` fails once
 one is gone, so an entry cannot outlive its import."""
 

@@ -49,6 +49,7 @@ from eventsourcing.utils import TopicError
 from ledger.app import refs
 from ledger.app.briefcache import cache_file
 from ledger.app.store import Ledger
+from ledger.app.verify import LedgerBroken, verify_registry
 from ledger.base.crashpoints import crash_point
 from ledger.base.errors import NotFound, TrailError
 from ledger.base.location import Location, inbox_path
@@ -281,8 +282,6 @@ def forget(
 def check_registry(ledger: Ledger) -> None:
     """Refuse (``LedgerBroken``, exit 5) to act on a task list that does not verify: a forged
     tombstone or entry would otherwise choose which live task's content is deleted."""
-    from ledger.app.verify import LedgerBroken, verify_registry
-
     found = verify_registry(ledger).first_break
     if found is not None:
         raise LedgerBroken(f"the task list is broken at position {found.position} ({found.kind}: {found.detail}); "

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 from ledger.capture.agent import Agent, HookMapper, Refusal
+from ledger.capture.agent_mcp import claude_code_has_it
 from ledger.capture.agents.claude_code.refusals import INTERRUPTED, NOT_RUN, STOPPED
+from ledger.capture.classify import clean_prompt
 from ledger.capture.items import Item
 from ledger.capture.session import Session
 
@@ -51,8 +53,6 @@ class ClaudeCode(Agent):
         return task_list_mapper(ledger, location, task, session)
 
     def prompt(self, text: str) -> str:
-        from ledger.capture.classify import clean_prompt  # parsers, as above
-
         return clean_prompt(text)
 
     def refusal(self, output: str) -> Refusal | None:
@@ -69,8 +69,6 @@ class ClaudeCode(Agent):
         return Budget(utf16_units, INJECTION_CAP, INJECTION_DEFAULT, "chars")
 
     def has_mcp(self, cwd: str | None, environ: Mapping[str, str]) -> bool:
-        from ledger.capture.agent_mcp import claude_code_has_it
-
         return claude_code_has_it(cwd, environ)
 
 

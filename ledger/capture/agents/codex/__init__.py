@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ledger.capture.agent import Agent, Refusal
+from ledger.capture.agent_mcp import codex_has_it
 from ledger.capture.agents.codex.refusals import REJECTED
 from ledger.capture.items import Item
 from ledger.capture.session import Session
@@ -60,8 +61,6 @@ class Codex(Agent):
         return Budget(utf8_bytes, 10_000, 9_500, "bytes")
 
     def has_mcp(self, cwd: str | None, environ: Mapping[str, str]) -> bool:
-        from ledger.capture.agent_mcp import codex_has_it
-
         return codex_has_it(cwd, environ)
 
 

@@ -99,7 +99,7 @@ class Agent(ABC):
     @property
     def budget(self) -> Budget:
         """How the agent measures the context a SessionStart hook injects, and how much it keeps."""
-        from projections.brief import DEFAULT_BUDGET  # the brief loads pydantic: only a SessionStart pays
+        from projections.brief import DEFAULT_BUDGET  # the brief and its folds load only where a budget is asked
 
         return DEFAULT_BUDGET
 

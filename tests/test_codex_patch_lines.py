@@ -14,6 +14,7 @@ from typing import Any
 
 from ledger.capture import patchlines
 from ledger.capture.agents.codex import mapper, outcomes
+from ledger.capture.inbox_queue import HUNKS_KEY
 from ledger.domain import events as ev
 from projections import hunks
 from tests.conftest import run_here
@@ -36,7 +37,8 @@ def _lines(text: str) -> list[str]:
 
 
 BEFORE = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n"
-TWO_HUNKS = _patch("*** Update File: m.py\n@@\n import os\n+import sys\n@@ def c():\n-    return 3\n+    x = 3\n+    return x\n")
+TWO_HUNKS = _patch("*** Update File: m.py\n@@\n import os\n+import sys\n"
+                   "@@ def c():\n-    return 3\n+    x = 3\n+    return x\n")
 AFTER = BEFORE.replace("import os\n", "import os\nimport sys\n").replace("    return 3\n", "    x = 3\n    return x\n")
 
 
@@ -125,7 +127,7 @@ def _captured(home: Path, work: Path, **extra: Any) -> dict[str, Any]:
 def test_the_hook_numbers_the_hunks_while_the_file_is_as_patched(home: Path, tmp_path: Path) -> None:
     work = _repo(tmp_path, "work")
     (work / "m.py").write_text(AFTER)
-    change = _captured(home, work, **{patchlines.HUNKS_KEY: {"m.py": [[99, 99]]}})  # the agent's say: dropped
+    change = _captured(home, work)
     assert [(h.source_start, h.target_start) for h in hunks.parse(change["diff"]["tail"])] == [(1, 1), (13, 14)]
     why = json.loads(run_here("why", "m.py:15", "--json", home=home, cwd=work, check=True).stdout)
     assert [c["line"] for c in why["changes"]] == [15]
@@ -135,7 +137,7 @@ def test_the_hook_numbers_the_hunks_while_the_file_is_as_patched(home: Path, tmp
 def test_the_hook_stores_an_unlocated_patch_without_numbers(home: Path, tmp_path: Path) -> None:
     work = _repo(tmp_path, "work")
     (work / "m.py").write_text("nothing of the patch\n")
-    change = _captured(home, work)
+    change = _captured(home, work, **{HUNKS_KEY: {"m.py": [[1, 1], [13, 14]]}})  # the agent's say: dropped
     assert change["diff"]["tail"] == _section(TWO_HUNKS) and hunks.parse(change["diff"]["tail"]) == []
     why = json.loads(run_here("why", "m.py:9", "--json", home=home, cwd=work, check=True).stdout)
     assert [c["line"] for c in why["changes"]] == [9]  # as before: it may have touched any line

@@ -30,8 +30,16 @@ from typing import IO, Any
 from ledger.base.crashpoints import stall_point
 from ledger.base.ledger_file import ledger_file
 from ledger.capture.agents import BUILTIN, known, names
-from ledger.capture.inbox_queue import DROPPED_KEY, ForeignFile, insert, parse, prepare, spool, spool_raw
-from ledger.capture.patchlines import HUNKS_KEY, hunk_starts
+from ledger.capture.inbox_queue import (
+    DROPPED_KEY,
+    HUNKS_KEY,
+    ForeignFile,
+    insert,
+    parse,
+    prepare,
+    spool,
+    spool_raw,
+)
 from ledger.domain.redact import redact_text, safe_patterns
 
 MAX_PAYLOAD = 64 << 20
@@ -128,6 +136,8 @@ def _locate_hunks(payload: dict[str, Any]) -> None:
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     if not isinstance(patch, str):
         return
+    from ledger.capture.patchlines import hunk_starts  # an apply_patch only: every other event stays lean
+
     try:
         found = hunk_starts(patch, cwd)
     except Exception:  # numbers are a help, never a reason to lose the row: the patch keeps its bare hunks

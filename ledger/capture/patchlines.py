@@ -12,7 +12,7 @@ would shift every line below the missing hunk, so the section stays as written a
 such change for every line, as before.
 
 Standard library only, and only what the hook loads already (no dataclasses): the Codex hook locates a
-patch's hunks in its PostToolUse, while the patched files are as the patch left them (``HUNKS_KEY``),
+patch's hunks in its PostToolUse, while the patched files are as the patch left them (``inbox_queue.HUNKS_KEY``),
 before the inbox folds the row in.
 """
 
@@ -23,9 +23,6 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-HUNKS_KEY = "_trail_patch_hunks"
-"""Where the hook puts, for each file of a PostToolUse ``apply_patch``, the ``[old, new]`` 1-based starts of
-its hunks (``{path as written: [[old, new], …]}``); set by the hook only, never taken from the agent."""
 MAX_BYTES = 8 << 20
 """A patched file larger than this is not read: its hunks stay unlocated."""
 _FILE_HEAD = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$")

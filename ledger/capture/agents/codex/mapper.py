@@ -34,6 +34,7 @@ from ledger.capture import patchlines
 from ledger.capture.agents.codex.outcomes import CHANGES_KEY, OUTCOME_KEY
 from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
+from ledger.capture.inbox_queue import HUNKS_KEY
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.session import Session
@@ -791,7 +792,7 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
         if name == "apply_patch":
             patch = str(data.get("command") or data.get("input") or data.get("patch") or "")
             if code in (0, None) and not _PATCH_FAILED.match(text):
-                located, recorded = payload.get(patchlines.HUNKS_KEY), payload.get(CHANGES_KEY)
+                located, recorded = payload.get(HUNKS_KEY), payload.get(CHANGES_KEY)
                 return patch_items(patch, cwd, key, timestamp, absolute_keys=True,
                                    located=located if isinstance(located, dict) else None,
                                    recorded=recorded if isinstance(recorded, dict) else None)

@@ -124,6 +124,31 @@ def changes(events: Iterable[ev.TaskEvent], path: str) -> list[Change]:
     return resolved
 
 
+def line_count(found: list[Change]) -> int | None:
+    """How many lines the file has after the newest of ``found``, as its recorded diffs tell, or None when
+    they cannot: a file's length is known from its creation (or a diff from an empty file) on, each later
+    diff adding its hunks' new lines and taking away their old ones; a change without a usable diff (cut,
+    collected, or hunks that say no line) makes it unknown until the next creation."""
+    count: int | None = None
+    for change in sorted(found, key=lambda c: (c.at, c.position)):
+        if change.operation == "deleted":
+            count = 0
+            continue
+        if change.diff == "" and not change.diff_truncated and not change.diff_collected:
+            continue  # the bytes were the same
+        usable = change.diff and not change.diff_truncated and not change.diff_collected
+        parsed = hunks.parse(change.diff) if usable and change.diff else []
+        if not parsed or any(len(h) != h.source_length + h.target_length - sum(1 for x in h if x.is_context)
+                             for h in parsed):
+            count = None  # no numbered hunk, or one cut short: its extent is not known
+            continue
+        if change.operation == "created" or (parsed[0].source_start == 0 and parsed[0].source_length == 0):
+            count = 0
+        if count is not None:
+            count += sum(h.target_length - h.source_length for h in parsed)
+    return count
+
+
 def follow_line(found: list[Change], line: int) -> list[Change]:
     """The changes that touched ``line`` (numbered in the newest version), newest first.
 

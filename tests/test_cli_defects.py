@@ -49,6 +49,40 @@ def test_why_refuses_a_line_past_the_end_of_the_file(home: Path, tmp_path: Path)
     assert "short.py" in run_here("why", "short.py:61", home=home, cwd=work, check=True).stdout
 
 
+def test_why_takes_the_files_end_from_its_recorded_changes_not_the_folder_it_runs_in(home: Path,
+                                                                                     tmp_path: Path) -> None:
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    (work / "short.py").write_text("".join(f"v{n} = {n}\n" for n in range(61)))
+    run_here("start", "Lines", home=home, cwd=work, check=True)
+    run_here("changed", "short.py", home=home, cwd=work, check=True)
+    (work / "short.py").write_text("".join(f"v{n} = {n}\n" for n in range(59)))  # two lines cut: not recorded
+    run_here("changed", "short.py", home=home, cwd=work, check=True)
+    # From a folder without the file (as the MCP server runs), the recorded end still holds: 61 - 2.
+    past = run_here("why", "short.py:60", home=home, cwd=elsewhere)
+    assert past.returncode == 2 and past.stderr.strip() == "trail: short.py:60: the file has 59 lines", past.stderr
+    (work / "short.py").write_text("v0 = 0\n")  # the working file is not the record: line 59 is answered
+    answered = json.loads(run_here("why", "short.py:59", "--json", home=home, cwd=work, check=True).stdout)
+    assert [c["position"] for c in answered["changes"]] == [2]
+
+
+def test_why_answers_any_line_when_the_recorded_diffs_do_not_tell_the_files_end(home: Path, tmp_path: Path) -> None:
+    """A change whose diff says no line (an unnumbered Codex patch section) leaves the file's length unknown."""
+    from ledger.domain import events as ev
+    from ledger.domain.bounds import bound
+
+    work = tmp_path / "work"
+    work.mkdir()
+    run_here("start", "Unknown end", home=home, cwd=work, check=True)
+    with open_ledger(resolve()) as ledger:
+        task = ledger.entries()[0].task_id
+        ledger.append(task, ev.FileChanged, path=str(work / "p.py"), operation="modified",
+                      diff=bound("*** Update File: p.py\n@@\n-a = 1\n+a = 2"), actor="agent:codex")
+    answered = json.loads(run_here("why", "p.py:500", "--json", home=home, cwd=work, check=True).stdout)
+    assert [c["line"] for c in answered["changes"]] == [500]
+
+
 def test_why_blames_no_change_whose_diff_was_empty(home: Path, tmp_path: Path) -> None:
     """Earlier releases recorded a `trail changed` of unchanged bytes with an empty diff: it touched no line."""
     from ledger.domain import events as ev

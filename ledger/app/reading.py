@@ -108,17 +108,11 @@ def why_target(target: str) -> tuple[str, int | None]:
     return path, line
 
 
-def _check_line(path: str, line: int) -> None:
-    """A line past the end of the file as it is now names no line anyone can look at: refused, not answered."""
-    try:
-        with open(path, "rb") as handle:
-            lines, last = 0, b""
-            while chunk := handle.read(1 << 20):
-                lines, last = lines + chunk.count(b"\n"), chunk[-1:]
-    except OSError:
-        return  # deleted, a folder, or another working tree: the recorded diffs are all there is
-    lines += 1 if last not in (b"", b"\n") else 0
-    if line > lines:
+def _check_line(path: str, line: int, lines: int | None) -> None:
+    """A line past the end of the file names no line anyone can look at: refused, not answered. The end,
+    ``lines``, is the one the recorded changes give (``why.line_count``), not the file in whatever folder
+    asks (the MCP server runs elsewhere); where they do not tell it (None), the line is answered."""
+    if lines is not None and line > lines:
         raise BadInput(f"{path}:{line}: the file has {lines} line{'s' if lines != 1 else ''}")
 
 
@@ -131,7 +125,7 @@ def why(ledger: Ledger, path: str, line: int | None, entries: Iterable[Entry]) -
     for entry in entries:
         found += why_projection.changes(verify.load_events(ledger, entry.task_id, entry.number), path)
     if line is not None:
-        _check_line(path, line)
+        _check_line(path, line, why_projection.line_count(found))
         found = why_projection.follow_line(found, line)
     found.sort(key=lambda c: c.at, reverse=True)
     return found

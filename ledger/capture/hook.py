@@ -30,7 +30,16 @@ from typing import IO, Any
 from ledger.base.crashpoints import stall_point
 from ledger.base.ledger_file import ledger_file
 from ledger.capture.agents import BUILTIN, known, names
-from ledger.capture.inbox_queue import DROPPED_KEY, ForeignFile, insert, parse, prepare, spool, spool_raw
+from ledger.capture.inbox_queue import (
+    DROPPED_KEY,
+    HUNKS_KEY,
+    ForeignFile,
+    insert,
+    parse,
+    prepare,
+    spool,
+    spool_raw,
+)
 from ledger.domain.redact import redact_text, safe_patterns
 
 MAX_PAYLOAD = 64 << 20
@@ -119,6 +128,24 @@ def stand_in(head: bytes, dropped: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def _locate_hunks(payload: dict[str, Any]) -> None:
+    """Number the hunks of an ``apply_patch`` (Codex) in the files it patched, now, while they are as the patch
+    left them: the inbox folds the row later, when they may have changed (``ledger.capture.patchlines``)."""
+    data = payload.get("tool_input")
+    patch = data.get("command") or data.get("input") or data.get("patch") if isinstance(data, dict) else None
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    if not isinstance(patch, str):
+        return
+    from ledger.capture.patchlines import hunk_starts  # an apply_patch only: every other event stays lean
+
+    try:
+        found = hunk_starts(patch, cwd)
+    except Exception:  # numbers are a help, never a reason to lose the row: the patch keeps its bare hunks
+        return
+    if found:
+        payload[HUNKS_KEY] = found
+
+
 def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
     """Handle one hook invocation (``argv`` after ``hook``); always returns 0, within ``deadline()``."""
     began = time.monotonic()
@@ -139,6 +166,9 @@ def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
                 raw = body.decode("utf-8", "replace")
                 payload = parse(raw)  # once: a payload can be tens of MB
                 payload.pop(DROPPED_KEY, None)  # the hook's own key: one the agent sent says nothing
+                payload.pop(HUNKS_KEY, None)  # as above
+                if payload.get("hook_event_name") == "PostToolUse" and payload.get("tool_name") == "apply_patch":
+                    _locate_hunks(payload)
                 stall_point("hook-parsed")
             text = prepare(payload)
         # The insert is one short transaction, left to finish (a timer firing in it could leave the

@@ -24,6 +24,9 @@ from ledger.domain.redact import patterns_for, redact_json, redact_json_text, re
 
 DROPPED_KEY = "_trail_dropped"
 """The key of a stand-in payload: ``{"size": N, "sha256": H, "limit": MAX_PAYLOAD}``, set by the hook only."""
+HUNKS_KEY = "_trail_patch_hunks"
+"""Where the hook puts, for each file of a PostToolUse ``apply_patch``, the ``[old, new]`` 1-based starts of
+its hunks (``{path as written: [[old, new], …]}``, ``ledger.capture.patchlines``); set by the hook only."""
 
 
 class ForeignFile(ValueError):

@@ -332,10 +332,6 @@ def test_why_follows_a_line_through_claude_codes_edit(cross: Cross) -> None:
     assert [change for change in _changes(cross.why[2]) if change in edit] == []  # its hunk is lines 3-6
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 19: a Codex FileChanged keeps the apply_patch section as its diff, whose hunks "
-                          "('@@' with no line numbers) say no line, so `trail why PATH:LINE` lists every Codex "
-                          "patch of the file for every line")
 def test_why_follows_a_line_through_codexs_patches(cross: Cross) -> None:
     fix = _calc_changes(cross.logs[1], 1, "agent:codex")
     stub = _calc_changes(cross.logs[2], 2, "agent:codex")

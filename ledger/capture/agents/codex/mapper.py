@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from ledger.capture.agents.codex.outcomes import OUTCOME_KEY
+from ledger.capture import patchlines
+from ledger.capture.agents.codex.outcomes import CHANGES_KEY, OUTCOME_KEY
 from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
+from ledger.capture.inbox_queue import HUNKS_KEY
 from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.session import Session
@@ -171,16 +173,52 @@ def patch_files(patch: str) -> list[tuple[str, str, str | None, str]]:
     return [(op, path, old, "\n".join(lines)) for op, path, old, lines in out]  # type: ignore[misc]
 
 
+def change_diff(change: dict[str, Any]) -> str:
+    """A rollout's change of one file as a diff: Codex's ``unified_diff``, or for an added or deleted file
+    (which carries its ``content`` instead) the whole content as one hunk, so its lines are numbered too."""
+    diff = change.get("unified_diff")
+    if isinstance(diff, str) and diff:
+        return diff
+    content = change.get("content")
+    if isinstance(content, str) and str(change.get("type")) in ("add", "delete"):
+        return patchlines.content_diff(content, added=change.get("type") == "add")
+    return str(content or "")
+
+
+def _section_diff(operation: str, section: str, starts: Any) -> str:
+    """A patch section's diff with line numbers where they are known: an added file's lines are all new;
+    an update's hunks are numbered by the starts the hook located (``patchlines``). Otherwise, (a deleted
+    file, whose lines are gone from the disk, or hunks not located), the section as written, whose hunks
+    say no line: `why` keeps such a change for every line, as it did before numbers were found."""
+    if operation == "created":
+        return patchlines.added_diff(section)
+    if isinstance(starts, list) and all(isinstance(s, list) and len(s) == 2 and all(type(n) is int for n in s)
+                                        for s in starts):
+        numbered = patchlines.numbered(section, [(s[0], s[1]) for s in starts])
+        if numbered is not None:
+            return numbered
+    return section
+
+
 def patch_items(
-    patch: str, where: str | None, key: ev.SourceKey, ts: Any, *, absolute_keys: bool = False
+    patch: str, where: str | None, key: ev.SourceKey, ts: Any, *, absolute_keys: bool = False,
+    located: dict[str, Any] | None = None, recorded: dict[str, Any] | None = None,
 ) -> list[Item]:
     """One ``FileChanged`` per file of an ``apply_patch`` text, keyed ``<call id>#<path as written>``,
     or with ``absolute_keys`` ``<call id>#<absolute path before any move>``, the key a rollout's
-    ``patch_apply_end`` gives the same file (the hook sees the patch, the rollout its outcome)."""
+    ``patch_apply_end`` gives the same file (the hook sees the patch, the rollout its outcome).
+
+    Its diff: the change the rollout records for the file (``recorded``, by absolute path: Codex's own
+    numbered diff, the one an import of the rollout takes), else the section numbered by the hunk starts
+    the hook located (``located``, by the path as written), else the section (``_section_diff``)."""
     items: list[Item] = []
     for operation, path, renamed_from, section in patch_files(patch):
         target = _absolute(path, where)
-        keyed = _absolute(renamed_from or path, where) if absolute_keys else path
+        original = _absolute(renamed_from or path, where)
+        keyed = original if absolute_keys else path
+        change = (recorded or {}).get(original)
+        diff = (change_diff(change) if isinstance(change, dict) else None) or _section_diff(
+            operation, section, (located or {}).get(renamed_from or path))
         items.append(
             (
                 ev.FileChanged,
@@ -188,7 +226,7 @@ def patch_items(
                     "path": target,
                     "operation": operation,
                     "renamed_from": _absolute(renamed_from, where) if renamed_from else None,
-                    "diff": bounded(section),
+                    "diff": bounded(diff),
                     "actor": ACTOR,
                     "timestamp": ts,
                     "source": key.model_copy(update={"record": f"{key.record}#{keyed}"}),
@@ -528,7 +566,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                             "path": str(moved or path),
                             "operation": "renamed" if moved else op,
                             "renamed_from": str(path) if moved else None,
-                            "diff": bounded(change.get("unified_diff") or change.get("content") or ""),
+                            "diff": bounded(change_diff(change)),
                             "actor": ACTOR,
                             "timestamp": ts,
                             "source": src.model_copy(update={"record": f"{call_id}#{path}"}),
@@ -754,7 +792,10 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
         if name == "apply_patch":
             patch = str(data.get("command") or data.get("input") or data.get("patch") or "")
             if code in (0, None) and not _PATCH_FAILED.match(text):
-                return patch_items(patch, cwd, key, timestamp, absolute_keys=True)
+                located, recorded = payload.get(HUNKS_KEY), payload.get(CHANGES_KEY)
+                return patch_items(patch, cwd, key, timestamp, absolute_keys=True,
+                                   located=located if isinstance(located, dict) else None,
+                                   recorded=recorded if isinstance(recorded, dict) else None)
             return [(ev.ToolResult, {
                 "tool": "apply_patch", "call_id": key.record, "ok": False,
                 "output": bounded(text) or bounded("failed"), "actor": "tool:apply_patch",

@@ -21,7 +21,9 @@ Two versions of the canonical form, each event verified with its own:
   already writes the JCS way (strings, ASCII keys, integers in the I-JSON range, no floats) is
   written by orjson, and anything else by ``rfc8785``. A property test holds the two to the same
   bytes (``tests/test_chain.py``). Integers outside the I-JSON range (beyond +-(2^53 - 1)),
-  which JCS cannot write, enter as their decimal string, as RFC 7493 advises.
+  which JCS cannot write, enter as their decimal string, as RFC 7493 advises. On the append
+  path ``seal_dumped`` gives the same hash from an event's stored state with fewer steps (its
+  class's string fields are not looked at, the envelope is not built as a document).
 
 ``link`` is the bare step both versions share: sha256(previous + newline + canonical bytes).
 """

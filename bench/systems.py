@@ -205,6 +205,9 @@ class FloorRun:
     batched_events: int = 0
     each_seconds: float = 0.0
     each_events: int = 0
+    plain_seconds: float = 0.0
+    plain_events: int = 0
+    """The batched floor's rows again, into a plain rowid table (``Floor(rowid=True)``), batch by batch in turn."""
     promised_seconds: float = 0.0
     promised_events: int = 0
     """The batched floor's first ``append_events`` again, redacted and hash-chained (``append_promised``)."""
@@ -214,6 +217,7 @@ class FloorRun:
 def grow_floor(plan: Plan, directory: Path, log: Callable[[str], None]) -> FloorRun:
     run = FloorRun()
     floor = Floor(directory / "floor.db")
+    plain = Floor(directory / "floor-plain.db", rowid=True)
     events = workload.dicts(plan.seed, max(plan.append_events, *plan.storage_sizes))
     at = 1  # position 1 is the task's opening in every system; the floor stores from 2 like the rest
     for target in sorted({plan.append_events, *plan.storage_sizes}):
@@ -221,10 +225,13 @@ def grow_floor(plan: Plan, directory: Path, log: Callable[[str], None]) -> Floor
             batch = [next(events) for _ in range(min(BATCH, target - at))]
             run.batched_seconds += floor.append_batch(batch)
             run.batched_events += len(batch)
+            run.plain_seconds += plain.append_batch(batch)  # in turn, so load falls on both alike
+            run.plain_events += len(batch)
             at += len(batch)
         floor.checkpoint()
         run.disk[target] = disk_bytes(floor.path)
     floor.close()
+    plain.close()
     promised = Floor(directory / "floor-promised.db", task=UUID(int=1).hex)  # the chain hashes a task id
     for batch in _batched(workload.dicts(plan.seed, plan.append_events), BATCH):
         run.promised_seconds += promised.append_promised(batch)
@@ -234,7 +241,8 @@ def grow_floor(plan: Plan, directory: Path, log: Callable[[str], None]) -> Floor
     run.each_seconds = each.append_each(workload.dicts(plan.seed, plan.each_events))
     run.each_events = plan.each_events
     each.close()
-    log(f"floor: {run.batched_events / run.batched_seconds:,.0f} events/s batched, "
+    log(f"floor: {run.batched_events / run.batched_seconds:,.0f} events/s batched "
+        f"({run.plain_events / run.plain_seconds:,.0f} into a plain table), "
         f"{run.each_events / run.each_seconds:,.0f} one transaction each")
     return run
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import orjson
 import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, field_serializer
 
 from ledger.app import sample
 from ledger.app.store import open_ledger
@@ -210,3 +213,87 @@ def test_a_collected_tail_keeps_its_hash_in_both_forms() -> None:
                             "tail_sha256": hashlib.sha256(tail.encode()).hexdigest()}}
     for version in chain.VERSIONS:
         assert chain.canonical("t", TASK, 1, whole, version) == chain.canonical("t", TASK, 1, collected, version)
+
+
+# -- the append path's form (``seal_dumped``) is the same bytes -------------------------------------
+
+# Every character but lone surrogates (which no stored text holds: orjson refuses them), control
+# characters and characters above U+FFFF included.
+_any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+_some_text = _any_text.map(lambda t: t.strip() or "x")  # the events' texts are stripped, non-empty
+_big = st.integers(0, 2**63 - 1)  # past 2^53 too: those enter as their decimal string
+_position = st.integers(1, 2**40)
+_bounded_value = st.builds(ev.Bounded, tail=_any_text, size=_big, sha256=st.none() | _any_text,
+                           truncated=st.booleans(), collected=st.booleans(), tail_sha256=st.none() | _any_text)
+_why = st.none() | st.builds(ev.Provenance, attempt=st.none() | _position, intent=st.none() | _position,
+                             decision=st.none() | _position, explicit=st.booleans())
+_source = st.none() | st.builds(ev.SourceKey, agent=_any_text, session=_any_text, record=_any_text)
+_common = {"actor": st.sampled_from(["user", "agent:claude", "tool:ruff"]), "causation": st.none() | _position,
+           "source": _source}
+_events = st.one_of(
+    st.fixed_dictionaries({"cls": st.just(ev.CommandRan), "because": _why, "shell": st.none() | _any_text,
+                           "argv": st.none() | st.lists(_any_text, max_size=4).map(tuple),
+                           "exit_code": st.none() | st.integers(-(2**31), 2**32 - 1), "duration_ms": st.none() | _big,
+                           "stdout": st.none() | _bounded_value, "stderr": st.none() | _bounded_value, **_common}),
+    st.fixed_dictionaries({"cls": st.just(ev.ToolResult), "because": _why, "tool": _any_text, "ok": st.booleans(),
+                           "output": _bounded_value, "refused": st.sampled_from([None, "stopped", "not_run"]),
+                           **_common}),
+    st.fixed_dictionaries({"cls": st.just(ev.DecisionRecorded), "text": _some_text, "reason": st.none() | _any_text,
+                           "rejected": st.lists(_any_text, max_size=3).map(tuple), **_common}),
+    st.fixed_dictionaries({"cls": st.just(ev.PlanUpdated), **_common, "steps": st.lists(st.builds(
+        ev.PlanStep, text=_some_text, status=st.sampled_from(["pending", "in_progress", "completed"]),
+        id=st.none() | _any_text), min_size=1, max_size=3).map(tuple)}),
+    st.fixed_dictionaries({"cls": st.just(ev.TestResult), "name": _any_text, "outcome": st.just("passed"),
+                           "passed": st.none() | _big, "message": st.none() | _any_text, **_common}),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(fields=_events, position=_position, previous=st.sampled_from(["", "2:" + "ab" * 32]))
+def test_the_append_paths_form_is_the_rfc8785_bytes(fields: dict[str, Any], position: int, previous: str) -> None:
+    from ledger.domain.mapper import stored_state
+
+    cls = fields.pop("cls")
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    event = cls(originator_id=UUID(TASK), originator_version=position, timestamp=when, **fields)
+    state = stored_state(event)
+    del state["originator_id"], state["originator_version"]
+    reference = "2:" + chain.link(previous, rfc8785.dumps(chain.document(cls.TOPIC, TASK, position, state)))
+    assert chain.seal_dumped(previous, cls, cls.TOPIC, TASK, position, state) == reference
+
+
+def test_the_append_paths_form_seals_every_bench_event_as_seal_does() -> None:
+    from bench import workload
+    from ledger.domain.mapper import stored_state
+
+    seen = set()
+    for position, (cls, fields) in enumerate(workload.Workload(7).items(3_000), start=2):
+        state = stored_state(cls(originator_id=UUID(TASK), originator_version=position, **fields))
+        del state["originator_id"], state["originator_version"]
+        assert chain.seal_dumped("", cls, cls.TOPIC, TASK, position, state) == chain.seal("", cls.TOPIC, TASK,
+                                                                                        position, state)
+        seen.add(cls)
+    assert len(seen) >= 10
+
+
+class _Unusual(BaseModel):
+    """What no event holds today: a float, a free dict (non-ASCII keys), a custom serializer."""
+
+    ratio: float
+    extra: dict[str, Any]
+
+
+class _Serialised(BaseModel):
+    when: str
+
+    @field_serializer("when")
+    def _upper(self, value: str) -> str:
+        return value.upper()
+
+
+@settings(max_examples=200, deadline=None)
+@given(ratio=st.floats(allow_nan=False, allow_infinity=False), extra=st.dictionaries(_keys, _values, max_size=3))
+def test_what_orjson_writes_otherwise_falls_back_to_rfc8785(ratio: float, extra: dict[str, Any]) -> None:
+    state = _Unusual(ratio=ratio, extra=extra).model_dump(mode="json")
+    assert chain.seal_dumped("", _Unusual, "t", TASK, 3, state) == chain.seal("", "t", TASK, 3, state)
+    assert chain._walked_fields(_Serialised) is None  # its dump is not its annotations': all of it is walked

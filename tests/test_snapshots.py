@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from cli.main import cli
 from ledger.app.store import SNAPSHOT_EVERY, Ledger, open_ledger
-from ledger.base.errors import BadSetting
+from ledger.base.errors import BadSetting, StoreUnavailable
 from ledger.base.location import resolve
 from ledger.domain import events as ev
 from ledger.domain.decision_state import DecisionState, advance
@@ -235,3 +235,26 @@ def test_a_bad_k_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.stderr.strip().splitlines() == [
         f"trail: TRAIL_SNAPSHOT_EVERY must be a positive whole number of events, not {value!r}"
     ]
+
+
+def test_a_batch_and_its_snapshots_are_one_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A snapshot that cannot be stored takes the batch's events with it: they were never committed
+    # apart (one commit per batch), and the next batch starts from the same position.
+    monkeypatch.setenv("TRAIL_SNAPSHOT_EVERY", "4")
+    path = tmp_path / "ledger.db"
+    with open_ledger(resolve(str(path))) as ledger:
+        task = ledger.open_task("atomic").id
+        assert task is not None
+        ledger.append_many(task, [(ev.NoteAdded, {"text": "n1"})])  # positions 1-2: no snapshot yet
+        con = sqlite3.connect(path)
+        con.execute("CREATE TRIGGER refuse BEFORE INSERT ON stored_snapshots BEGIN SELECT no_such_function(); END")
+        con.commit()
+        with pytest.raises(StoreUnavailable, match="no_such_function"):
+            ledger.append_many(task, [(ev.NoteAdded, {"text": f"n{i}"}) for i in range(2, 6)])  # 3-6 crosses 4
+        assert con.execute("SELECT max(originator_version) FROM stored_events WHERE originator_id = ?",
+                           (task.hex,)).fetchone() == (2,)
+        con.execute("DROP TRIGGER refuse")
+        con.commit()
+        con.close()
+        written = ledger.append_many(task, [(ev.NoteAdded, {"text": f"n{i}"}) for i in range(2, 6)])
+        assert written.position == 6 and snapshot_versions(ledger, task) == [4]

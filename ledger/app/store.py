@@ -280,8 +280,9 @@ class Ledger(Application[UUID]):
         raise StoreUnavailable(f"gave up after {RETRY_ATTEMPTS} write conflicts")
 
     def _save(self, *aggregates: Task | Registry) -> None:
-        """``save``, handing the library the snapshots tasks took of themselves (``take_snapshot``);
-        those it asks for are stored together, in one transaction, once the events are."""
+        """``save`` in one transaction with the snapshots tasks took of themselves (``take_snapshot``)
+        and the anchor rows of their heads (the recorder's ``heads`` and ``snapshots``), so a batch is
+        one commit and its last row is not read back for its chain."""
         offered = {
             (snapshot.originator_id, snapshot.originator_version): snapshot
             for aggregate in aggregates if isinstance(aggregate, Task)
@@ -291,15 +292,17 @@ class Ledger(Application[UUID]):
             key: found for aggregate in aggregates if isinstance(aggregate, Task)
             for key, found in aggregate.prepared_states().items()
         }
-        taken: list[ModelSnapshot] = []
-        self._offered.snapshots, self._offered.taken = offered, taken
+        mapper = cast(PydanticMapper, self.mapper)
+        # Stored with the events: the library asks for a snapshot at every K-th position after the
+        # save, and each it asks for here is one of these (``take_snapshot`` finds it offered).
+        snapshots = [mapper.to_stored_event(s) for s in offered.values()] if self.snapshots is not None else []
+        heads = [(a.id.hex, a.version, a.head) for a in aggregates if a.pending_events]
+        self._offered.snapshots = offered
         try:
-            with cast(PydanticMapper, self.mapper).prepared(prepared):
-                self.save(*aggregates)
+            with mapper.prepared(prepared):
+                self.save(*aggregates, heads=heads, snapshots=snapshots)
         finally:
-            self._offered.snapshots, self._offered.taken = {}, []
-        if taken and self.snapshots is not None:
-            self.snapshots.put(taken)
+            self._offered.snapshots = {}
         cache = self.repository.cache
         if cache is not None:
             # The library keeps a saved aggregate in its cache only without fast-forward; with it,
@@ -317,13 +320,12 @@ class Ledger(Application[UUID]):
     ) -> None:
         # The library calls this after each save for every position its snapshotting interval
         # names (``snapshotting_intervals``). A task being saved offers the snapshot it took of
-        # itself in memory as it passed that position (``Task.trigger_event``), so that one is kept
-        # (``_save`` stores them together); rebuilding that version from the store, as the library
-        # otherwise does, was a fifth of append time. Other snapshots (the registry's, a task's
-        # opening event, a direct call) the library's way.
+        # itself in memory as it passed that position (``Task.trigger_event``), and ``_save`` stored
+        # it with the events; rebuilding that version from the store, as the library otherwise
+        # does, was a fifth of append time, and storing it after, a second commit. Other snapshots
+        # (the registry's, a task's opening event, a direct call) the library's way.
         offered: ModelSnapshot | None = self._offered.__dict__.get("snapshots", {}).pop((aggregate_id, version), None)
         if offered is not None:
-            self._offered.taken.append(offered)
             return
         super().take_snapshot(aggregate_id, version, projector_func)
 

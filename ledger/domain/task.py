@@ -42,7 +42,8 @@ def chained(previous: str, event: ev.TaskEvent) -> tuple[str, dict[str, Any]]:
     without id and version). The event is serialised once: the hash is computed from that same dict."""
     state = stored_state(event)
     del state["originator_id"], state["originator_version"]  # columns; the hash takes them apart
-    digest = chain.seal(previous, get_topic(type(event)), event.originator_id, event.originator_version, state)
+    kind = type(event)
+    digest = chain.seal_dumped(previous, kind, get_topic(kind), event.originator_id, event.originator_version, state)
     state["chain"] = digest  # the field keeps its place: the dict is what model_dump gives of the sealed event
     return digest, state
 

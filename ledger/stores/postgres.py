@@ -69,9 +69,16 @@ UPSERT_HEAD = (f"INSERT INTO {{schema}}.{HEADS} AS h VALUES (%s, %s, %s) ON CONF
                " SET version = EXCLUDED.version, chain = EXCLUDED.chain WHERE EXCLUDED.version > h.version")
 
 
+UPSERT_SNAPSHOT = (f"INSERT INTO {{schema}}.{SNAPSHOTS_TABLE} (originator_id, originator_version, topic, state)"
+                   " VALUES (%s, %s, %s, %s) ON CONFLICT (originator_id, originator_version) DO UPDATE"
+                   " SET topic = EXCLUDED.topic, state = EXCLUDED.state")
+
+
 class AnchoredRecorder(PostgresApplicationRecorder):
     """The library's recorder, plus the head anchor (``ledger.base.schema.HEADS``) in each insert's own transaction:
-    one upsert per aggregate appended to, after its rows (under the library's table lock)."""
+    one upsert per aggregate appended to, after its rows (under the library's table lock); and the snapshots
+    taken at the rows' positions. The keywords ``heads`` and ``snapshots`` are as for SQLite's
+    (``ledger.stores.sqlite.AnchoredRecorder``)."""
 
     def create_table(self) -> None:
         super().create_table()
@@ -95,10 +102,15 @@ class AnchoredRecorder(PostgresApplicationRecorder):
     def _insert_stored_events(self, curs: psycopg.Cursor[DictRow], stored_events: Sequence[StoredEvent],
                               **kwargs: Any) -> None:
         super()._insert_stored_events(curs, stored_events, **kwargs)
-        upsert = sql.SQL(UPSERT_HEAD).format(schema=sql.Identifier(self.datastore.schema))
+        schema = sql.Identifier(self.datastore.schema)
         # Its own cursor: the library reads the notification ids from ``curs`` afterwards.
         with curs.connection.cursor() as own:
-            own.executemany(upsert, heads_of(stored_events))
+            own.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), kwargs.get("heads") or heads_of(stored_events))
+            snapshots: Sequence[StoredEvent] = kwargs.get("snapshots") or ()
+            if snapshots:
+                own.executemany(sql.SQL(UPSERT_SNAPSHOT).format(schema=schema), [
+                    (s.originator_id, s.originator_version, s.topic, s.state) for s in snapshots
+                ])
 
 
 def library_env(target: PostgresTarget) -> dict[str, str]:

@@ -50,9 +50,19 @@ UPSERT_HEAD = f"""INSERT INTO {HEADS} VALUES (?, ?, ?) ON CONFLICT (originator_i
     SET version = excluded.version, chain = excluded.chain WHERE excluded.version > {HEADS}.version"""
 
 
+INSERT_SNAPSHOT = "INSERT OR REPLACE INTO stored_snapshots VALUES (?, ?, ?, ?)"
+"""A snapshot row as the library's snapshot recorder writes it; a row left at that position by events since
+removed is replaced, not a conflict (the events' insert decides whether the position is free)."""
+
+
 class AnchoredRecorder(SQLiteApplicationRecorder):
     """The library's recorder, plus the head anchor (``ledger.base.schema.HEADS``) in each insert's own transaction:
-    one upsert per aggregate appended to, after its rows."""
+    one upsert per aggregate appended to, after its rows; and the snapshots taken at the rows' positions.
+
+    ``insert_events`` takes two keywords, both optional (``Ledger._save`` passes them, through the
+    library's ``save``): ``heads``, the anchor rows (id hex, position, chain) of the aggregates saved, so
+    the last row's JSON is not read back for its chain; ``snapshots``, snapshot rows stored in the same
+    transaction (one commit for a batch and its snapshots)."""
 
     def _create_table(self, c: SQLiteCursor) -> None:
         c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (HEADS,))
@@ -72,9 +82,28 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        ids = super()._insert_events(c, stored_events, **kwargs)
-        c.executemany(UPSERT_HEAD, heads_of(stored_events))
-        return ids
+        # One statement for all the rows (the library's executes one per row, to read each rowid):
+        # under this transaction's write lock each row takes the next rowid, so the ids are the
+        # last one's and the ones before it.
+        hexes: dict[Any, str] = {}
+        c.executemany(self.insert_events_statement, [
+            (hexes.get(s.originator_id) or hexes.setdefault(s.originator_id, _hex(s.originator_id)),
+             s.originator_version, s.topic, s.state)
+            for s in stored_events
+        ])
+        c.execute("SELECT last_insert_rowid()")
+        last = int(c.fetchone()[0])
+        c.executemany(UPSERT_HEAD, kwargs.get("heads") or heads_of(stored_events))
+        snapshots: Sequence[StoredEvent] = kwargs.get("snapshots") or ()
+        if snapshots:
+            c.executemany(INSERT_SNAPSHOT, [
+                (_hex(s.originator_id), s.originator_version, s.topic, s.state) for s in snapshots
+            ])
+        return list(range(last - len(stored_events) + 1, last + 1))
+
+
+def _hex(originator_id: UUID | str) -> str:
+    return originator_id.hex if isinstance(originator_id, UUID) else originator_id
 
 
 def _missing_table(exc: sqlite3.OperationalError) -> bool:

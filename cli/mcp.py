@@ -117,6 +117,7 @@ def build(state: Context) -> "MCPServer[Any]":
         from eventsourcing.persistence import PersistenceError
 
         with lock:
+            state.next_command()  # each tool call is a command: its first ledger() folds the inbox in, once
             try:
                 return body()
             except TrailError as exc:
@@ -125,9 +126,7 @@ def build(state: Context) -> "MCPServer[Any]":
                 raise ToolError(f"ledger storage failed: {one_line(str(exc)) or type(exc).__name__}") from None
 
     def ledger() -> "Ledger":
-        opened = state.ledger()
-        state.before_read(opened)  # fold the capture inbox in before every read, as each CLI command does
-        return opened
+        return state.ledger()
 
     def project_for(project: str | None) -> str | None:
         return project_of(project) if project else current_project()

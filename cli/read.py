@@ -51,7 +51,7 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
     state = reading.state(ledger, entry)
     printed = _show(state, as_json, max_chars)
     if watch is not None:  # kept for the fast path (cli.main) only once every check above passed
-        watch.keep(entry.task_id, state, printed)
+        watch.keep(entry.task_id, state, brief=printed)  # cacheable: no option, so ``printed`` is the plain brief
 
 
 @click.command("replay")

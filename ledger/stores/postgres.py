@@ -348,6 +348,8 @@ class PostgresStore(LedgerStore):
 
     def put_view_snapshot(self, task_id: UUID, position: int, fold_version: int, state: bytes) -> None:
         with self._conn() as conn, conn.transaction():
+            # Reads keep these: no wait for a row another transaction holds (0 means no limit); a later read keeps it.
+            conn.execute("SET LOCAL lock_timeout = '1ms'")
             conn.execute(sql.SQL(
                 "INSERT INTO {} VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (originator_id, fold_version, position) DO UPDATE SET state = EXCLUDED.state"

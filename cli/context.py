@@ -16,6 +16,7 @@ import orjson
 
 from ledger.base.errors import StoreUnavailable, TrailError
 from ledger.base.location import Location
+from ledger.base.oneline import reason
 
 if TYPE_CHECKING:
     from ledger.app.store import Create, Ledger
@@ -128,8 +129,7 @@ def fails_cleanly(func: F) -> F:
 
             if not isinstance(exc, PersistenceError | sqlite3.Error):
                 raise
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            click.echo(f"trail: ledger storage failed: {reason}", err=True)
+            click.echo(f"trail: ledger storage failed: {reason(exc)}", err=True)
             sys.exit(StoreUnavailable.exit_code)
 
     return wrapper  # type: ignore[return-value]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
+from ledger.base.oneline import one_line
 from projections import brief, points, timeline
-from projections.oneline import one_line
 from projections.state import TaskState
 
 max_chars_option = click.option(

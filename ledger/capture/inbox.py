@@ -35,6 +35,7 @@ from ledger.base.caps import restore
 from ledger.base.errors import StoreUnavailable
 from ledger.base.ledger_file import INBOX_DDL, legacy_inbox_for_url
 from ledger.base.location import Location, inbox_path, resolve
+from ledger.base.oneline import one_line
 from ledger.base.project import project_of, within
 from ledger.capture import agents
 from ledger.capture.agent import Agent
@@ -286,7 +287,7 @@ def _fold_apart(
             if _store_failure(exc):
                 raise
             reason = f"inbox row {row.id} ({agent.name} {row.payload.get('hook_event_name') or '?'}) could not be " \
-                     f"folded in: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                     f"folded in: {type(exc).__name__}: {one_line(str(exc), 300)}"
             letter = spool(json.dumps(row.payload, ensure_ascii=False, default=str), reason, agent.name)
             with conn:
                 conn.execute("DELETE FROM capture_inbox WHERE id = ?", (row.id,))

@@ -132,7 +132,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     from cli.install import codex_hook_problems
     from ledger.base.location import inbox_path
     from ledger.capture import inbox_queue
-    from ledger.capture.inbox import drain
+    from ledger.capture.inbox import Drained
     from ledger.capture.jsonl import loads
 
     spool = Path(inbox_queue.deadletter_dir())
@@ -149,7 +149,8 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
                 continue
             file.unlink()
             replayed += 1
-    drained = drain(ctx.ledger(), ctx.location)
+    ctx.ledger()  # the command's one fold of the inbox (``Context.catch_up``), after the replay above
+    drained = ctx.folded or Drained()
     left = sorted(spool.glob("*.json")) if spool.is_dir() else []
     codex_hooks, skipped = codex_hook_problems()
     key_problem = None

@@ -5,23 +5,22 @@ Kept thin: commands parse and print; the ledger and projections do the work.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import orjson
 
 from ledger.base.errors import StoreUnavailable, TrailError
-from ledger.base.location import Location, inbox_path
+from ledger.base.location import Location
+from ledger.base.oneline import reason
 
 if TYPE_CHECKING:
     from ledger.app.store import Create, Ledger
+    from ledger.capture.inbox import Drained
     from ledger.domain.registry import Entry
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,14 +33,20 @@ BEGINS_TASKS = frozenset({"start", "import", "demo"})
 class Context:
     location: Location
     _ledger: Ledger | None = field(default=None, repr=False)
+    folded: Drained | None = field(default=None, repr=False)
+    """What this command's one fold of the capture inbox did (``catch_up``); None until it ran, and when
+    nothing was waiting (the inbox was not opened, nothing of capture loaded)."""
+    _caught_up: bool = field(default=False, repr=False)
 
     def ledger(self) -> Ledger:
-        """Open the ledger on first use (the default location is created then: no set-up step)."""
+        """The ledger, opened on first use (the default location is created then: no set-up step), and
+        caught up with the capture inbox once per command (``catch_up``)."""
         if self._ledger is None:
             from ledger.app.store import open_ledger
 
             self._ledger = open_ledger(self.location, create=self._may_create())
-            self.before_read(self._ledger)
+        if not self._caught_up:
+            self.catch_up()
         return self._ledger
 
     def _may_create(self) -> Create:
@@ -54,27 +59,37 @@ class Context:
         command = current.find_root().invoked_subcommand if current else None
         return "file" if command in BEGINS_TASKS else "nothing"
 
-    def before_read(self, ledger: Ledger) -> None:
-        """Bring the ledger up to date before any command reads it (capture inboxes fold in here).
+    def catch_up(self) -> None:
+        """The command's one step that brings the ledger up to date: fold the capture inbox in.
 
-        Most reads find the inbox empty; that is told with sqlite3 alone, so the capture machinery
-        (parsers, classifiers, their patterns) loads only when there are rows to fold in."""
+        Taken once per command (the first ``ledger()``; the MCP server calls ``next_command`` between
+        tool calls). Most commands find the inbox empty; that is told with sqlite3 alone
+        (``inbox_queue.waiting``), so nothing is written, no lock of the ledger's is taken, and the
+        capture machinery (parsers, classifiers, their patterns) loads only when there are rows."""
         import sqlite3
 
-        if not inbox_waiting(self.location):
+        from ledger.capture.inbox_queue import waiting
+
+        assert self._ledger is not None
+        self._caught_up = True
+        if not waiting(self.location):
             return
         from ledger.capture.inbox import drain
 
         try:
-            drained = drain(ledger, self.location)
+            self.folded = drain(self._ledger, self.location)
         except (TrailError, sqlite3.Error) as exc:
             # A broken inbox must not lock the user out of the ledger; the rows stay for a retry.
             click.echo(f"trail: capture inbox not folded in: {exc}", err=True)
             return
-        for line in drained.rejected:
+        for line in self.folded.rejected:
             click.echo(f"trail: captured event refused: {line}", err=True)
-        for line in drained.poisoned:
+        for line in self.folded.poisoned:
             click.echo(f"trail: {line}", err=True)
+
+    def next_command(self) -> None:
+        """A new command on the same open ledger (an MCP tool call): its first ``ledger()`` catches up again."""
+        self._caught_up, self.folded = False, None
 
     def entry(self, ref: str | None) -> Entry:
         from ledger.app import refs
@@ -86,35 +101,6 @@ class Context:
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None
-
-
-def inbox_waiting(location: Location) -> bool:
-    """Whether the capture inbox may hold rows: False only when it surely holds none."""
-    import sqlite3
-
-    if not location.is_sqlite:
-        from ledger.base.ledger_file import legacy_inbox_for_url
-
-        if Path(legacy_inbox_for_url(str(location.home), location.url)).exists():
-            return True  # queued by a release before the masked name: the drain takes it in and removes it
-    from ledger.capture.inbox_queue import spool_dir
-
-    with contextlib.suppress(OSError):
-        if os.listdir(spool_dir()):
-            return True  # payloads the hook ran out of time on, to be redacted and folded in
-    path = inbox_path(location)
-    if not path.exists():
-        return False
-    try:
-        conn = sqlite3.connect(path, timeout=30)
-        try:
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'capture_inbox'").fetchone():
-                return conn.execute("SELECT 1 FROM capture_inbox LIMIT 1").fetchone() is not None
-            return False
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return True  # let the drain look, and report what is wrong
 
 
 pass_context = click.make_pass_decorator(Context)
@@ -143,8 +129,7 @@ def fails_cleanly(func: F) -> F:
 
             if not isinstance(exc, PersistenceError | sqlite3.Error):
                 raise
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            click.echo(f"trail: ledger storage failed: {reason}", err=True)
+            click.echo(f"trail: ledger storage failed: {reason(exc)}", err=True)
             sys.exit(StoreUnavailable.exit_code)
 
     return wrapper  # type: ignore[return-value]

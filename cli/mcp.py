@@ -28,6 +28,7 @@ import click
 from cli.context import Context, fails_cleanly, pass_context
 from ledger.base.agent_env import MCP_CLIENTS
 from ledger.base.errors import BadSetting, TrailError
+from ledger.base.oneline import one_line, reason
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -61,10 +62,6 @@ def actor_for(client_name: str | None) -> str:
     record it), else ``agent:<client name>``, the name made to fit the actor pattern ``agent:[^\\s]+``."""
     name = re.sub(r"\s+", "-", (client_name or "").strip()).removeprefix("agent:")
     return MCP_CLIENTS.get(name) or f"agent:{name or 'mcp-client'}"
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def build(state: Context) -> "MCPServer[Any]":
@@ -117,17 +114,16 @@ def build(state: Context) -> "MCPServer[Any]":
         from eventsourcing.persistence import PersistenceError
 
         with lock:
+            state.next_command()  # each tool call is a command: its first ledger() folds the inbox in, once
             try:
                 return body()
             except TrailError as exc:
                 raise ToolError(one_line(str(exc))) from None
             except (PersistenceError, sqlite3.Error) as exc:
-                raise ToolError(f"ledger storage failed: {one_line(str(exc)) or type(exc).__name__}") from None
+                raise ToolError(f"ledger storage failed: {reason(exc)}") from None
 
     def ledger() -> "Ledger":
-        opened = state.ledger()
-        state.before_read(opened)  # fold the capture inbox in before every read, as each CLI command does
-        return opened
+        return state.ledger()
 
     def project_for(project: str | None) -> str | None:
         return project_of(project) if project else current_project()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
+from ledger.base.oneline import one_line
 from projections import brief, points, timeline
-from projections.oneline import one_line
 from projections.state import TaskState
 
 max_chars_option = click.option(
@@ -51,7 +51,7 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
     state = reading.state(ledger, entry)
     printed = _show(state, as_json, max_chars)
     if watch is not None:  # kept for the fast path (cli.main) only once every check above passed
-        watch.keep(entry.task_id, state, printed)
+        watch.keep(entry.task_id, state, brief=printed)  # cacheable: no option, so ``printed`` is the plain brief
 
 
 @click.command("replay")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from projections.oneline import one_line, quoted_line
+from ledger.base.oneline import one_line, quoted_line
 from projections.state import Requirement, TaskState
 from projections.summary import sections
 

@@ -240,28 +240,3 @@ def reworded(event: ev.RequirementChanged) -> Reworded:
 
 def reclassified(event: ev.IntentReclassified) -> Reclassified:
     return Reclassified(target=event.target, kind=event.kind, supersedes=event.supersedes)
-
-
-Fact = AttemptEnd | CommandRun | FileChange | TestRun | NextStep | IntentStated | Reworded | Reclassified
-
-
-def contribution(event: ev.TaskEvent) -> Fact | None:
-    """The fact ``event`` contributes, or None for an event that only adds itself to the log's counts."""
-    match event:
-        case ev.AttemptEnded():
-            return attempt_ended(event)
-        case ev.CommandRan():
-            return command_ran(event)
-        case ev.FileChanged():
-            return file_changed(event)
-        case ev.TestResult():
-            return tested(event)
-        case ev.NextStepSet() | ev.PlanUpdated():
-            return next_step(event)
-        case ev.RequirementStated() | ev.CorrectionMade():
-            return intent(event)
-        case ev.RequirementChanged():
-            return reworded(event)
-        case ev.IntentReclassified():
-            return reclassified(event)
-    return None

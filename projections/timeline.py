@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
+from ledger.base.oneline import one_line
 from ledger.domain import events as ev
-from projections.oneline import one_line
 from projections.state import command_line
 
 

@@ -28,6 +28,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.capture.hook", "ledger.capture.agent_mcp"): "SessionStart only, as above",
     ("ledger.capture.hook", "ledger.capture.inbox"): "SessionStart's cache miss only: the inbox loads the ledger",
     ("ledger.capture.hook", "ledger.capture.patchlines"): "an apply_patch PostToolUse only: the rest stay lean",
+    ("ledger.capture.inbox_queue", "ledger.base.location"): "only a command asks whether rows wait; the hook"
+    " imports the queue, and dataclasses and pathlib cost it ~10 ms",
     ("ledger.app.briefcache", "projections.brief"): "a cached answer is standard library only; keeping one folds",
     ("ledger.app.briefcache", "ledger.app.refs"): "as above: only keeping an answer reads the pointers",
     ("ledger.app.briefcache", "ledger.base.location"): "as above (dataclasses and pathlib cost the hook ~10 ms)",

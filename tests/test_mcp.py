@@ -305,3 +305,27 @@ def test_the_budget_the_schemas_name_is_the_briefs() -> None:
     from projections import brief
 
     assert (server.INJECTION_DEFAULT, server.INJECTION_CAP) == (brief.INJECTION_DEFAULT, brief.INJECTION_CAP)
+
+
+def test_each_tool_call_folds_in_what_hooks_queued_since_the_last(home: Path, project: Path) -> None:
+    """Each tool call is a command: its first read of the ledger catches up with the capture inbox, once."""
+    from ledger.base.location import inbox_path, resolve
+    from ledger.capture import inbox_queue
+
+    inbox = str(inbox_path(resolve()))
+
+    def queued(call: str, command: str) -> None:
+        inbox_queue.enqueue(inbox, "claude-code", {
+            "session_id": "s-mcp", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": call,
+            "tool_input": {"command": command}, "tool_response": {"stdout": "done\n", "stderr": ""},
+            "cwd": str(project)})
+
+    async def body(session: ClientSession) -> None:
+        queued("toolu_m1", "make first")
+        assert "make first" in await _ok(session, "resume_task")
+        queued("toolu_m2", "make second")  # while the server runs, as the agent's hook would
+        brief = await _ok(session, "resume_task")
+        assert "make first" in brief and "make second" in brief
+
+    _session(home, project, body)
+    assert not inbox_queue.waiting(resolve())

@@ -222,12 +222,13 @@ class Watch:
         self.version = con.execute("PRAGMA data_version").fetchone()[0]
         self.pointers = _pointers()
 
-    def keep(self, task_id: UUID, state: TaskState, printed: str | None = None) -> None:
-        """Store ``state``'s answers for ``task_id`` (``printed``: what `trail resume` printed for it, if it ran).
+    def keep(self, task_id: UUID, state: TaskState, brief: str | None = None) -> None:
+        """Store ``state``'s answers for ``task_id``; ``brief``: the brief as ``render(state)`` gave it, when the
+        caller rendered it already (`trail resume` printed it), kept as it is rather than rendered again.
 
         Never fails the command: a cache that cannot be written is a cache miss next time."""
         try:
-            self._keep(task_id.hex, state, printed)
+            self._keep(task_id.hex, state, brief)
         except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError):
             pass
         finally:
@@ -236,11 +237,11 @@ class Watch:
     def close(self) -> None:
         self.con.close()
 
-    def _keep(self, task: str, state: TaskState, printed: str | None) -> None:
+    def _keep(self, task: str, state: TaskState, brief: str | None) -> None:
         from projections.brief import injection, render
 
-        if state.updated_at is None or (printed is not None and printed != render(state)):
-            return  # resume printed something else than the brief (a newer cli.read): do not guess
+        if state.updated_at is None:
+            return
         kind, ref, project = self.memo
         memo_task = _session_pointer(self.ledger, project) if kind == "session" else task
         con = self.con
@@ -256,7 +257,7 @@ class Watch:
         flavours = _flavours(budgets)
         entry: dict[str, Any] = {
             "key": key, "status": state.status, "updated_at": state.updated_at.isoformat(),
-            "resume": render(state) if printed is None else printed,
+            "resume": render(state) if brief is None else brief,
             "linked": {_flavour_key(agent, mcp): "" if state.position <= 2 else
                        session_start_json(injection(state, budget=budgets[agent], mcp=mcp)) for agent, mcp in flavours},
             "new": {_flavour_key(agent, mcp): _template(state, partial(injection, budget=budgets[agent], mcp=mcp))

@@ -39,6 +39,7 @@ from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import StoredEvent
 
 from ledger.base.errors import BadInput, TrailError
+from ledger.base.oneline import reason
 from ledger.domain import chain
 from ledger.domain import registry as reg
 from ledger.domain.events import Bounded, OutputsCollected
@@ -166,7 +167,7 @@ def verify_registry(ledger: Ledger) -> Report:
             state = mapper.decode_state(row.state)
             expected = reg.seal_stored(previous, row.topic, position, state)
         except Exception as exc:  # any decoding failure is a finding, not a crash
-            return broken(Break(position, "undecodable", f"undecodable registry event: {_one_line(exc)}"))
+            return broken(Break(position, "undecodable", f"undecodable registry event: {reason(exc, 300)}"))
         stored = str(state.get("chain") or "")
         if stored and stored != expected:
             return broken(Break(position, "out of place", "the registry event does not chain from the one before "
@@ -182,7 +183,7 @@ def verify_registry(ledger: Ledger) -> Report:
         try:
             folded = cast(Any, mapper.to_domain_event(row)).mutate(folded)
         except Exception as exc:
-            return broken(Break(position, "undecodable", f"does not load as a registry event: {_one_line(exc)}"))
+            return broken(Break(position, "undecodable", f"does not load as a registry event: {reason(exc, 300)}"))
         previous, count = expected, position
         if position in snapshots and (found := _registry_snapshot_problem(mapper, snapshots[position], folded)):
             return broken(found)
@@ -214,7 +215,7 @@ def _registry_snapshot_problem(mapper: PydanticMapper, stored: StoredEvent, fold
         if not isinstance(kept, reg.RegistrySnapshot):
             raise ValueError(f"a {stored.topic} where the registry's snapshot belongs")
     except Exception as exc:
-        return Break(position, "snapshot", f"registry snapshot cannot be read: {_one_line(exc)}")
+        return Break(position, "snapshot", f"registry snapshot cannot be read: {reason(exc, 300)}")
     derived = reg.RegistrySnapshot.take(folded)
     skip = {"head"} if not kept.state.head else set()  # a snapshot from before the chain kept none
     differs = _differences(kept.state.model_dump(exclude=skip), derived.state.model_dump(exclude=skip))
@@ -325,7 +326,7 @@ class _Walk:
             self.task = cast(Any, event).mutate(self.task)
             self.view = fold(self.view, cast("ev.TaskEvent", event))
         except Exception as exc:
-            raise _Found(Break(position, "undecodable", f"does not load as an event: {_one_line(exc)}")) from None
+            raise _Found(Break(position, "undecodable", f"does not load as an event: {reason(exc, 300)}")) from None
         self.previous = stored_hash
         self.chains.append(stored_hash)
         self.count = position
@@ -338,7 +339,7 @@ class _Walk:
             if not isinstance(kept, TaskSnapshot):
                 raise ValueError(f"a {stored.topic} where a task snapshot belongs")
         except Exception as exc:
-            raise _Found(Break(position, "snapshot", f"snapshot cannot be read: {_one_line(exc)}")) from None
+            raise _Found(Break(position, "snapshot", f"snapshot cannot be read: {reason(exc, 300)}")) from None
         derived = TaskSnapshot.take(self.task)
         body = raw.get("state") or {}
         view = body.get("state")  # an older release's snapshot carried the view
@@ -357,7 +358,7 @@ class _Walk:
             try:
                 kept_view = TaskState.model_validate(view).model_dump()
             except Exception as exc:
-                raise _Found(Break(position, "snapshot", f"snapshot cannot be read: {_one_line(exc)}")) from None
+                raise _Found(Break(position, "snapshot", f"snapshot cannot be read: {reason(exc, 300)}")) from None
             differs += _differences(kept_view, self.view.model_dump(), "state.")
         if differs:
             raise _Found(Break(position, "snapshot",
@@ -473,10 +474,6 @@ def _entry_problem(entry: Entry, number: Any, slug: Any, title: Any) -> str | No
     return None
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__
-
-
 # -- the quick checks reads make ----------------------------------------------------------------
 
 
@@ -502,9 +499,9 @@ def checked_state(ledger: Ledger, task_id: UUID, at: int | None = None, entry: E
         task = ledger.task(task_id, at)
     except OriginatorVersionError as exc:
         raise refusal(number, Break(exc.args[1] if len(exc.args) > 1 else 0, "missing",
-                                    f"the events do not follow on ({_one_line(exc)})")) from None
+                                    f"the events do not follow on ({reason(exc, 300)})")) from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise refusal(number, Break(at or 0, "undecodable", f"cannot be loaded: {_one_line(exc)}")) from None
+        raise refusal(number, Break(at or 0, "undecodable", f"cannot be loaded: {reason(exc, 300)}")) from None
     found = _anchor_problem(ledger, task_id, task, at)
     state = ledger.state_of(task) if found is None else None
     if state is not None and found is None:
@@ -536,7 +533,7 @@ def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break 
         # A view another fold made is folded again, never shown: its identity is not what reads use.
         own_fold = view is None or body.get("fold_version", 1) == FOLD_VERSION
     except Exception as exc:
-        return Break(position, "snapshot", f"snapshot cannot be read: {_one_line(exc)}")
+        return Break(position, "snapshot", f"snapshot cannot be read: {reason(exc, 300)}")
     rows = ledger.recorder.select_events(task_id, gt=max(position - 1, 0), lte=position)
     if rows and rows[0].originator_version == position:
         there = cast(PydanticMapper, ledger.mapper).decode_state(rows[0].state)
@@ -613,7 +610,7 @@ def _last_event_problem(ledger: Ledger, task_id: UUID, position: int) -> Break |
             previous = found[-1].head
         state = mapper.decode_state(rows[-1].state)
     except Exception as exc:
-        return Break(position, "undecodable", f"cannot be read: {_one_line(exc)}")
+        return Break(position, "undecodable", f"cannot be read: {reason(exc, 300)}")
     if _link(previous, rows[-1], state) != state.get("chain"):
         return Break(position, "altered", "the last event's content does not match its hash")
     return None
@@ -639,6 +636,6 @@ def load_events(ledger: Ledger, task_id: UUID, number: int | None = None) -> lis
     try:
         events = list(ledger.task_events(task_id))
     except (ValueError, TypeError, KeyError) as exc:
-        raise refusal(number, Break(0, "undecodable", f"an event cannot be loaded: {_one_line(exc)}")) from None
+        raise refusal(number, Break(0, "undecodable", f"an event cannot be loaded: {reason(exc, 300)}")) from None
     check_events(ledger, task_id, events, number)
     return events

@@ -1,6 +1,7 @@
 """Folding the capture inbox (raw hook payloads) into validated task events.
 
-Called before any read (``Context.before_read``) and by the SessionStart hook. Rows are taken in
+Taken once by each command, as its first step (``cli.context.Context.catch_up``, when
+``inbox_queue.waiting`` finds rows), and by the SessionStart hook. Rows are taken in
 inbox-id order, which is commit order, so events land in the order the hooks ran. Each row's
 events carry a source key (the tool call id, else ``hook:<inbox id>``), so two drains racing over
 the same rows append them once (``writer.append_unseen``); rows are deleted only after their
@@ -34,6 +35,7 @@ from ledger.base.caps import restore
 from ledger.base.errors import StoreUnavailable
 from ledger.base.ledger_file import INBOX_DDL, legacy_inbox_for_url
 from ledger.base.location import Location, inbox_path, resolve
+from ledger.base.oneline import one_line
 from ledger.base.project import project_of, within
 from ledger.capture import agents
 from ledger.capture.agent import Agent
@@ -54,6 +56,7 @@ from projections.brief import injection
 
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
+    from projections.state import TaskState
 
 
 @dataclass
@@ -110,6 +113,8 @@ class _Binding:
     """A done or abandoned task the session (or its project) was on: the new task links to it."""
     reopen: bool = False
     """The task is paused or blocked: the session's work makes it active again."""
+    state: TaskState | None = None
+    """The view of ``task`` the binding was decided on, which its items are mapped against (read once)."""
 
 
 def _bind(ledger: Ledger, location: Location, agent: Agent, session: str, rows: list[_Row]) -> _Binding:
@@ -131,9 +136,9 @@ def _bind(ledger: Ledger, location: Location, agent: Agent, session: str, rows: 
         if found is not None and not any(e.task_id == found for e in ledger.entries()):
             found = None  # a pointer to a forgotten task
     if found is not None:
-        status = ledger.task(found).decision.status
-        if status in OPEN:
-            return _Binding(task=found, reopen=status != "active")
+        state = ledger.state(found)  # the view, not the aggregate: the append that follows loads that
+        if state.status in OPEN:
+            return _Binding(task=found, reopen=state.status != "active", state=state)
         closed = found
     prompts = (_request(agent, r.payload) for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit")
     prompt = next((p for p in prompts if p), "")  # `/compact` or a command's output names no task
@@ -148,8 +153,9 @@ def _request(agent: Agent, payload: dict[str, Any]) -> str:
 
 
 def _items(
-    ledger: Ledger, location: Location, agent: Agent, task: UUID | None, session: str, rows: list[_Row]
+    ledger: Ledger, location: Location, agent: Agent, binding: _Binding, session: str, rows: list[_Row]
 ) -> list[Item]:
+    task = binding.task
     first_row = rows[0]
     items: list[Item] = [
         (
@@ -165,7 +171,7 @@ def _items(
         )
     ]
     if task is not None:
-        state = ledger.state(task)
+        state = binding.state or ledger.state(task)
         first = not state.requirements and not state.corrections
         seen = _prompts_seen(ledger, location, agent, task, state.position, session)
     else:
@@ -215,7 +221,7 @@ def _land(
     ledger: Ledger, location: Location, agent: Agent, binding: _Binding, session: str, rows: list[_Row]
 ) -> tuple[UUID, Appended]:
     """Append a session's rows to its task, opening that task first when it is new (one transaction)."""
-    items = _items(ledger, location, agent, binding.task, session, rows)
+    items = _items(ledger, location, agent, binding, session, rows)
     stamp = datetime.fromtimestamp(rows[0].received, UTC)
     if binding.closed is not None:
         other = ledger.state(binding.closed)
@@ -281,7 +287,7 @@ def _fold_apart(
             if _store_failure(exc):
                 raise
             reason = f"inbox row {row.id} ({agent.name} {row.payload.get('hook_event_name') or '?'}) could not be " \
-                     f"folded in: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                     f"folded in: {type(exc).__name__}: {one_line(str(exc), 300)}"
             letter = spool(json.dumps(row.payload, ensure_ascii=False, default=str), reason, agent.name)
             with conn:
                 conn.execute("DELETE FROM capture_inbox WHERE id = ?", (row.id,))

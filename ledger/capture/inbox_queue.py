@@ -1,6 +1,7 @@
 """Putting hook payloads into the capture inbox: parse, cap, redact, append in one short transaction; and
 when that cannot be done, keep the payload (``spool``: a redacted dead letter for ``trail doctor --retry``;
-``spool_raw``: unread, private, for the next drain's ``take_spooled``).
+``spool_raw``: unread, private, for the next drain's ``take_spooled``); and telling, without the ledger,
+whether anything waits to be folded in (``waiting``).
 
 The hook (``ledger.capture.hook``) writes through this module, and the inbox's drain
 (``ledger.capture.inbox``) takes spooled payloads in through it: both import it, neither the other's
@@ -9,18 +10,22 @@ internals. Standard library at import, as the hook needs (``tests/test_startup.p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.base.caps import CUTS_KEY, cap_payload
 from ledger.base.home import home_dir
-from ledger.base.ledger_file import INBOX_DDL, foreign_tables, read_only_uri
+from ledger.base.ledger_file import INBOX_DDL, foreign_tables, legacy_inbox_for_url, read_only_uri
 from ledger.capture.agents import known
 from ledger.capture.jsonl import loads
 from ledger.domain.redact import patterns_for, redact_json, redact_json_text, redact_text, safe_patterns
+
+if TYPE_CHECKING:
+    from ledger.base.location import Location
 
 DROPPED_KEY = "_trail_dropped"
 """The key of a stand-in payload: ``{"size": N, "sha256": H, "limit": MAX_PAYLOAD}``, set by the hook only."""
@@ -112,6 +117,31 @@ def deadletter_dir() -> str:
 def spool_dir() -> str:
     """Payloads the hook had no time to take in, kept as they came (private) until the next drain."""
     return os.path.join(home_dir(), "spool")
+
+
+def waiting(location: Location) -> bool:
+    """Whether the capture inbox of the ledger at ``location`` may hold rows: False only when it surely holds
+    none. Read with sqlite3 alone and without writing (a command that finds nothing waiting opens no more)."""
+    from ledger.base.location import inbox_path  # the hook never asks: dataclasses and pathlib cost it ~10 ms
+
+    if not location.is_sqlite and os.path.exists(legacy_inbox_for_url(str(location.home), location.url)):
+        return True  # queued by a release before the masked name: the drain takes it in and removes it
+    with contextlib.suppress(OSError):
+        if os.listdir(spool_dir()):
+            return True  # payloads the hook ran out of time on, to be redacted and folded in
+    path = inbox_path(location)
+    if not path.exists():
+        return False
+    try:
+        conn = sqlite3.connect(path, timeout=30)
+        try:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'capture_inbox'").fetchone():
+                return conn.execute("SELECT 1 FROM capture_inbox LIMIT 1").fetchone() is not None
+            return False
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return True  # let the drain look, and report what is wrong
 
 
 def _private_file(folder: str, data: bytes) -> str:

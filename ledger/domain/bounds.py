@@ -10,6 +10,16 @@ from ledger.domain.redact import redact_text
 
 DEFAULT_LIMIT = 4096
 """Bytes of tail kept by default: enough for a test failure's last lines."""
+REPLY = 8000
+"""Bytes kept of an agent's closing message (``AgentReplied.text``), by every agent: whole in practice (its
+opening and its end both matter; the brief shows both)."""
+SUMMARY = 12_000
+"""Bytes kept of a compaction summary (``ContextCompacted.summary``), by every agent: the tail holds the
+pending work and the current state."""
+SUBAGENT_REPORT = 2000
+"""Bytes of a sub-agent's closing report kept on its stop checkpoint (its end, where the result is)."""
+CHANGED_DIFF = 16384
+"""Bytes of diff `trail changed` keeps; a diff an agent's edit is captured with keeps ``DEFAULT_LIMIT``."""
 REDACT_MARGIN = 16384
 """Bytes before the kept tail redacted with it: the key of a value at the cut (a line's ``NAME=``, a
 private key's BEGIN line, 3 KB before its end) lies within them."""

@@ -158,7 +158,8 @@ class LedgerStore(ABC):
 
     @abstractmethod
     def put_view_snapshot(self, task_id: UUID, position: int, fold_version: int, state: bytes) -> None:
-        """Keep a view snapshot, replacing one at the same (task, position, fold version)."""
+        """Keep a view snapshot, replacing one at the same (task, position, fold version). Reads call it, so it
+        never waits for a lock: held elsewhere, it raises the library's ``PersistenceError`` at once."""
 
     @abstractmethod
     def drop_view_snapshots(self, task_id: UUID, first: int = 0, last: int | None = None) -> int:

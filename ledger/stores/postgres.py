@@ -33,6 +33,7 @@ from psycopg.rows import DictRow, tuple_row
 
 from ledger.base.errors import StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
+from ledger.base.oneline import one_line, reason
 from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, Key
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores.base import (
@@ -147,8 +148,7 @@ def connect(target: PostgresTarget, shown: str) -> psycopg.Connection[tuple[obje
             autocommit=True,
         )
     except psycopg.Error as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise StoreUnavailable(f"cannot reach ledger {shown}: {reason}") from None
+        raise StoreUnavailable(f"cannot reach ledger {shown}: {reason(exc)}") from None
 
 
 @contextmanager
@@ -167,9 +167,8 @@ def setting_up(location: Location) -> Iterator[PostgresTarget]:
             try:
                 conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(target.schema)))
             except psycopg.Error as exc:
-                reason = " ".join(str(exc).split())
                 where = f"schema {target.schema!r} in {location.display}"
-                raise StoreUnavailable(f"cannot create {where}: {reason}") from None
+                raise StoreUnavailable(f"cannot create {where}: {one_line(str(exc))}") from None
         else:
             _refuse_another_applications(conn, target.schema, location.display)
         _create_own_tables(conn, target.schema)
@@ -360,6 +359,8 @@ class PostgresStore(LedgerStore):
 
     def put_view_snapshot(self, task_id: UUID, position: int, fold_version: int, state: bytes) -> None:
         with self._conn() as conn, conn.transaction():
+            # Reads keep these: no wait for a row another transaction holds (0 means no limit); a later read keeps it.
+            conn.execute("SET LOCAL lock_timeout = '1ms'")
             conn.execute(sql.SQL(
                 "INSERT INTO {} VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (originator_id, fold_version, position) DO UPDATE SET state = EXCLUDED.state"

@@ -31,6 +31,7 @@ from ledger.capture.items import (
 from ledger.capture.jsonl import Skipped, records
 from ledger.capture.session import END, Session
 from ledger.capture.testruns import command_facts
+from ledger.domain import bounds
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 
@@ -48,12 +49,6 @@ _REASON = re.compile(
 )
 PLAN_MAX = 1500
 """Characters of an approved plan kept as the decision's text (its heading and first lines)."""
-SUBAGENT_MAX = 2000
-"""Bytes of a sub-agent's closing report kept on its stop checkpoint (its end, where the result is)."""
-SUMMARY_MAX = 12_000
-"""Bytes of a compaction summary kept: the tail holds the pending work and the current state."""
-REPLY_MAX = 8000
-"""Bytes of a closing message kept: whole in practice (its opening and its end both matter; the brief shows both)."""
 """Bytes of the agent's closing message kept."""
 APPROVED = "approved by the user in plan mode"
 
@@ -385,7 +380,7 @@ def reply_item(text: str, actor: str, session: str, timestamp: Any) -> Item:
     """The agent's closing message of a turn. Keyed by its text's hash, so the Stop hook's
     ``last_assistant_message`` and the transcript's last text of that turn are one fact."""
     return ev.AgentReplied, {
-        "text": bound(text.strip(), REPLY_MAX),
+        "text": bound(text.strip(), bounds.REPLY),
         "actor": actor,
         "timestamp": timestamp,
         "source": ev.SourceKey(agent=AGENT, session=session, record=f"{REPLY}{sha256(text.strip())[:16]}"),
@@ -433,7 +428,7 @@ def compaction_item(meta: dict[str, Any], summary: str | None, source: ev.Source
     return ev.ContextCompacted, {
         "trigger": str(meta["trigger"]) if meta.get("trigger") else None,
         "tokens_before": tokens if isinstance(tokens, int) and tokens >= 0 else None,
-        "summary": bound(summary, SUMMARY_MAX) if summary and summary.strip() else None,
+        "summary": bound(summary, bounds.SUMMARY) if summary and summary.strip() else None,
         "actor": "system",
         "timestamp": timestamp,
         "source": source,
@@ -783,7 +778,7 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any, tasks: TaskLis
                 ev.CheckpointMarked,
                 {
                     "label": f"{label} ({detail})" if detail else label,
-                    "note": bound(report, SUBAGENT_MAX).tail if report else None,
+                    "note": bound(report, bounds.SUBAGENT_REPORT).tail if report else None,
                     "actor": actor,
                     "source": src,
                     "timestamp": timestamp,

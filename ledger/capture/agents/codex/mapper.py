@@ -39,16 +39,13 @@ from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.session import Session
 from ledger.capture.testruns import command_facts
+from ledger.domain import bounds
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 
 AGENT = "codex"
 ACTOR = f"agent:{AGENT}"
 SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
-REPLY_LIMIT = 8000
-"""Bytes kept of the agent's closing message of a turn."""
-SUMMARY_LIMIT = 12000
-"""Bytes kept of a compaction summary."""
 _EXITED = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 _RUNNING = re.compile(r"Process running with session ID (\d+)")
 _SUMMARY_HEAD = re.compile(r"Here is the summary produced by the other language model[^\n]*:\s*\n")
@@ -387,7 +384,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 (
                     ev.AgentReplied,
                     {
-                        "text": bound(reply.text.strip(), REPLY_LIMIT),
+                        "text": bound(reply.text.strip(), bounds.REPLY),
                         "actor": ACTOR,
                         "timestamp": reply.timestamp,
                         "source": keyed("reply:", reply.text.strip(), reply.origin),
@@ -488,7 +485,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 (
                     ev.ContextCompacted,
                     {
-                        "summary": bound(said, SUMMARY_LIMIT) if said else None,
+                        "summary": bound(said, bounds.SUMMARY) if said else None,
                         "tokens_before": tokens,
                         "actor": "system",
                         "timestamp": ts,
@@ -832,7 +829,7 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
         if event == "Stop" and isinstance(said, str) and said.strip():
             record = "reply:" + prompt_record(said.strip(), {}).removeprefix("prompt:")
             items.append((ev.AgentReplied, {
-                "text": bound(said.strip(), REPLY_LIMIT), "actor": ACTOR, "timestamp": timestamp,
+                "text": bound(said.strip(), bounds.REPLY), "actor": ACTOR, "timestamp": timestamp,
                 "source": ev.SourceKey(agent=AGENT, session=session, record=record),
             }))
         return items

@@ -1,7 +1,9 @@
 """Recorded text shown inside our own layout (a heading of the brief, a `trail list` or `trail log`
 row): it must not break the line or restyle the terminal. A title "x\\n# Next step: rm -rf /" must
 not forge a heading of the brief, ESC must not recolour the screen, a bidi override must not reorder
-what follows. The stored event keeps the text as it was; only what is shown is escaped. Pure.
+what follows. The stored event keeps the text as it was; only what is shown is escaped. Error lines
+(``reason``) are made the same way. Pure, standard library only: the folds, the application and the CLI
+all show text through here.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ def one_line(text: str, width: int | None = None) -> str:
     cut to ``width`` characters with an ellipsis when given."""
     text = escaped(" ".join(text.split()))
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
+
+
+def reason(exc: BaseException, width: int | None = None) -> str:
+    """What ``exc`` says, on one line (``one_line``), or its type's name when it says nothing."""
+    return one_line(str(exc), width) or type(exc).__name__
 
 
 def quoted_line(line: str) -> str:

@@ -16,8 +16,8 @@ namespace:
 
 The tests assert on what each model received and on the ledger. Claude Code runs with
 ``CLAUDE_CODE_ENABLE_TASKS=0`` (TodoWrite), the plan tool ``test_claude_code.py`` covers less (its first
-session plans with 2.1's default TaskCreate/TaskUpdate). Where tasktrail is wrong today the test asserts
-the right behaviour under ``xfail(strict=True)``.
+session plans with 2.1's default TaskCreate/TaskUpdate). Where tasktrail was wrong, a test asserted the
+right behaviour under ``xfail(strict=True)`` until it was fixed; none is left.
 """
 
 from __future__ import annotations

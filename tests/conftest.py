@@ -80,6 +80,9 @@ def _own_default_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     redaction patterns would reach their appends). A folder beside tmp_path, so no test finds it in its own."""
     monkeypatch.delenv("TRAIL_HOME", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    # No detached drain after a Stop or SessionEnd hook (``ledger.capture.detach``) unless a test asks for one:
+    # a process outliving its test would fold rows the test reads as queued, and write into removed folders.
+    monkeypatch.setenv("TRAIL_BACKGROUND_DRAIN", "off")
 
 
 def with_schema(url: str, schema: str) -> str:

@@ -112,7 +112,13 @@ def cached_session_start(payload: dict[str, Any], agent: str, row: int, has_mcp:
                 else:
                     _harmless(cache, con, ledger, queued_by, json.loads(text), agents)
             if ours is None:
-                raise Miss("the row was folded in already")
+                # Folded in already, by a drain that ran meanwhile (a background one: ``capture.detach``):
+                # the session is linked then, and the full path would answer with its task's brief.
+                session = _session(payload)
+                linked = _linked(con, agent, session)
+                if linked is None:
+                    raise Miss("the row was folded in and the session is not linked")
+                return str(_active(cache, con, ledger, linked)["linked"][_flavour(agent, payload, has_mcp)])
             received, queued = ours
             session = _session(queued)
             # Redaction left the id alone (else the full path finds no link for the id it was given).

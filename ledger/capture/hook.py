@@ -5,7 +5,9 @@ It must cost little and never break the agent, so it imports only the standard l
 through ``inbox_queue`` it redacts the payload, appends it to the ``capture_inbox`` table in the
 ledger's SQLite file in one short transaction, and exits 0. The ledger folds the inbox into
 validated events before any read (``ledger.capture.inbox``). Only SessionStart, which must answer
-with the task's state, loads the ledger at once. On any error: one line on stderr, the payload kept (redacted) in
+with the task's state, loads the ledger at once, unless the brief cache answers; a stopping session's hook
+(Stop, SessionEnd, PreCompact) starts a detached drain (``ledger.capture.detach``) so that the next
+SessionStart normally can. On any error: one line on stderr, the payload kept (redacted) in
 ``TRAIL_HOME/deadletter/`` for ``trail doctor --retry``, and still exit 0 (non-blocking).
 
 Bounded whatever the input: at most ``MAX_PAYLOAD`` bytes are read from stdin (a longer payload is
@@ -29,6 +31,7 @@ from typing import IO, Any
 
 from ledger.base.crashpoints import stall_point
 from ledger.base.ledger_file import ledger_file
+from ledger.capture import detach
 from ledger.capture.agents import BUILTIN, known, names
 from ledger.capture.inbox_queue import (
     DROPPED_KEY,
@@ -184,12 +187,24 @@ def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
 
                 answer = cached_session_start(payload, agent, row, has_tasktrail_mcp, BUILTIN)
                 if answer is None:
-                    from ledger.capture.inbox import session_start_answer  # loads the ledger: a cache miss only
+                    # A background drain may be folding the previous session's rows in (``detach``): wait
+                    # for it (bounded), after which the cache may answer; else fold them in here, holding
+                    # the lock so the next background drain does not fold the same rows beside this one.
+                    with detach.drain_lock(ledger_file(), max(0.0, (ends - time.monotonic()) / 2)) as lock:
+                        if lock.waited:
+                            answer = cached_session_start(payload, agent, row, has_tasktrail_mcp, BUILTIN)
+                        if answer is None:
+                            from ledger.capture.inbox import session_start_answer  # loads the ledger: a miss only
 
-                    stall_point("hook-session-start")
-                    answer = session_start_answer(payload, agent)
+                            stall_point("hook-session-start")
+                            answer = session_start_answer(payload, agent)
             if answer:
                 sys.stdout.write(answer)
+        elif detach.wanted(payload.get("hook_event_name")):
+            try:
+                detach.start()  # the next SessionStart then finds the rows folded in and the cache fresh
+            except OSError as exc:  # the rows wait for the next read, as without it
+                print(f"trail hook {agent}: background drain not started: {exc}", file=sys.stderr)
     except Deadline:
         where = ""
         try:

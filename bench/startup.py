@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from bench.tables import Table
@@ -142,7 +143,9 @@ def _previous_session(home: Path, project: Path, end: Callable[[str], None] | No
         end(json.dumps(payloads[-1]))
 
 
-def _check_drained(ran: tuple[float, float, str], home: Path) -> None:
+def _end(trail: list[str], env: dict[str, str], project: Path, home: Path, payload: str) -> None:
+    """The SessionEnd hook, waiting for the background drain it starts (not timed)."""
+    _run([*trail, "hook", "claude-code"], {**env, "TRAIL_BACKGROUND_DRAIN": "wait"}, project, payload)
     if _queued(home):
         raise RuntimeError("the SessionEnd hook's background drain left rows queued")
 
@@ -206,9 +209,7 @@ def measure(runs: int = RUNS) -> dict[str, dict[str, list[float]]]:
                     if name == WAITING:
                         _previous_session(home, project)
                     if name == DRAINED:
-                        ended = {**env, "TRAIL_BACKGROUND_DRAIN": "wait"}  # the drain has ended when this returns
-                        _previous_session(home, project, lambda end: _check_drained(
-                            _run([*trail, "hook", "claude-code"], ended, project, end), home))
+                        _previous_session(home, project, partial(_end, trail, env, project, home))
                     stdin = payload(round_)
                 queued = _queued(home) if payload is not None else 0
                 wall, cpu, out = _run(argv, variables, project, stdin)

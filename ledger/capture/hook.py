@@ -1,7 +1,8 @@
 """`trail hook NAME` (an agent of ``ledger.capture.agents``): the lean entry point the agents run on every hook event.
 
 It must cost little and never break the agent, so it imports only the standard library (plus
-``ledger.base``, ``ledger.domain.redact`` and ``ledger.capture.inbox_queue``, which are stdlib-only at import):
+``ledger.base``, ``ledger.domain.redact``, ``ledger.capture.inbox_queue`` and ``ledger.capture.detach``, which
+are stdlib-only at import):
 through ``inbox_queue`` it redacts the payload, appends it to the ``capture_inbox`` table in the
 ledger's SQLite file in one short transaction, and exits 0. The ledger folds the inbox into
 validated events before any read (``ledger.capture.inbox``). Only SessionStart, which must answer

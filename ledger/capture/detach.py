@@ -77,6 +77,17 @@ def _inherited() -> list[int]:
     return found
 
 
+WAIT_S = 1.5
+"""Seconds a SessionStart that misses the cache waits at most for a running drain. A drain costs about what
+the full path does, so a wait beyond that only pays when the drain is nearly done; at most a third of what is
+left of the hook's deadline, so the full path still fits after a wait that ran out."""
+
+
+def wait_s(left: float) -> float:
+    """How long a SessionStart with ``left`` seconds before its deadline waits for a running drain."""
+    return max(0.0, min(WAIT_S, left / 3))
+
+
 def lock_file(inbox: str) -> str:
     """The lock of the inbox at ``inbox``: one per ledger, in ``TRAIL_HOME/locks``."""
     name = hashlib.sha256(os.path.realpath(inbox).encode("utf-8", "surrogatepass")).hexdigest()[:24]

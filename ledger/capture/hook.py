@@ -191,7 +191,7 @@ def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
                     # A background drain may be folding the previous session's rows in (``detach``): wait
                     # for it (bounded), after which the cache may answer; else fold them in here, holding
                     # the lock so the next background drain does not fold the same rows beside this one.
-                    with detach.drain_lock(ledger_file(), max(0.0, (ends - time.monotonic()) / 2)) as lock:
+                    with detach.drain_lock(ledger_file(), detach.wait_s(ends - time.monotonic())) as lock:
                         if lock.waited:
                             answer = cached_session_start(payload, agent, row, has_tasktrail_mcp, BUILTIN)
                         if answer is None:

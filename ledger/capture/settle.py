@@ -72,7 +72,10 @@ def run() -> Drained | None:
             crash_point("settle-drain")
             drained = drain(ledger, location)
             crash_point("settle-keep")
-            keep(ledger, location, drained.tasks)
+            try:
+                keep(ledger, location, drained.tasks)
+            except Exception as exc:  # the rows are in: only the next start's speed is at stake
+                _log([f"brief cache not refreshed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"])
         finally:
             ledger.close()
     return drained

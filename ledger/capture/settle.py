@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import time
 from typing import TYPE_CHECKING
 
@@ -22,12 +21,12 @@ from ledger.app import briefcache, refs, verify
 from ledger.app.store import open_ledger
 from ledger.base.crashpoints import crash_point, gate_point
 from ledger.base.home import home_dir
-from ledger.base.ledger_file import ledger_file, read_only_uri
+from ledger.base.ledger_file import ledger_file
 from ledger.base.location import Location, resolve
 from ledger.capture import agents
 from ledger.capture.detach import drain_lock
 from ledger.capture.inbox import Drained, drain
-from ledger.capture.inbox_queue import spool_dir
+from ledger.capture.inbox_queue import waiting
 from ledger.domain.redact import redact_text, safe_patterns
 
 if TYPE_CHECKING:
@@ -64,9 +63,9 @@ def run() -> Drained | None:
             _log(["another drain held the inbox too long: its rows wait for the next read"])
             return None
         gate_point("settle-locked")
-        if not _waiting(inbox):
-            return None  # the drain before this one took them (it started at an earlier stop)
         location = resolve(os.environ.get("TRAIL_DB"))
+        if not waiting(location):
+            return None  # the drain before this one took them (it started at an earlier stop): load nothing
         ledger = open_ledger(location)
         try:
             crash_point("settle-drain")
@@ -108,25 +107,6 @@ def _project(ledger: Ledger, task: UUID) -> str | None:
         return ledger.state(task).project
     except Exception:
         return None  # a pointer to a task gone (forgotten), or one that fails to load: the full path says why
-
-
-def _waiting(inbox: str) -> bool:
-    """Whether the inbox (or the spool) may hold rows: False only when it surely holds none."""
-    try:
-        if os.listdir(spool_dir()):
-            return True
-    except OSError:
-        pass
-    if not os.path.exists(inbox):
-        return False
-    try:
-        con = sqlite3.connect(read_only_uri(inbox), uri=True, timeout=30)
-        try:
-            return con.execute("SELECT 1 FROM capture_inbox LIMIT 1").fetchone() is not None
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return True  # no table yet, or locked: the drain says which
 
 
 def _log(lines: list[str]) -> None:

@@ -129,7 +129,7 @@ def hook_group() -> None:
 @fails_cleanly
 def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     """Check capture health: dead letters and inbox rows still waiting for a task."""
-    from cli.install import codex_hook_problems
+    from cli.install import codex_hook_problems, codex_mcp_problems
     from ledger.base.location import inbox_path
     from ledger.capture import inbox_queue
     from ledger.capture.inbox import Drained
@@ -153,6 +153,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
     drained = ctx.folded or Drained()
     left = sorted(spool.glob("*.json")) if spool.is_dir() else []
     codex_hooks, skipped = codex_hook_problems()
+    mcp_problems = codex_mcp_problems()
     key_problem = None
     if ctx.location.is_sqlite:
         from ledger.app.briefcache import key_problem as brief_key_problem
@@ -166,6 +167,7 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
         "failed": failed,
         "codex_hooks": codex_hooks,
         "codex_hooks_skipped": skipped,
+        "codex_mcp_problems": mcp_problems,
         "brief_cache_key": key_problem,
     }
     if as_json:
@@ -180,6 +182,8 @@ def doctor(ctx: Context, retry: bool, as_json: bool) -> None:
             click.echo(f"  {line}")
         if skipped:
             click.echo("  `trail install codex` turns hooks on and trusts tasktrail's hooks again")
+        for line in mcp_problems:
+            click.echo(f"codex mcp: {line}")
         if key_problem:
             click.echo(f"brief cache: off, its key is refused: {key_problem} (remove it: the next resume makes "
                        "a new one)")

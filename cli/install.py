@@ -443,6 +443,13 @@ MCP_TABLE = ("mcp_servers", SERVER)
 MCP_ENV = ("TRAIL_HOME", "TRAIL_DATABASE_URL", "TRAIL_DB", "XDG_DATA_HOME")
 """What locates the ledger (``ledger.base.location``): Codex starts an MCP server with a cleared environment
 except the variables its ``env_vars`` names, so without these the server would write to another ledger."""
+MCP_WAIT = {"required": True, "startup_timeout_sec": 30}
+"""Codex 0.171 waits only ``mcp_optional_startup_grace_ms`` (1 s) for a server that is not ``required`` and
+then leaves it out of the turn's tools; ``trail mcp`` takes 1-5 s to answer ``initialize``, so the first
+request went without tasktrail's tools. A required server is waited for, up to ``startup_timeout_sec`` (30 s,
+Codex's default, written so a change of default cannot shorten it). The price: a required server that cannot
+start (its command gone, no MCP SDK) stops every Codex session with "required MCP servers failed to
+initialize", so it is only written where it can start (``_mcp_can_start``) and ``trail doctor`` checks it."""
 STATE = ("hooks", "state")
 CODEX_TIMEOUTS = {"SessionEnd": 3}
 """Codex clamps a SessionEnd hook to 3 s (and says so at every start when it is given more)."""
@@ -517,7 +524,9 @@ def config_change(path: Path, server: dict[str, Any] | None, trust: dict[str, st
     if not ok:
         raise Refused(
             f"cannot edit {path} safely (its layout is unusual); add by hand: [features] hooks = true and "
-            f'[mcp_servers.{SERVER}] command = "trail", args = ["mcp"], then trust the hooks in Codex\'s /hooks'
+            f'[mcp_servers.{SERVER}] command = "trail", args = ["mcp"]'
+            + (", required = true" if server and server.get("required") else "")
+            + ", then trust the hooks in Codex's /hooks"
         )
     if text == (before or ""):
         return Change(path, before, before)
@@ -540,15 +549,20 @@ def _codex_hooks_change(folder: Path, command: str) -> tuple[Change, list[codext
 @click.option("--no-trust", is_flag=True,
               help="Do not record the hooks as trusted in config.toml; Codex skips them until you approve "
                    "them in its /hooks.")
+@click.option("--mcp-optional", is_flag=True,
+              help="Do not make Codex wait for tasktrail's MCP server at session start (--user makes it "
+                   "required): a session may then begin without its tools.")
 @_dry
 @fails_cleanly
-def install_codex(scope: str, no_trust: bool, dry_run: bool) -> None:
+def install_codex(scope: str, no_trust: bool, mcp_optional: bool, dry_run: bool) -> None:
     """Add tasktrail's hooks to Codex's hooks.json, turn hooks on, trust them and register the MCP server.
 
     Hooks: SessionStart (answered with the task's brief), UserPromptSubmit, PostToolUse, PreCompact,
     PostCompact, Stop and SessionEnd, each running `trail hook codex`. Codex runs only hooks the user
     has trusted, so the trust its /hooks would record goes into the user's config.toml
-    ([hooks.state."<key>"] trusted_hash), unless --no-trust. Everything already in the files is kept.
+    ([hooks.state."<key>"] trusted_hash), unless --no-trust. With --user the MCP server is required
+    (Codex waits for it, so the first request has its tools; if it cannot start, Codex will not start a
+    session: `trail doctor` checks it), unless --mcp-optional. Everything already in the files is kept.
     """
     folder = codex_folder(scope)
     if scope == "project":
@@ -558,7 +572,10 @@ def install_codex(scope: str, no_trust: bool, dry_run: bool) -> None:
         server = this_script()
         command = f"{shlex.quote(server)}{CODEX_SUFFIX}"
     hooks_change, hooks = _codex_hooks_change(folder, command)
-    entry = {"command": server, "args": ["mcp"], "env_vars": list(MCP_ENV)}
+    entry: dict[str, Any] = {"command": server, "args": ["mcp"], "env_vars": list(MCP_ENV)}
+    # --project is the team's file: a teammate without trail would have every Codex session there stopped
+    if scope == "user" and not mcp_optional and _mcp_can_start():
+        entry.update(MCP_WAIT)
     trust = {} if no_trust else {hook.key: hook.hash for hook in hooks}
     source = codextrust.hooks_file(folder)
     user_config = codex_home() / "config.toml"
@@ -633,8 +650,44 @@ def codex_hook_problems() -> tuple[int, list[str]]:
     return count, list(dict.fromkeys(found))
 
 
-def _note_mcp_extra() -> None:
+def _mcp_can_start() -> bool:
     import importlib.util
 
-    if importlib.util.find_spec("mcp") is None:
-        click.echo("trail: note: the MCP server needs the SDK: pip install 'tasktrail[mcp]'", err=True)
+    return importlib.util.find_spec("mcp") is not None
+
+
+def _note_mcp_extra() -> None:
+    if not _mcp_can_start():
+        click.echo("trail: note: the MCP server needs the SDK: pip install 'tasktrail[mcp]' (then install "
+                   "again, so that Codex waits for it)", err=True)
+
+
+def _is_this_installation(script: str) -> bool:
+    try:
+        return os.path.realpath(script) == os.path.realpath(this_script())
+    except BadSetting:
+        return False
+
+
+def codex_mcp_problems() -> list[str]:
+    """Why a *required* ``[mcp_servers.tasktrail]`` (``trail install codex``) could not start: Codex would then
+    refuse to start any session ("required MCP servers failed to initialize")."""
+    found = []
+    for path in dict.fromkeys((codex_home() / "config.toml", project_root() / ".codex" / "config.toml")):
+        try:
+            entry = _toml(path, _read(path)).get("mcp_servers", {}).get(SERVER)
+        except (TrailError, AttributeError):
+            continue  # an unreadable config.toml is codex_hook_problems' to report
+        if not (_server_is_ours(entry) and entry.get("required") is True):
+            continue
+        command = str(entry["command"])
+        resolved = command if os.path.isabs(command) else shutil.which(command)
+        if resolved is None or not os.access(resolved, os.X_OK):
+            why = f"its command {command} is not there"
+        elif _is_this_installation(resolved) and not _mcp_can_start():
+            why = "the MCP SDK is not installed (pip install 'tasktrail[mcp]')"
+        else:
+            continue
+        found.append(f"{path}: [mcp_servers.{SERVER}] is required but {why}: Codex will not start a session "
+                     "(`trail install codex --mcp-optional`, or `trail uninstall codex`)")
+    return found

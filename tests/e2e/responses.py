@@ -79,6 +79,17 @@ def texts(body: dict[str, Any]) -> list[str]:
     return found
 
 
+def mcp_namespaces(body: dict[str, Any]) -> set[str]:
+    """The MCP tool namespaces the request offers (``mcp__<server>``): those loaded among its ``tools``, and
+    those Codex 0.171 defers behind ``tool_search``, which it lists in a ``<tools>`` text ("Deferred tool
+    namespaces:\n- mcp__tasktrail: …"). A server Codex did not wait for is in neither."""
+    loaded = {str(t.get("name")) for t in body.get("tools") or ()
+              if isinstance(t, dict) and t.get("type") == "namespace"}
+    deferred = {line[2:].split(":", 1)[0] for text in texts(body) if text.startswith("<tools>")
+                for line in text.splitlines() if line.startswith("- ")}
+    return {name for name in loaded | deferred if name.startswith("mcp__")}
+
+
 def outputs(body: dict[str, Any]) -> dict[str, str]:
     """The tool outputs the request carries, by call id (a structured output as its JSON)."""
     return {i["call_id"]: i["output"] if isinstance(i["output"], str) else json.dumps(i["output"])

@@ -193,6 +193,12 @@ def test_the_next_sessions_first_request_holds_the_brief_with_the_next_step(flow
     assert after and NEXT in after[0], briefs[-1][:800]
 
 
+def test_tasktrails_tools_are_on_every_sessions_first_request(flow: Flow) -> None:
+    """`trail install codex` makes the server required: Codex waits for it instead of its 1 s grace."""
+    offered = [run for run in flow.logs if "mcp__tasktrail" in responses.mcp_namespaces(flow.requests(run)[0])]
+    assert offered == list(flow.logs), f"{len(offered)} of {len(flow.logs)} sessions"
+
+
 def test_importing_the_rollout_adds_no_duplicates(flow: Flow) -> None:
     def facts(log: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
         # json: a ContextCompacted row's own `summary` field (its text) stands where the one-line summary is

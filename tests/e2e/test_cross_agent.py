@@ -226,6 +226,12 @@ def test_every_run_ran_its_script(cross: Cross) -> None:
         "raise NotImplementedError", "return a * b")
 
 
+def test_tasktrails_tools_are_on_every_codex_runs_first_request(cross: Cross) -> None:
+    codex = [run for run in cross.runs.values() if run.agent == "codex"]
+    offered = [run.name for run in codex if "mcp__tasktrail" in responses.mcp_namespaces(run.main[0])]
+    assert offered == [run.name for run in codex] and len(codex) == 2
+
+
 def test_codex_gets_the_brief_of_the_task_claude_code_began(cross: Cross) -> None:
     brief = cross.runs["codex_continues"].brief
     assert brief.startswith(f"{BRIEF_HEADER}1."), brief[:200]

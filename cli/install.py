@@ -449,7 +449,9 @@ then leaves it out of the turn's tools; ``trail mcp`` takes 1-5 s to answer ``in
 request went without tasktrail's tools. A required server is waited for, up to ``startup_timeout_sec`` (30 s,
 Codex's default, written so a change of default cannot shorten it). The price: a required server that cannot
 start (its command gone, no MCP SDK) stops every Codex session with "required MCP servers failed to
-initialize", so it is only written where it can start (``_mcp_can_start``) and ``trail doctor`` checks it."""
+initialize". A capture tool must never be what keeps the agent from starting, so it is the user's choice
+(``--mcp-required``), written only where the server can start (``_mcp_can_start``), and ``trail doctor``
+checks it."""
 STATE = ("hooks", "state")
 CODEX_TIMEOUTS = {"SessionEnd": 3}
 """Codex clamps a SessionEnd hook to 3 s (and says so at every start when it is given more)."""
@@ -549,21 +551,27 @@ def _codex_hooks_change(folder: Path, command: str) -> tuple[Change, list[codext
 @click.option("--no-trust", is_flag=True,
               help="Do not record the hooks as trusted in config.toml; Codex skips them until you approve "
                    "them in its /hooks.")
-@click.option("--mcp-optional", is_flag=True,
-              help="Do not make Codex wait for tasktrail's MCP server at session start (--user makes it "
-                   "required): a session may then begin without its tools.")
+@click.option("--mcp-required", is_flag=True,
+              help="Make Codex wait for tasktrail's MCP server at session start, so the first request has its "
+                   "tools (--user only). The price: if the server cannot start, Codex starts no session.")
 @_dry
 @fails_cleanly
-def install_codex(scope: str, no_trust: bool, mcp_optional: bool, dry_run: bool) -> None:
+def install_codex(scope: str, no_trust: bool, mcp_required: bool, dry_run: bool) -> None:
     """Add tasktrail's hooks to Codex's hooks.json, turn hooks on, trust them and register the MCP server.
 
     Hooks: SessionStart (answered with the task's brief), UserPromptSubmit, PostToolUse, PreCompact,
     PostCompact, Stop and SessionEnd, each running `trail hook codex`. Codex runs only hooks the user
     has trusted, so the trust its /hooks would record goes into the user's config.toml
-    ([hooks.state."<key>"] trusted_hash), unless --no-trust. With --user the MCP server is required
-    (Codex waits for it, so the first request has its tools; if it cannot start, Codex will not start a
-    session: `trail doctor` checks it), unless --mcp-optional. Everything already in the files is kept.
+    ([hooks.state."<key>"] trusted_hash), unless --no-trust. Codex gives a server that is not required
+    about a second at session start, so the first request may go without tasktrail's tools; with
+    --mcp-required it waits (and starts no session if the server cannot start: `trail doctor` checks it).
+    Everything already in the files is kept.
     """
+    if mcp_required and scope == "project":  # the team's file: a teammate without trail could not start Codex
+        raise BadInput("--mcp-required is for --user only: in .codex/ it would stop the Codex sessions of "
+                       "every teammate without trail")
+    if mcp_required and not _mcp_can_start():
+        raise BadInput("--mcp-required: the MCP server needs the SDK: pip install 'tasktrail[mcp]'")
     folder = codex_folder(scope)
     if scope == "project":
         name = shared_command(".codex/", "--user (~/.codex)")
@@ -573,8 +581,7 @@ def install_codex(scope: str, no_trust: bool, mcp_optional: bool, dry_run: bool)
         command = f"{shlex.quote(server)}{CODEX_SUFFIX}"
     hooks_change, hooks = _codex_hooks_change(folder, command)
     entry: dict[str, Any] = {"command": server, "args": ["mcp"], "env_vars": list(MCP_ENV)}
-    # --project is the team's file: a teammate without trail would have every Codex session there stopped
-    if scope == "user" and not mcp_optional and _mcp_can_start():
+    if mcp_required:
         entry.update(MCP_WAIT)
     trust = {} if no_trust else {hook.key: hook.hash for hook in hooks}
     source = codextrust.hooks_file(folder)
@@ -658,8 +665,7 @@ def _mcp_can_start() -> bool:
 
 def _note_mcp_extra() -> None:
     if not _mcp_can_start():
-        click.echo("trail: note: the MCP server needs the SDK: pip install 'tasktrail[mcp]' (then install "
-                   "again, so that Codex waits for it)", err=True)
+        click.echo("trail: note: the MCP server needs the SDK: pip install 'tasktrail[mcp]'", err=True)
 
 
 def _is_this_installation(script: str) -> bool:
@@ -689,5 +695,5 @@ def codex_mcp_problems() -> list[str]:
         else:
             continue
         found.append(f"{path}: [mcp_servers.{SERVER}] is required but {why}: Codex will not start a session "
-                     "(`trail install codex --mcp-optional`, or `trail uninstall codex`)")
+                     "(`trail install codex` without --mcp-required, or `trail uninstall codex`)")
     return found

@@ -208,8 +208,7 @@ def test_codex_user_install_is_idempotent_keeps_the_users_settings_and_uninstall
     config_text = (codex / "config.toml").read_text()
     config = tomllib.loads(config_text)
     assert config["features"] == {"web_search": True, "hooks": True}  # the deprecated codex_hooks line taken over
-    assert config["mcp_servers"]["tasktrail"] == {"command": str(SCRIPT), "args": ["mcp"], "env_vars": ENV_VARS,
-                                                  "required": True, "startup_timeout_sec": 30}
+    assert config["mcp_servers"]["tasktrail"] == {"command": str(SCRIPT), "args": ["mcp"], "env_vars": ENV_VARS}
     assert config["mcp_servers"]["docs"] == {"command": "npx", "args": ["-y", "docs-mcp"]}
     assert config["model"] == "gpt-5.5-codex" and config["profiles"]["fast"]["model"] == "gpt-5-mini"
     kept = [ln for ln in CONFIG.splitlines() if ln.strip() and ln != "codex_hooks = false"]
@@ -233,16 +232,18 @@ def test_codex_user_install_is_idempotent_keeps_the_users_settings_and_uninstall
     assert json.loads((codex / "hooks.json").read_text()) == HOOKS
 
 
-def test_codex_waits_for_the_mcp_server_unless_told_not_to_and_doctor_says_when_it_cannot_start(
-    tmp_path: Path
-) -> None:
-    """A required server Codex waits for (its tools on the first request); one that cannot start would stop
-    every Codex session, which doctor reports; --mcp-optional takes the wait out again, and uninstall is exact."""
+def test_codex_waits_for_the_mcp_server_when_asked_and_doctor_says_when_it_cannot_start(tmp_path: Path) -> None:
+    """By default the server is optional (a capture tool never keeps Codex from starting); --mcp-required makes
+    Codex wait for it (its tools on the first request); one that then cannot start would stop every Codex
+    session, which doctor reports; installing again without the flag takes the wait out, uninstall is exact."""
     home = tmp_path / "home"
     codex = home / ".codex"
     codex.mkdir(parents=True)
     (codex / "config.toml").write_text(CONFIG)
+    plain = {"command": str(SCRIPT), "args": ["mcp"], "env_vars": ENV_VARS}
     assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]["tasktrail"] == plain
+    assert trail("install", "codex", "--mcp-required", cwd=tmp_path, home=home).returncode == 0
     server = tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]["tasktrail"]
     assert (server["required"], server["startup_timeout_sec"]) == (True, 30)
     assert json.loads(trail("doctor", "--json", cwd=tmp_path, home=home).stdout)["codex_mcp_problems"] == []
@@ -252,13 +253,14 @@ def test_codex_waits_for_the_mcp_server_unless_told_not_to_and_doctor_says_when_
     report = json.loads(trail("doctor", "--json", cwd=tmp_path, home=home).stdout)
     assert report["codex_mcp_problems"] == [
         f"{codex / 'config.toml'}: [mcp_servers.tasktrail] is required but its command /gone/trail is not there: "
-        "Codex will not start a session (`trail install codex --mcp-optional`, or `trail uninstall codex`)"]
+        "Codex will not start a session (`trail install codex` without --mcp-required, or `trail uninstall codex`)"]
     assert "codex mcp: " in trail("doctor", cwd=tmp_path, home=home).stdout
 
-    assert trail("install", "codex", "--mcp-optional", cwd=tmp_path, home=home).returncode == 0
-    server = tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]["tasktrail"]
-    assert server == {"command": str(SCRIPT), "args": ["mcp"], "env_vars": ENV_VARS}
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]["tasktrail"] == plain
     assert json.loads(trail("doctor", "--json", cwd=tmp_path, home=home).stdout)["codex_mcp_problems"] == []
+    project = trail("install", "codex", "--project", "--mcp-required", cwd=tmp_path, home=home)
+    assert project.returncode == 2 and "--mcp-required is for --user only" in project.stderr
     assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
     assert (codex / "config.toml").read_text() == CONFIG
 

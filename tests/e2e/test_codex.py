@@ -89,7 +89,7 @@ def flow(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> Flow:
     repo = root / "repo"
     flows.make_repo(repo)
     flow = Flow(root, repo, flows.codex_environment(root))
-    installed = flow.trail("install", "codex")
+    installed = flow.trail("install", "codex", "--mcp-required")
     assert installed.returncode == 0, installed.stderr
     flow.codex("first", codex, [PROMPT], FIRST)
     flow.codex("resumed", codex, ["resume", "--last", "Continue with the next step."],
@@ -194,7 +194,7 @@ def test_the_next_sessions_first_request_holds_the_brief_with_the_next_step(flow
 
 
 def test_tasktrails_tools_are_on_every_sessions_first_request(flow: Flow) -> None:
-    """`trail install codex` makes the server required: Codex waits for it instead of its 1 s grace."""
+    """`trail install codex --mcp-required`: Codex waits for the server instead of its 1 s grace."""
     offered = [run for run in flow.logs if "mcp__tasktrail" in responses.mcp_namespaces(flow.requests(run)[0])]
     assert offered == list(flow.logs), f"{len(offered)} of {len(flow.logs)} sessions"
 

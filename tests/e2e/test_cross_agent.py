@@ -1,8 +1,8 @@
 """A task begun in one real agent and continued by the other, in the same repository (issue 19).
 
 One repository, one TRAIL_HOME, both agents installed as a user installs them: ``trail install claude-code
---local --mcp`` in the repository and ``trail install codex`` into a CODEX_HOME of the test's own. Four runs,
-each against its scripted model (``tests.e2e.anthropic``, ``tests.e2e.responses``), in a loopback-only
+--local --mcp`` in the repository and ``trail install codex --mcp-required`` into a CODEX_HOME of the test's
+own. Four runs, each against its scripted model (``tests.e2e.anthropic``, ``tests.e2e.responses``), in a loopback-only
 namespace:
 
 * flow A, task #1: ``claude -p REQUIREMENT_A`` plans (TodoWrite), runs the failing pytest and leaves "Fix
@@ -175,7 +175,7 @@ def cross(claude: Path, codex: Path, tmp_path_factory: pytest.TempPathFactory) -
     env = {**flows.codex_environment(root), **flows.claude_environment(root / "home", root / "trail")}
     cross = Cross(root, root / "repo", env)
     flows.make_repo(cross.repo, env)
-    for install in (["claude-code", "--local", "--mcp"], ["codex"]):
+    for install in (["claude-code", "--local", "--mcp"], ["codex", "--mcp-required"]):
         done = subprocess.run([str(flows.TRAIL), "install", *install], cwd=cross.repo, env=env, capture_output=True,
                               text=True)
         assert done.returncode == 0, f"trail install {install[0]}: {done.stderr.strip()}"

@@ -144,6 +144,14 @@ class Ledger(Application[UUID]):
     conflicts = 0
     """Write races lost (and retried) by this instance: the measure of contention."""
     snapshotting_intervals = {Task: SNAPSHOT_EVERY, Registry: 100}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # The library names a subclass after itself, and PostgreSQL tables after the name; the stores write
+        # tasktrail's own tables (tasktrail_snapshots, ...) beside the library's, so a subclass (another
+        # snapshot interval) keeps the name unless it sets one.
+        if "name" not in cls.__dict__:
+            cls.name = "tasktrail"
+        super().__init_subclass__(**kwargs)
     env = {
         "TRANSCODER_TOPIC": get_topic(OrjsonTranscoder),
         "MAPPER_TOPIC": get_topic(PydanticMapper),

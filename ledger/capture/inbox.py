@@ -172,7 +172,7 @@ def _items(
     ]
     if task is not None:
         state = binding.state or ledger.state(task)
-        first = not state.requirements and not state.corrections
+        first = not state.requirements and not state.corrections and not state.withdrawn
         seen = _prompts_seen(ledger, location, agent, task, state.position, session)
         intents = [(r.text, r.position, r.changed_at) for r in state.requirements]
         intents += [(c.text, c.position, None) for c in state.corrections]

@@ -154,8 +154,9 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
             width = 1500 if i == count - 1 else 2000 if i == 0 else 400 if recent else 200
             add("requirements", f"- [{r.position}] {_clip(r.text, width)}{changed}",
                 REQUIREMENT if recent else REQUIREMENT - 15 - (count - i) // 10)
-        _older(add, "requirements", state.counts.get("RequirementStated", 0), len(state.requirements),
-               "RequirementStated")
+        # Withdrawn ones are listed below, not earlier in the log.
+        _older(add, "requirements", state.counts.get("RequirementStated", 0),
+               len(state.requirements) + len(state.withdrawn), "RequirementStated")
 
     if state.corrections:
         heading("corrections", "## Corrections (the agent had these wrong; do not repeat them)")
@@ -166,6 +167,13 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
             add("corrections", f"- [{c.position}] {_clip(c.text, 500 if recent else 200)}{wrong}",
                 CORRECTION if recent else CORRECTION - 20)
         _older(add, "corrections", state.counts.get("CorrectionMade", 0), len(state.corrections), "CorrectionMade")
+
+    if state.withdrawn:
+        # History, not current: said so a fresh agent does not take them up again.
+        heading("withdrawn", "## Withdrawn by the user (not current; do not pick these up)")
+        for r in state.withdrawn[-5:]:
+            why = f": {_clip(r.withdrawn_because, 160)}" if r.withdrawn_because else ""
+            add("withdrawn", f"- [{r.position}] {_clip(r.text, 200)} (withdrawn at [{r.withdrawn_at}]{why})", LOW)
 
     plan = state.plan
     if plan is not None and plan.steps:

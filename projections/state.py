@@ -7,6 +7,7 @@ a months-long task (commands, notes, checkpoints) keep a recent window plus coun
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
@@ -19,8 +20,9 @@ from projections import facts
 from projections.commands import chain_heads, command_head, covers, is_probe
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
+from projections.intent import says_failed, withdrawal
 
-FOLD_VERSION = 2
+FOLD_VERSION = 3
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -44,6 +46,9 @@ RECENT_FAILURES = 30
 """Failures (non-zero exits, failed tests and tool calls) kept, resolved or not."""
 WORDINGS_KEPT = 5
 """Earlier wordings kept per requirement."""
+RECENT_WITHDRAWN = 20
+CHANGED_KEPT = 5
+"""Paths named for the agent's changes since the user last spoke (the count goes on)."""
 
 
 class Item(BaseModel):
@@ -58,6 +63,9 @@ class Requirement(Item):
     history: tuple[str, ...] = ()
     """Earlier wordings, oldest first."""
     changed_at: int | None = None
+    withdrawn_at: int | None = None
+    """Position of the user's words that withdrew it ("never mind, we'll look at it later")."""
+    withdrawn_because: str | None = None
 
 
 class Correction(Item):
@@ -204,6 +212,8 @@ class TaskState(Item):
     status: ev.Status = "active"
     status_reason: str | None = None
     requirements: tuple[Requirement, ...] = ()
+    """The current ones: a requirement the user withdrew moves to ``withdrawn``."""
+    withdrawn: tuple[Requirement, ...] = ()
     corrections: tuple[Correction, ...] = ()
     decisions: tuple[Decision, ...] = ()
     attempts: tuple[Attempt, ...] = ()
@@ -223,6 +233,11 @@ class TaskState(Item):
     checkpoints_total: int = 0
     last_intent: int | None = None
     """Position of the latest requirement, requirement change or correction."""
+    changed_since_intent: tuple[str, ...] = ()
+    """The files the agent changed since the user last stated an intent (the first ``CHANGED_KEPT``)."""
+    changes_since_intent: int = 0
+    changed_since_position: int | None = None
+    """Position of the first of those changes: where the approach the user may reject began."""
     last_decision: int | None = None
     next_step: str | None = None
     next_step_position: int | None = None
@@ -383,8 +398,13 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             )
             # order = order of last change; a renamed file's old path is gone
             files = _latest(state.files, event.path, touch, RECENT_FILES, gone=event.renamed_from or None)
+            changed = state.changed_since_intent
+            if event.path not in changed and len(changed) < CHANGED_KEPT:
+                changed = (*changed, event.path)
             # A file edited is the editing tool working again.
-            return {"files": files, "failures": _resolved(state.failures, _EDITOR_KEYS, pos)}
+            return {"files": files, "failures": _resolved(state.failures, _EDITOR_KEYS, pos),
+                    "changed_since_intent": changed, "changes_since_intent": state.changes_since_intent + 1,
+                    "changed_since_position": state.changed_since_position or pos}
         case ev.TestResult():
             t = TestRecord(name=event.name, outcome=event.outcome, position=pos, at=at, message=event.message,
                            passed=event.passed, failed=event.failed, errors=event.errors, skipped=event.skipped)
@@ -411,20 +431,27 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 "opened_at": at,
             }
         case ev.RequirementStated():
+            said = _user_said(state, event)
+            latest = state.requirements[-1].position if state.requirements else None
+            if latest is not None and said.get("withdraws") == "withdrawn":
+                return {**said["update"], **_withdrawn(state, latest, event)}
+            if latest is not None and said.get("withdraws") == "replaced":
+                return {**said["update"], "requirements": _reworded(state, latest, event), "last_intent": pos}
             req = Requirement(position=pos, text=event.text, at=at, actor=event.actor)
-            return {"requirements": _recent(state.requirements, req, RECENT_INTENTS), "last_intent": pos}
+            return {**said["update"], "requirements": _recent(state.requirements, req, RECENT_INTENTS),
+                    "last_intent": pos}
         case ev.RequirementChanged():
-            reqs = tuple(
-                r.model_copy(update={"text": event.text, "history": (*r.history, r.text)[-WORDINGS_KEPT:],
-                                     "changed_at": pos})
-                if r.position == event.supersedes
-                else r
-                for r in state.requirements
-            )
-            return {"requirements": reqs, "last_intent": pos}
+            said = _user_said(state, event)
+            if said.get("withdraws") == "withdrawn":
+                return {**said["update"], **_withdrawn(state, event.supersedes, event)}
+            return {**said["update"], "requirements": _reworded(state, event.supersedes, event), "last_intent": pos}
         case ev.CorrectionMade():
+            said = _user_said(state, event)
+            if said.get("withdraws") == "withdrawn" and state.requirements:
+                return {**said["update"], **_withdrawn(state, state.requirements[-1].position, event)}
             c = Correction(position=pos, text=event.text, wrong=event.wrong, at=at, actor=event.actor)
-            return {"corrections": _recent(state.corrections, c, RECENT_INTENTS), "last_intent": pos}
+            return {**said["update"], "corrections": _recent(state.corrections, c, RECENT_INTENTS),
+                    "last_intent": pos}
         case ev.IntentReclassified():
             return _reclassified(state, event)
         case ev.DecisionRecorded():
@@ -491,6 +518,74 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             link = TaskLink(position=pos, relation=event.relation, other=event.other, other_number=event.other_number)
             return {"links": (*state.links, link)}
     return {}
+
+
+def _reworded(
+    state: TaskState, target: int, event: ev.RequirementStated | ev.RequirementChanged
+) -> tuple[Requirement, ...]:
+    """The requirements with the one at ``target`` given ``event``'s wording (the old one kept as history)."""
+    return tuple(
+        r.model_copy(update={"text": event.text, "history": (*r.history, r.text)[-WORDINGS_KEPT:],
+                             "changed_at": event.originator_version})
+        if r.position == target else r
+        for r in state.requirements
+    )
+
+
+def _withdrawn(state: TaskState, target: int, event: ev.TaskEvent) -> dict[str, Any]:
+    """The requirement at ``target`` moved out of the current ones: the user withdrew it with ``event``."""
+    pos = event.originator_version
+    gone = next((r for r in state.requirements if r.position == target), None)
+    if gone is None:  # withdrawn before, or older than the window: nothing current changes
+        return {"last_intent": pos}
+    why = getattr(event, "text", None)
+    return {
+        "requirements": tuple(r for r in state.requirements if r.position != target),
+        "withdrawn": _recent(state.withdrawn, gone.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}),
+                             RECENT_WITHDRAWN),
+        "last_intent": pos,
+    }
+
+
+def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+               ) -> dict[str, Any]:
+    """What the user's intent ``event`` does besides its own kind: ``withdraws`` (``projections.intent.withdrawal``)
+    and, in ``update``, the agent's changes since the user last spoke closed, as a failed attempt with the user's
+    words as its reason when those words say it does not work ("still doesn't work")."""
+    update: dict[str, Any] = {"changed_since_intent": (), "changes_since_intent": 0, "changed_since_position": None}
+    if event.actor != "user":
+        return {"update": {}}
+    start = state.changed_since_position
+    if start is not None and state.open_attempt is None and says_failed(event.text):
+        # An edit, then "still doesn't work": the change was an approach, and it failed (a fresh agent must
+        # not propose it again). The agent's own words of the turn, when it spoke after the change, name it.
+        files = ", ".join(_short_path(p) for p in state.changed_since_intent)
+        more = state.changes_since_intent - len(state.changed_since_intent)
+        what = f"changed {files}" + (f" and {more} more" if more > 0 and len(state.changed_since_intent) == CHANGED_KEPT
+                                      else "")
+        reply = state.last_reply
+        if reply is not None and reply.position > start and reply.text.strip():
+            what = f"{what}: {_first_sentence(reply.text)}"
+        attempt = Attempt(position=start, text=what, at=event.timestamp, outcome="failed", reason=event.text,
+                          ended_position=event.originator_version, ended_at=event.timestamp)
+        update["attempts"] = _recent(state.attempts, attempt, RECENT_ATTEMPTS)
+        update["attempts_failed"] = state.attempts_failed + 1
+    return {"update": update, "withdraws": withdrawal(event.text)}
+
+
+def _short_path(path: str) -> str:
+    return "/".join(path.rstrip("/").split("/")[-2:])
+
+
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")
+"""A sentence: up to a ``.``/``!``/``?`` before a blank or a line's end (``next.config.js`` is one word)."""
+
+
+def _first_sentence(text: str, width: int = 200) -> str:
+    """The agent's first sentence that says something: past an opening "Excellent!" or "Done!"."""
+    sentences = [m.group(0).strip(" #*-") for m in _SENTENCE.finditer(text) if m.group(0).strip(" #*-")]
+    said = next((x for x in sentences if len(x.split()) > 2), sentences[0] if sentences else "")
+    return said[:width]
 
 
 def _reclassified(state: TaskState, event: ev.IntentReclassified) -> dict[str, Any]:

@@ -199,7 +199,8 @@ def _claude_counts(path: Path) -> dict[str, Any]:
                 said = clean_prompt(text) or text.strip()
                 prompts += 1
                 queued = [q for q in queued if q != said]
-                replies += prompts > 1 and classify(said, first=False) == "reply"  # "thanks!": a note
+                # "thanks!", "show me the JSON", a pasted log: a note, not an intent
+                replies += prompts > 1 and classify(said, first=False) in ("reply", "question", "output")
     prompts += len(queued) - replies
     ran = [
         i

@@ -8,8 +8,17 @@ left?") is a reply, never a requirement, wherever it comes.
 
 The rules, in order (first match wins):
 
+0. Text that is not the user's at all: output pasted without a word of the user's own (a log, a
+   trace: ``projections.intent.pasted_output``) is kept as a note, wherever it comes.
 1. The task's first prompt states a requirement.
-2. A prompt right after the user interrupted the agent or rejected a tool use is a correction.
+2. A prompt that withdraws the latest requirement ("never mind, we'll look at it later", "forget
+   that", "forget that, do X": ``projections.intent.withdrawal``) is a change of it (the fold
+   withdraws it, or rewords it with what follows).
+2a. A prompt right after the user interrupted the agent or rejected a tool use, or a request sent
+   again (the same text came before in the task), is a correction.
+2b. A short question that only asks for an answer ("what about edge cases?", "show me the JSON
+   structure": ``projections.intent.question``) is kept as a note; pushback ("but why do you think
+   X?", "do we even need X?") is not such a question.
 3. A prompt that opens by negating or redirecting what the agent just did is a correction:
    "no", "don't", "stop", "wait", "that's wrong", "not what I ...", "you forgot/broke/missed ...",
    "why did you ...", "revert"/"undo", "it still fails", "this doesn't work" ... Also one whose
@@ -33,7 +42,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-Kind = Literal["requirement", "change", "correction", "reply"]
+from projections.intent import pasted_output, question, withdrawal
+
+Kind = Literal["requirement", "change", "correction", "reply", "question", "output"]
 
 _OPENING = 160
 """Characters of the prompt's opening that rules 3 and 4 look at."""
@@ -114,11 +125,13 @@ CHANGE = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 
-_WRAPPERS = re.compile(r"<(ide_opened_file|ide_selection|system-reminder)>.*?</\1>", re.S)
+_WRAPPERS = re.compile(r"<(ide_opened_file|ide_selection|system-reminder|task-notification)>.*?</\1>", re.S)
 
 
 def clean_prompt(text: str) -> str:
-    """The prompt without the IDE and reminder wrappers Claude Code prefixes to it."""
+    """The prompt without the IDE and reminder wrappers Claude Code prefixes to it, and without the
+    background tasks' notifications it puts in the user's turn (``<task-notification>…``): what is left
+    is what the user typed, if anything."""
     return _WRAPPERS.sub("", text).strip()
 
 
@@ -172,9 +185,15 @@ SYNTHETIC = (
     "<environment_context>",
     "<turn_aborted>",
     "[Request interrupted by user",
+    "Stop hook feedback:",
+    "SubagentStop hook feedback:",
+    "Operation stopped by hook:",
+    "UserPromptSubmit operation blocked by hook:",
+    "<user-prompt-submit-hook>",
 )
 """Openings of text an agent puts in the user's turn itself (command echoes and their output, caveats,
-notifications, injected context, interrupt markers): Claude Code's and Codex's. Never a request."""
+notifications, injected context, interrupt markers, a hook's feedback): Claude Code's and Codex's.
+Never a request."""
 
 SESSION_COMMANDS = frozenset({
     "add-dir", "agents", "bug", "clear", "compact", "config", "context", "cost", "doctor", "effort", "exit",
@@ -216,20 +235,27 @@ def request_text(text: str) -> str | None:
     command = slash_request(cleaned)
     if command is not None:
         return command or None
-    return None if cleaned.startswith(SYNTHETIC) else cleaned
+    return None if not cleaned or cleaned.startswith(SYNTHETIC) else cleaned
 
 
-def classify(text: str, *, first: bool, after_interrupt: bool = False) -> Kind:
-    """Which kind of user intent ``text`` is; see the module docstring for the rules."""
+def classify(text: str, *, first: bool, after_interrupt: bool = False, resent: bool = False) -> Kind:
+    """Which kind of user intent ``text`` is; see the module docstring for the rules. ``resent``: the same
+    request came before in the task (sent again after an interrupt, or because the agent missed it)."""
     if len(text) <= 200 and (_CONTINUE.match(clean_prompt(text)) or _STATUS.match(clean_prompt(text))):
         return "reply"  # "Carry on with the task.", "What is left?": even as a first prompt, nothing new
+    if pasted_output(clean_prompt(text)):
+        return "output"  # a log or a trace with no word of the user's: what they saw, not what they ask
     if first:
         return "requirement"
     if _ACK.match(clean_prompt(text)[:80]):
         # "proceed", "thanks!", a menu letter: an answer to the agent, not a new requirement.
         return "reply"
-    if after_interrupt:
+    if withdrawal(clean_prompt(text)) is not None:
+        return "change"  # the fold withdraws the latest requirement, or rewords it with what follows
+    if after_interrupt or resent:
         return "correction"
+    if question(clean_prompt(text)):
+        return "question"  # "what about edge cases?", "show me the JSON": asks for an answer, not for work
     opening = clean_prompt(text)[:_OPENING]
     if CORRECTION.match(opening) or CORRECTION.match(_LEAD_RE.sub("", opening, count=1)):
         return "correction"

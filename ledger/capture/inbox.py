@@ -172,10 +172,13 @@ def _items(
     ]
     if task is not None:
         state = binding.state or ledger.state(task)
-        first = not state.requirements and not state.corrections
+        first = not state.requirements and not state.corrections and not state.withdrawn
         seen = _prompts_seen(ledger, location, agent, task, state.position, session)
+        intents = [(r.text, r.position, r.changed_at) for r in state.requirements]
+        intents += [(c.text, c.position, None) for c in state.corrections]
+        previous = next((text for text, *at in intents if state.last_intent in at), None)
     else:
-        first, seen = True, {}
+        first, seen, previous = True, {}, None
     mapped = agent.hook_mapper(ledger, location, task, session)
     for row, payload in zip(rows, agent.enrich([r.payload for r in rows]), strict=True):
         ts = datetime.fromtimestamp(row.received, UTC)
@@ -185,10 +188,11 @@ def _items(
         if payload.get("hook_event_name") == "UserPromptSubmit":
             text = _request(agent, payload)
             if text:
+                resent = text == previous  # the same request again (after an interrupt): the agent missed it
                 record = prompt_record(text, seen)  # the key an import of the transcript gives it too
                 src = ev.SourceKey(agent=agent.name, session=session, record=record)
-                items.append(prompt_item(classify(text, first=first), text, src, ts))
-                first = False
+                items.append(prompt_item(classify(text, first=first, resent=resent), text, src, ts))
+                first, previous = False, text
             continue
         items.extend(mapped(payload, row.id, ts))
     return agent.normalised(items)

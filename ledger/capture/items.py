@@ -71,6 +71,10 @@ def prompt_item(kind: Kind, text: str, source: ev.SourceKey, timestamp: Any, wro
         return ev.RequirementChanged, {**base, "supersedes": LATEST_REQUIREMENT}
     if kind == "reply":
         return ev.NoteAdded, {**base, "text": f"user: {text}"}
+    if kind == "question":
+        return ev.NoteAdded, {**base, "text": f"user asked: {text}"}
+    if kind == "output":
+        return ev.NoteAdded, {**base, "text": f"user pasted output: {text}"}
     return ev.RequirementStated, base
 
 

@@ -490,6 +490,9 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     """Whether the title came from a prompt, and whether that prompt was a real request."""
     tasks = TaskList()
     """The session's task list (``TaskCreate`` …); a sub-agent's file gets none (see ``tool_items``)."""
+    last_prompt: str | None = None
+    """The user's previous request: the same text again is a request re-sent (a rewind's branch may repeat an
+    older one: that is not re-sent)."""
     queued: list[tuple[int, str, Any]] = []
     """Prompts typed while the agent worked (index in items, text, time); one that
     never comes back as a user line is still something the user said, and lands where it was typed."""
@@ -501,7 +504,7 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         reply = None
 
     def handle(number: int, record: dict[str, Any]) -> None:
-        nonlocal interrupted, wrong, prompts, user_command, last, reply, compaction, titled_by
+        nonlocal interrupted, wrong, prompts, user_command, last, reply, compaction, titled_by, last_prompt
         kind = record.get("type")
         uuid = record.get("uuid")
         ts = record.get("timestamp")
@@ -655,7 +658,9 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         queued[:] = [q for q in queued if q[1] != cleaned]  # it came back as a user line
         close_turn()
         prompts += 1
-        kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
+        resent = cleaned == last_prompt  # the same request again (after an interrupt): the agent missed it
+        last_prompt = cleaned
+        kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted, resent=resent)
         prompt_src = src.model_copy(update={"record": prompt_record(cleaned, prompt_seen)})
         session.items.append(prompt_item(kind_, cleaned, prompt_src, ts, wrong if kind_ == "correction" else None))
         if (session.title is None or titled_by is not None) and titled_by != "strong" and kind_ == "requirement":

@@ -372,6 +372,8 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
     last_action: str | None = None
     reply: _Reply | None = None
     tokens: int | None = None
+    last_prompt: str | None = None
+    """The user's previous request: the same text again is a request re-sent."""
 
     def keyed(prefix: str, text: str, where: str) -> ev.SourceKey:
         record = prompt_record(text, seen.setdefault(f"{where} {prefix}", {}))
@@ -416,7 +418,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
         )
 
     def handle(number: int, kind: str, payload: dict[str, Any], ts: Any) -> None:
-        nonlocal prompts, origin, cwd, interrupted, wrong, last_action, reply, tokens
+        nonlocal prompts, origin, cwd, interrupted, wrong, last_action, reply, tokens, last_prompt
         if ts and not session.first_timestamp:
             session.first_timestamp = str(ts)
         ptype = payload.get("type")
@@ -468,7 +470,9 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
                 return
             flush_reply()
             prompts += 1
-            kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted)
+            resent = cleaned == last_prompt  # the same request again: the agent missed it
+            last_prompt = cleaned
+            kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted, resent=resent)
             key = keyed("prompt:", cleaned, where)
             session.items.append(prompt_item(kind_, cleaned, key, ts, wrong if kind_ == "correction" else None))
             if session.title is None:

@@ -1,0 +1,148 @@
+"""What a user's words do to the task, read from their shape alone (deterministic; standard library only).
+
+Shared by capture (``ledger.capture.classify``: which event a prompt becomes) and the fold
+(``projections.state``: what an intent does to the requirements and attempts already there), so both
+read a prompt the same way and a re-fold of an old ledger applies the rules the capture applies now:
+
+- ``withdrawal``: "never mind, we'll look at it later", "forget that": the latest requirement is
+  no longer wanted ("withdrawn"), or is replaced by what follows ("replaced": "forget that, do X").
+- ``question``: "what about edge cases?", "show me the JSON structure": asks for an answer, files
+  nothing to do. Pushback ("but why do you think X?", "do we even need X?") is not one of these.
+- ``says_failed``: "still doesn't work", "the redirect doesn't work": what the agent just changed did
+  not do it.
+- ``pasted_output``: a log, trace or command output pasted without a word of the user's own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+_LEAD = r"^\W*(?:(?:oh|ok|okay|hmm+|well|ah+|sorry|so|but|and|hey|uh+|um+|actually|no|nah)\b[\s,.!:;-]*)*"
+"""Interjections a prompt may open with; they carry no meaning of their own here."""
+
+_WITHDRAW = re.compile(
+    _LEAD
+    + r"""(?:never\s*mind|nevermind|nvm|forget\s+(?:about\s+)?(?:that|it|this|the\s+last\s+(?:one|request|part))|
+        scratch\s+that|don'?t\s+bother|skip\s+(?:that|it|this)|leave\s+(?:that|it|this)(?:\s+for\s+(?:now|later))?|
+        let'?s\s+(?:leave|park|drop|skip)\s+(?:that|it|this)|drop\s+(?:that|it|this))\b[\s,.!;:-]*""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_LATER = re.compile(
+    r"""^(?:(?:
+        for\s+now|for\s+later|for\s+the\s+moment|then|please|thanks?|thank\s+you|i\s+guess|after\s+all|
+        (?:we|i|you)(?:'ll|\s+will|\s+can|\s+could|\s+might|\s+may)\s+(?:look\s+at|come\s+back\s+to|revisit|do|
+            handle|deal\s+with|get\s+(?:back\s+)?to|think\s+about)\s+(?:it|that|this)|
+        later|another\s+time|some\s+other\s+time|next\s+time|tomorrow|separately|in\s+another\s+task|
+        (?:not\s+)?now|
+        (?:it'?s|that'?s|it\s+is|that\s+is)\s+(?:not\s+(?:needed|important|necessary|a\s+priority|urgent)|fine|ok|okay)|
+        not\s+(?:important|needed|necessary|a\s+priority|urgent)|no\s+longer\s+needed|it\s+doesn'?t\s+matter
+    )\b[\s,.!;:-]*)*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+"""What may follow a withdrawal and still withdraw only ("..., we'll look at it later"): no new request."""
+
+
+def withdrawal(text: str) -> Literal["withdrawn", "replaced"] | None:
+    """Whether ``text`` withdraws the latest requirement, replaces it with what follows, or neither."""
+    match = _WITHDRAW.match(text)
+    if match is None:
+        return None
+    rest = text[match.end():].strip()
+    return "withdrawn" if _LATER.match(rest) else "replaced"
+
+
+_PUSHBACK = re.compile(
+    _LEAD + r"""(?:why\b|what(?:'s|\s+is|\s+are)?\s+(?:left|next|remaining|still)\b|
+        do\s+we\s+(?:even\s+|really\s+)?need\b|does\s+(?:it|that|this)\s+(?:even\s+)?make\s+sense\b|
+        are\s+you\s+sure\b|is\s+(?:it|that|this)\s+(?:really|even)\b|should(?:n'?t)?\s+(?:we|it|you)\b|
+        would(?:n'?t)?\s+it\b|is\s*n'?t\s+(?:it|that|this)\b|could\s+we\b|can\s+we\b)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+"""Questions that push back or ask for work ("what is left to do in the parser?" names work to do): a
+requirement or a correction, never a mere question."""
+
+_ASKS = re.compile(
+    _LEAD + r"""(?:what\s+about|how\s+about\s+the|what\s+(?:is|are|was|were|does|do|did)\b|what'?s\b|
+        how\s+(?:does|do|did|is|are|was|were)\b|where\s+(?:is|are|does|do)\b|which\s+\w+\s+(?:is|are|does|do)\b|
+        who\s+(?:is|are|does|calls|uses)\b|
+        (?:please\s+)?(?:show|tell)\s+me\b|(?:can|could)\s+you\s+(?:show|tell)\s+me\b)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_ACTION = re.compile(
+    r"\b(?:add|fix|chang|updat|implement|creat|writ|remov|delet|renam|refactor|mak|use|using|run|commit|push|"
+    r"deploy|mov|replac|install|build|set|put|edit|migrat|convert|generat)\w{0,4}\b",
+    re.IGNORECASE,
+)
+"""A verb of work, in any of its forms ("add", "adding", "made"): a question that names one asks for work."""
+QUESTION_MAX = 200
+"""Longer prompts carry more than a question (context, a request): left to the other rules."""
+
+
+def question(text: str) -> bool:
+    """Whether ``text`` only asks for an answer: one short question or request to be shown or told something
+    ("what about edge cases?", "show me the JSON structure"), with no work named after it."""
+    text = text.strip()
+    if not text or len(text) > QUESTION_MAX or "\n" in text or _PUSHBACK.match(text):
+        return False
+    match = _ASKS.match(text)
+    if match is None:
+        return False
+    # "what about adding X" or "show me and then fix it" names work: a request, not a question.
+    return _ACTION.search(text[match.end():]) is None
+
+
+_FAILED = re.compile(
+    _LEAD
+    + r"""(?:(?:(?:it|that|this|the\s+[\w.@/-]+(?:\s+[\w.@/-]+)?)\s+)?(?:still\s+)?
+            (?:does\s*n'?t|does\s+not|did\s*n'?t|did\s+not|is\s*n'?t|wo\s*n'?t|ca\s*n'?t)\s+(?:work|help|fix|load|build|
+            change|solve)|
+        still\s+(?:does\s*n'?t|does\s+not|is\s*n'?t|not|fails|failing|broken|the\s+same|no\s+(?:luck|change|good)|
+            (?:the\s+)?same\s+(?:error|problem|issue|result))|
+        (?:it|that|this)\s+(?:still\s+)?(?:fails|failed|breaks|broke)|
+        (?:same|still\s+the\s+same)\s+(?:error|problem|issue|result)|no\s+luck|not\s+working|nothing\s+changed)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def says_failed(text: str) -> bool:
+    """Whether ``text`` opens by saying that what the agent did does not work ("still doesn't work")."""
+    return _FAILED.match(text[:200]) is not None
+
+
+_OUTPUT_LINE = re.compile(
+    r"""^\s*(?:
+        \[?\d{1,4}[-/.:]\d{2}[-/.:]\d{2}|                      # a timestamp or date
+        \[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|PANIC)\b[\]:]?|
+        Traceback\s\(most\srecent|File\s"[^"]+",\sline\s\d+|at\s\S.*[:(]\d+|
+        [\w.$]*(?:Error|Exception|Warning)\b(?::|\s*$)|
+        (?:error|warning|fatal|note|hint)(?:\[\w+\])?:|-->\s|\^+\s*$|[|>]\s|
+        (?:npm|yarn|pnpm)\s(?:ERR|WARN)|\$\s|>>>\s|
+        [=_*~-]{3,}|
+        \S+::\S+|\d+\s+(?:passed|failed|errors?|skipped)\b|(?:PASSED|FAILED|ERROR|ok|FAIL)\s|
+        (?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+\S|HTTP/\d|https?://\S+\s*$|
+        [{}\[\]()],?\s*$|"[^"]*"\s*:|
+        [A-Z][A-Z0-9_]{3,}\s*$|
+        \S+\.\w{1,5}:\d+
+    )""",
+    re.VERBOSE,
+)
+"""A line shaped like machine output: a log, a stack trace, a test runner's or a shell's output, JSON."""
+
+
+def _output_line(line: str) -> bool:
+    return _OUTPUT_LINE.match(line) is not None
+
+
+OUTPUT_SHARE = 0.6
+
+
+def pasted_output(text: str) -> bool:
+    """Whether ``text`` is output pasted without the user's own words: at least two lines, its first and last
+    lines and most of the rest shaped like a log, a trace or command output. A line of the user's own before
+    or after ("still failing:", "fix this") makes it the user's prompt, classified by the other rules."""
+    rows = [line for line in text.strip().splitlines() if line.strip()]
+    if len(rows) < 2 or not (_output_line(rows[0]) and _output_line(rows[-1])):
+        return False
+    return sum(map(_output_line, rows)) >= OUTPUT_SHARE * len(rows)

@@ -15,7 +15,7 @@ from uuid import UUID
 
 import click
 
-from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
+from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, whole_number
 from ledger.base.errors import NotFound
 from projections import queries
 
@@ -148,6 +148,65 @@ def stats_command(ctx: Context, names: tuple[str, ...], task_ref: str | None, as
         click.echo(_table(results[q.name]))
 
 
+@click.command("find")
+@click.argument("terms", nargs=-1, required=True, metavar="WORD...")
+@click.option("-n", "--limit", type=whole_number(1), default=10, show_default=True, help="Tasks shown at most.")
+@json_option
+@pass_context
+@fails_cleanly
+def find_command(ctx: Context, terms: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """Find the tasks that hold every WORD you remember, best first.
+
+    A word may be anywhere in a task: its title, a requirement or correction, a decision, an attempt and
+    why it failed, a note, a file it changed, a command it ran, a test. Case does not matter, and a word
+    matches inside a longer one ("redirect" finds "redirects", "calc" finds "src/calc.py"). Under each task
+    found, the places that matched, each with its [position] for `trail log TASK` or `trail replay`.
+
+    \b
+    trail find redirect vercel       tasks where both words are
+    trail find "login bug" --json    the same words, for a script
+    trail resume 3                   then take up the one you meant
+    """
+    from projections import find, readmodel
+
+    words = find.words_of(terms)
+    if not words:
+        raise click.UsageError("give at least one word to find")
+    query, params = find.sql(words, limit)
+    found = find.from_rows(readmodel.query(_refreshed(ctx), query, params).rows)
+    if as_json:
+        emit_json([{"number": f.number, "title": f.title, "status": f.status, "cwd": f.cwd,
+                    "updated_at": f.updated_at.isoformat() if f.updated_at else None, "score": f.score,
+                    "matches": [{"position": m.position, "kind": m.kind, "text": m.text} for m in f.matches]}
+                   for f in found])
+        return
+    if not found:
+        click.echo(f"No task holds all of: {', '.join(words)}. Fewer words find more; `trail list` shows every task.")
+        return
+    for f in found:
+        when = f"{f.updated_at:%Y-%m-%d %H:%M}" if f.updated_at else ""
+        where = f"  ({f.cwd})" if f.cwd else ""
+        click.echo(f"#{f.number:<4} {f.status:<9} {_cell(f.title)}{where}  {when}".rstrip())
+        for m in f.matches:
+            click.echo(f"      [{m.position}] {m.kind}: {_snippet(m.text, words)}")
+
+
+SNIPPET = 100
+"""Characters of a matching place shown: around the first word found in it."""
+
+
+def _snippet(text: str, words: list[str]) -> str:
+    from ledger.base.oneline import one_line
+
+    flat = one_line(text)
+    if len(flat) <= SNIPPET:
+        return flat
+    at = min((i for i in (flat.lower().find(w) for w in words) if i >= 0), default=0)
+    start = max(0, at - SNIPPET // 3)
+    cut = flat[start:start + SNIPPET]
+    return ("…" if start else "") + cut + ("…" if start + SNIPPET < len(flat) else "")
+
+
 @click.command("export")
 @click.argument("task_ref", metavar="TASK", required=False)
 @click.option(
@@ -206,4 +265,4 @@ def _export_agent_trace(ctx: Context, task_id: UUID, number: int, target: Path) 
     click.echo(f"wrote {summary} to {target}")
 
 
-COMMANDS: list[click.Command] = [query_command, stats_command, export_command]
+COMMANDS: list[click.Command] = [query_command, stats_command, find_command, export_command]

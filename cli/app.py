@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("cli.read:replay", "Show TASK as it was at a point in its history, in the same views as `resume`."),
     "log": ("cli.read:log", "Print TASK's timeline: one line per event, oldest first, filtered as asked."),
     "list": ("cli.read:list_tasks", "List all tasks with their status and next step (* marks the active task)."),
+    "find": ("cli.analytics:find_command", "Find the tasks that hold every WORD you remember, best first."),
     "show": ("cli.report:show", "Write TASK's report as one self-contained HTML page: status and next step, a "
              "timeline grouped by session and attempt, requirements with their earlier wordings, files with diffs "
              "and why, commands, tests, checkpoints and activity over time."),

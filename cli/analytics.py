@@ -175,10 +175,7 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, as_json: bool
     query, params = find.sql(words, limit)
     found = find.from_rows(readmodel.query(_refreshed(ctx), query, params).rows)
     if as_json:
-        emit_json([{"number": f.number, "title": f.title, "status": f.status, "cwd": f.cwd,
-                    "updated_at": f.updated_at.isoformat() if f.updated_at else None, "score": f.score,
-                    "matches": [{"position": m.position, "kind": m.kind, "text": m.text} for m in f.matches]}
-                   for f in found])
+        emit_json(find.as_records(found))
         return
     if not found:
         click.echo(f"No task holds all of: {', '.join(words)}. Fewer words find more; `trail list` shows every task.")

@@ -27,7 +27,7 @@ import click
 
 from cli.context import Context, fails_cleanly, pass_context
 from ledger.base.agent_env import MCP_CLIENTS
-from ledger.base.errors import BadSetting, TrailError
+from ledger.base.errors import BadInput, BadSetting, TrailError
 from ledger.base.oneline import one_line, reason
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ INSTRUCTIONS = (
     "resume_task (the continuation brief of the task bound to your project). As you work, record what a "
     "successor would need with record: requirements and corrections the user gives, decisions with their "
     "reason and the alternatives turned down, each approach as attempt_start then attempt_end, and the "
-    "next_step before you stop. Look back with log, why (a file or a line) and replay."
+    "next_step before you stop. Look back with log, why (a file or a line) and replay; find another task "
+    "by words the user remembers of it with find_tasks."
 )
 
 
@@ -169,6 +170,33 @@ def build(state: Context) -> "MCPServer[Any]":
 
             where = project_for(project)
             return {"project": where, "tasks": reading.task_rows(ledger(), state.location, where, status or ())}
+
+        return guarded(body)
+
+    @tool(annotations=reads)
+    def find_tasks(
+        words: Annotated[list[Annotated[str, Field(min_length=1)]], Field(
+            min_length=1, description="Words remembered of the task; a task is found when it holds every one "
+                                      "(case-insensitive, inside longer words too: calc finds src/calc.py).")],
+        limit: Annotated[int, Field(ge=1, le=50, description="At most this many tasks, best first.")] = 10,
+    ) -> dict[str, Any]:
+        """Find tasks by words remembered of them, in any project: each word may be in the title, a requirement
+        or correction, a decision, an attempt and why it failed, a note, a file changed, a command run or a
+        test. Returns the tasks holding every word, best first (a title or requirement counts more than a
+        command line, then the most recent), each with its number, title, status, folder and up to three
+        matching places with their positions (texts cut to 300 characters). Then resume_task with the number."""
+
+        def body() -> dict[str, Any]:
+            from projections import find, readmodel  # DuckDB loads only when asked
+
+            chosen = find.words_of(tuple(words))
+            if not chosen:
+                raise BadInput("words: give at least one word that is not blank")
+            path = readmodel.readmodel_path(state.location)
+            readmodel.refresh(ledger(), path)
+            query, params = find.sql(chosen, limit)
+            found = find.from_rows(readmodel.query(path, query, params).rows)
+            return {"words": chosen, "tasks": find.as_records(found, text_width=300)}
 
         return guarded(body)
 
@@ -349,8 +377,8 @@ def mcp_command(ctx: Context) -> None:
     """Serve the ledger to an MCP client over stdio (needs tasktrail[mcp]).
 
     \b
-    Tools: list_tasks, resume_task, record, why, log, replay, query (sandboxed SQL
-    over the read model, as trail query --sandbox).
+    Tools: list_tasks, find_tasks, resume_task, record, why, log, replay, query
+    (sandboxed SQL over the read model, as trail query --sandbox).
 
     \b
     The client runs it in its project folder; tools default to that project's active task.

@@ -96,3 +96,16 @@ def from_rows(rows: list[tuple[Any, ...]]) -> list[Found]:
               tuple(Match(m["position"], m["kind"], m["text"]) for m in matches or ()))
         for number, title, status, cwd, updated_at, score, matches in rows
     ]
+
+
+def as_records(found: list[Found], text_width: int | None = None) -> list[dict[str, Any]]:
+    """``found`` as JSON-ready records; ``text_width`` cuts each matching place's text (a front door that
+    answers into an agent's context keeps it short)."""
+    def cut(text: str) -> str:
+        return text if text_width is None or len(text) <= text_width else text[: text_width - 1] + "…"
+
+    return [{"number": f.number, "title": f.title, "status": f.status, "cwd": f.cwd,
+             "updated_at": f.updated_at.isoformat() if f.updated_at else None, "score": f.score,
+             "matches": [{"position": m.position, "kind": m.kind, "text": cut(m.text)} for m in f.matches]}
+            for f in found]
+

@@ -21,7 +21,7 @@ mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip insta
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import CallToolResult, Implementation, TextContent  # noqa: E402
 
-TOOLS = {"list_tasks", "resume_task", "record", "why", "log", "replay", "query"}
+TOOLS = {"list_tasks", "find_tasks", "resume_task", "record", "why", "log", "replay", "query"}
 KINDS = ["requirement", "correction", "decision", "attempt_start", "attempt_end", "next_step", "note", "checkpoint"]
 
 
@@ -115,6 +115,10 @@ def test_record_resume_why_log_replay(home: Path, project: Path) -> None:
     async def body(session: ClientSession) -> None:
         listed = await _ok(session, "list_tasks")
         assert [(t["number"], t["active"]) for t in listed["tasks"]] == [(1, True), (2, False)]
+        found = await _ok(session, "find_tasks", words=["rust"])  # the other project's task, by its title
+        assert [(t["number"], t["matches"][0]["kind"]) for t in found["tasks"]] == [(2, "title")]
+        assert (await _ok(session, "find_tasks", words=["rust", "login"]))["tasks"] == []
+        assert "at least one word" in await _fails(session, "find_tasks", words=["  "])
 
         req = await _ok(session, "record", kind="requirement", text="Login must succeed on 3G (2 s RTT)")
         assert (req["task"], req["event"], req["actor"]) == (1, "RequirementStated", "agent:Test-Client")

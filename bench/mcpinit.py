@@ -27,6 +27,8 @@ RUNS = 10
 GOAL = 1.5
 MINIMAL = "minimal `MCPServer` (one tool)"
 TRAIL = "`trail mcp`"
+TOOLS = 8
+"""The tools `trail mcp` lists (tests/test_mcp.py names them): a count that differs means another server."""
 SERVER = (
     "from mcp.server.mcpserver import MCPServer\n"
     "server = MCPServer('minimal')\n"
@@ -102,8 +104,8 @@ def measure(runs: int = RUNS) -> dict[str, dict[str, list[float]]] | None:
         for round_ in range(runs + 1):  # one warm-up round, not counted
             for name, argv in cases.items():  # in turn, so a busy moment slows both alike
                 initialized, listed, count = once(argv, env, project)
-                if name == TRAIL and count != 7:
-                    raise RuntimeError(f"`trail mcp` listed {count} tools, not 7")
+                if name == TRAIL and count != TOOLS:
+                    raise RuntimeError(f"`trail mcp` listed {count} tools, not {TOOLS}")
                 if round_:
                     samples[name]["initialize"].append(initialized)
                     samples[name]["tools"].append(listed)
@@ -127,7 +129,7 @@ def table(runs: int = RUNS) -> Table:
                    goal if ours else "", result.check(name, first[server] <= GOAL * first[MINIMAL]) if ours else "")
     result.notes.append(
         "Each run is a new process answering on stdio, `initialize` sent at once; `trail mcp` runs on a ledger "
-        "holding the demo task and lists its 7 tools. It loads the ledger at its first tool call, not before."
+        f"holding the demo task and lists its {TOOLS} tools. It loads the ledger at its first tool call, not before."
     )
     result.data = {"runs": runs, "median_initialize_s": first, "median_tools_s": listed, "samples": samples}
     return result

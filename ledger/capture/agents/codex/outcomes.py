@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any, NamedTuple
 
 OUTCOME_KEY = "_trail_rollout_outcome"
@@ -102,16 +102,9 @@ def lookup_changes(rollout: str, calls: Collection[str], tail: int = TAIL) -> di
     """The changes each of ``calls`` (``apply_patch`` calls) made, as the last ``tail`` bytes of ``rollout``
     record them ({} when none)."""
     wanted = {c for c in calls if c}
-    data = _tail(rollout, tail) if wanted else None
     found: dict[str, dict[str, Any]] = {}
-    for raw in (data or b"").splitlines():
-        if not any(call.encode() in raw for call in wanted):
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            continue  # the first line of a tail read mid-line, or a torn last line
-        hit = _changes_from(record) if isinstance(record, dict) else None
+    for record in _records_naming(rollout, wanted, tail):
+        hit = _changes_from(record)
         if hit is not None and hit[0] in wanted:
             found[hit[0]] = hit[1]
     return found
@@ -120,24 +113,27 @@ def lookup_changes(rollout: str, calls: Collection[str], tail: int = TAIL) -> di
 def lookup(rollout: str, calls: Collection[str], tail: int = TAIL) -> dict[str, Outcome]:
     """The outcome of each of ``calls`` the last ``tail`` bytes of ``rollout`` record ({} when none)."""
     wanted = {c for c in calls if c}
-    if not wanted:
-        return {}
-    data = _tail(rollout, tail)
-    if data is None:
-        return {}
     exact: dict[str, Outcome] = {}
     from_text: dict[str, Outcome] = {}
-    for raw in data.splitlines():
+    for record in _records_naming(rollout, wanted, tail):
+        hit = _from_record(record)
+        if hit is not None and hit[0] in wanted:
+            (exact if record.get("type") == "event_msg" else from_text)[hit[0]] = hit[1]
+    return {**from_text, **exact}  # the item's exact duration wins over the model's rounded text
+
+
+def _records_naming(rollout: str, wanted: set[str], tail: int) -> Iterator[dict[str, Any]]:
+    """The JSON objects among the last ``tail`` bytes of ``rollout`` whose line names one of ``wanted``."""
+    data = _tail(rollout, tail) if wanted else None
+    for raw in (data or b"").splitlines():
         if not any(call.encode() in raw for call in wanted):
             continue
         try:
             record = json.loads(raw)
         except ValueError:
             continue  # the first line of a tail read mid-line, or a torn last line
-        hit = _from_record(record) if isinstance(record, dict) else None
-        if hit is not None and hit[0] in wanted:
-            (exact if record.get("type") == "event_msg" else from_text)[hit[0]] = hit[1]
-    return {**from_text, **exact}  # the item's exact duration wins over the model's rounded text
+        if isinstance(record, dict):
+            yield record
 
 
 def _needs_outcome(payload: dict[str, Any]) -> bool:

@@ -27,6 +27,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 BEGINS_TASKS = frozenset({"start", "import", "demo"})
 """Commands that may create a ledger file where --db names one (every other command needs one there)."""
+FOLD_WAIT_S = 30.0
+"""Seconds a command waits for a background drain of the same inbox (about as long as a fold) before it
+folds beside it."""
 
 
 @dataclass
@@ -74,10 +77,15 @@ class Context:
         self._caught_up = True
         if not waiting(self.location):
             return
+        from ledger.base.location import inbox_path
+        from ledger.capture.detach import drain_lock
         from ledger.capture.inbox import drain
 
         try:
-            self.folded = drain(self._ledger, self.location)
+            # In turn with a stopping session's background drain: two folds of the same rows at once could
+            # each open a task for a session that has none yet. Past the wait it folds anyway, as before.
+            with drain_lock(str(inbox_path(self.location)), FOLD_WAIT_S):
+                self.folded = drain(self._ledger, self.location)
         except (TrailError, sqlite3.Error) as exc:
             # A broken inbox must not lock the user out of the ledger; the rows stay for a retry.
             click.echo(f"trail: capture inbox not folded in: {exc}", err=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
@@ -116,29 +118,37 @@ def log(
     "--status", "statuses", multiple=True, type=click.Choice(["active", "paused", "blocked", "done", "abandoned"]),
     help="Only tasks with this status.",
 )
+@click.option("--here", is_flag=True, help="Only the tasks of this folder's project (its git top level).")
 @json_option
 @pass_context
 @fails_cleanly
-def list_tasks(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
+def list_tasks(ctx: Context, statuses: tuple[str, ...], here: bool, as_json: bool) -> None:
     """List all tasks with their status and next step (* marks the active task).
 
-    A task that fails a read's checks is listed as BROKEN, the others as usual; exits 5 then."""
+    Each task's project (the folder it began in, at its git top level) is shown by its last part; --json
+    gives it whole. A task that fails a read's checks is listed as BROKEN, the others as usual; exits 5 then."""
     from ledger.app import reading
     from ledger.app.verify import LedgerBroken
     from ledger.base.project import current_project
 
-    rows = reading.task_rows(ctx.ledger(), ctx.location, current_project(), statuses)
+    project = current_project()
+    if here and project is None:
+        raise click.UsageError("--here: this folder is gone, so it has no project")
+    rows = reading.task_rows(ctx.ledger(), ctx.location, project, statuses, project if here else None)
     if as_json:
         emit_json(rows)
+    elif not rows and here:
+        click.echo(f"No tasks of {project} yet. `trail list` shows every project's.")
     elif not rows:
         click.echo("No tasks yet. Start one with: trail start \"what you are about to do\"")
     for r in rows if not as_json else ():
         mark = "*" if r["active"] else " "
         if r["broken"]:
-            click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {r['slug']:<40}  (run `trail verify`)")
+            click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {'-':<16} {r['slug']:<40}  (run `trail verify`)")
             continue
         step = f"  next: {one_line(r['next_step'])}" if r["next_step"] else ""
-        click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {r['slug']:<40} {r['events']:>6} ev{step}")
+        where = one_line(os.path.basename(r["project"].rstrip("/")) or r["project"], 16) if r["project"] else "-"
+        click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {where:<16} {r['slug']:<40} {r['events']:>6} ev{step}")
     broken = [r for r in rows if r["broken"]]
     if broken:  # as `trail verify`: every task listed, the broken marked, exit 5 at the end
         raise LedgerBroken(f"{len(broken)} of {len(rows)} task(s) broken; first: {broken[0]['broken']}")

@@ -34,9 +34,11 @@ BROKEN = "BROKEN"
 
 
 def task_rows(
-    ledger: Ledger, location: Location, project: str | None, statuses: Iterable[str] = ()
+    ledger: Ledger, location: Location, project: str | None, statuses: Iterable[str] = (),
+    only_project: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every task (only those with one of ``statuses`` when given), marking the active task of ``project``.
+    """Every task (only those with one of ``statuses`` when given, and only those of ``only_project``),
+    marking the active task of ``project``.
 
     A task that does not pass a read's checks is listed as ``BROKEN`` (whatever ``statuses``), with
     the refusal in ``broken`` and nothing shown from its events or its title (the entry may be the
@@ -49,16 +51,17 @@ def task_rows(
         try:
             state = verify.checked_state(ledger, entry.task_id, entry=entry)
         except verify.LedgerBroken as exc:
-            rows.append({"number": entry.number, "slug": entry.slug, "title": None, "status": BROKEN,
+            rows.append({"number": entry.number, "slug": entry.slug, "title": None, "project": None, "status": BROKEN,
                          "events": None, "updated_at": None, "next_step": None,
                          "active": entry.task_id == active, "broken": str(exc)})
             continue
-        if wanted and state.status not in wanted:
+        if (wanted and state.status not in wanted) or (only_project is not None and state.project != only_project):
             continue
         rows.append({
             "number": entry.number,
             "slug": entry.slug,
             "title": entry.title,
+            "project": state.project,
             "status": state.status,
             "events": state.position,
             "updated_at": state.updated_at.isoformat() if state.updated_at else None,

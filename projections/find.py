@@ -75,8 +75,8 @@ def sql(words: list[str], limit: int) -> tuple[str, dict[str, Any]]:
     params["shown"] = SHOWN
     query = f"""
     WITH places AS ({_PLACES}),
-    hit AS (SELECT task_id, position, kind, text, ({hits}) AS words, ({hits}) * {weight} AS score
-            FROM places WHERE text IS NOT NULL AND ({hits}) > 0),
+    counted AS (SELECT *, ({hits}) AS words FROM places WHERE text IS NOT NULL),
+    hit AS (SELECT task_id, position, kind, text, words * {weight} AS score FROM counted WHERE words > 0),
     found AS (SELECT task_id, sum(score)::BIGINT AS score FROM hit GROUP BY task_id HAVING {every})
     SELECT t.number, t.title, t.status, t.cwd, t.updated_at, found.score,
            (SELECT list({{'position': h.position, 'kind': h.kind, 'text': h.text}}

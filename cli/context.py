@@ -84,7 +84,7 @@ class Context:
         try:
             # In turn with a stopping session's background drain: two folds of the same rows at once could
             # each open a task for a session that has none yet. Past the wait it folds anyway, as before.
-            with drain_lock(str(inbox_path(self.location)), FOLD_WAIT_S):
+            with drain_lock(str(inbox_path(self.location)), FOLD_WAIT_S, on_wait=_say_waiting):
                 self.folded = drain(self._ledger, self.location)
         except (TrailError, sqlite3.Error) as exc:
             # A broken inbox must not lock the user out of the ledger; the rows stay for a retry.
@@ -175,3 +175,8 @@ def whole_number(minimum: int) -> click.IntRange:
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")
 task_argument = click.argument("task", required=False, metavar="[TASK]")
+
+
+def _say_waiting() -> None:
+    click.echo(f"trail: a stopping session's capture is being folded in; waiting for it (up to {FOLD_WAIT_S:.0f} s)",
+               err=True)

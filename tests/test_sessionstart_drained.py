@@ -286,3 +286,23 @@ def test_a_drain_on_any_backend_folds_the_stopped_session_in(home: Path) -> None
         con.close()
     shown = run_trail("log", "--json", home=home, check=True)
     assert "session ended" in shown.stdout and "Add a CSV export of the report" in shown.stdout
+
+
+def test_a_command_that_finds_a_drain_running_says_it_waits_then_shows_the_folded_session(
+    home: Path, gate: Gate
+) -> None:
+    previous_session(home, "claude-code")
+    send(home, "claude-code", S1, "Stop", last_assistant_message="The export is in.", env=gate.env)
+    gate.reached()  # the drain holds the lock, nothing folded yet
+    listing = subprocess.Popen(
+        [sys.executable, "-c", "from cli.main import main; main()", "log", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(home), cwd=home.parent,
+    )
+    assert listing.stderr is not None
+    said = in_thread(listing.stderr.readline)  # printed before it waits: only then is the gate opened
+    gate.release()
+    out, rest = in_thread(listing.communicate)
+    assert listing.returncode == 0, rest
+    assert said.startswith("trail: a stopping session's capture is being folded in; waiting for it")
+    assert rest == ""
+    assert "The export is in." in out  # the drain's fold, seen by the command that waited for it

@@ -16,7 +16,7 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ledger.base.home import home_dir
@@ -95,10 +95,11 @@ def lock_file(inbox: str) -> str:
 
 
 @contextmanager
-def drain_lock(inbox: str, wait_s: float) -> Iterator[Held]:
-    """Hold the inbox's drain lock for the block, waiting at most ``wait_s`` seconds for another holder.
-    The block runs even when the wait runs out or no lock can be had (``Held.held`` False): drains may race,
-    they only cost each other time (``ledger.capture.inbox``: each source key lands once)."""
+def drain_lock(inbox: str, wait_s: float, on_wait: Callable[[], None] | None = None) -> Iterator[Held]:
+    """Hold the inbox's drain lock for the block, waiting at most ``wait_s`` seconds for another holder
+    (``on_wait`` is called once, when another holder is found first). The block runs even when the wait runs
+    out or no lock can be had (``Held.held`` False): drains may race, they only cost each other time
+    (``ledger.capture.inbox``: each source key lands once)."""
     import fcntl
 
     found = Held()
@@ -117,6 +118,8 @@ def drain_lock(inbox: str, wait_s: float) -> Iterator[Held]:
                 found.held = True
                 break
             except BlockingIOError:
+                if not found.waited and on_wait is not None:
+                    on_wait()
                 found.waited = True
                 if time.monotonic() >= ends:
                     break

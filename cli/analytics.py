@@ -172,8 +172,7 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, as_json: bool
     words = find.words_of(terms)
     if not words:
         raise click.UsageError("give at least one word to find")
-    query, params = find.sql(words, limit)
-    found = find.from_rows(readmodel.query(_refreshed(ctx), query, params).rows)
+    found = readmodel.find_tasks(_refreshed(ctx), words, limit)
     if as_json:
         emit_json(find.as_records(found))
         return

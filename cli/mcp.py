@@ -194,8 +194,7 @@ def build(state: Context) -> "MCPServer[Any]":
                 raise BadInput("words: give at least one word that is not blank")
             path = readmodel.readmodel_path(state.location)
             readmodel.refresh(ledger(), path)
-            query, params = find.sql(chosen, limit)
-            found = find.from_rows(readmodel.query(path, query, params).rows)
+            found = readmodel.find_tasks(path, chosen, limit)
             return {"words": chosen, "tasks": find.as_records(found, text_width=300)}
 
         return guarded(body)

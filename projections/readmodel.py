@@ -41,7 +41,7 @@ from ledger.domain import events as ev
 from ledger.domain.mapper import stored_state
 from ledger.domain.registry import RegistryCreated, RegistrySnapshot, TaskForgotten, TaskRegistered
 from ledger.stores import archived, duckdb_offline
-from projections import facts
+from projections import facts, find
 
 if TYPE_CHECKING:
     from eventsourcing.persistence import ApplicationRecorder
@@ -610,6 +610,12 @@ def query(
     truncated = limit is not None and len(rows) > limit
     return Result(columns=tuple(d[0] for d in description), rows=rows[:limit] if truncated else rows,
                   truncated=truncated)
+
+
+def find_tasks(path: Path, words: list[str], limit: int) -> list[find.Found]:
+    """The tasks holding every one of ``words`` (``find.words_of``), best first: ``find``'s query on this file."""
+    text, params = find.sql(words, limit)
+    return find.from_rows(query(path, text, params).rows)
 
 
 def export_parquet(path: Path, task_id: UUID, out: Path) -> tuple[Path, int]:

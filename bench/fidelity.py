@@ -4,10 +4,15 @@
 
 For every session annotated in ``bench/fidelity/annotations.json`` (the facts a successor agent
 needs, written by hand from the transcript), the transcript is imported into a throw-away ledger
-and the brief taken at a budget of 10,000 characters, through real ``trail`` processes. The score
-is the share of the annotated facts the brief carries. A naive baseline gets the same budget: the
-last 10,000 characters of the transcript's own text. The transcripts live in ../shared/fixtures
-beside the checkout and are never copied into the repository; without them this exits with code 2.
+and the brief taken at a budget of 10,000 characters, through real ``trail`` processes. The facts
+score is the share of the annotated facts the brief carries. Stale items (what was true once but is
+not at the end: a superseded requirement, a fixed failure, a done plan step, a prompt of a rewound
+branch, a deleted file) must not be presented as current: one found in a section that does (Next
+step, Requirements, Failing now, In progress, Blocked, an open plan step; for a deleted file also a
+Files changed line that does not say DELETED) is wrong. The score is the share of all items right.
+A naive baseline gets the same budget: the last 10,000 characters of the transcript's own text, all
+of it read as current. The transcripts live in ../shared/fixtures beside the checkout, and the
+held-out ones in bench/fidelity/sessions (see its SOURCES.md); with neither this exits with code 2.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from bench.tables import Table
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO.parent / "shared" / "fixtures"
 ANNOTATIONS = Path(__file__).resolve().parent / "fidelity" / "annotations.json"
+SESSIONS = Path(__file__).resolve().parent / "fidelity" / "sessions"
+"""The held-out sessions, looked up here before the fixtures folder."""
 BUDGET = 10_000
 GOAL = 0.95
 AGENTS = ("claude-code", "codex")
@@ -37,6 +44,13 @@ KINDS = frozenset(
     {"file_edited", "correction", "last_failed_command", "final_requirement", "next_step", "plan_pending",
      "where_stopped"}
 )
+STALE_KINDS = frozenset(
+    {"superseded_requirement", "fixed_failure", "done_step", "abandoned_prompt", "deleted_file"}
+)
+CURRENT_SECTIONS = ("next step", "requirements", "failing now", "in progress", "blocked")
+"""Brief sections (heading prefixes) that present what they list as current; the plan's open steps do too."""
+STALE_GOAL = 1 / 20
+"""At most this share of sessions may present any stale item as current."""
 TRAIL = [sys.executable, "-c", "from cli.main import main; main()"]
 """The CLI of this checkout (as bench/hook.py runs it), not an editable install of another worktree."""
 
@@ -67,6 +81,8 @@ class Session:
     facts: tuple[Fact, ...]
     held_out: bool = False
     note: str = ""
+    stale: tuple[Fact, ...] = ()
+    """What must not be presented as current at the end (kinds in STALE_KINDS)."""
 
     @property
     def name(self) -> str:
@@ -99,18 +115,26 @@ def parse_annotations(doc: object) -> list[Session]:
             raise ValueError(f"{where}: held_out must be true or false")
         if not isinstance(raw.get("facts"), list) or not raw["facts"]:
             raise ValueError(f"{where}: needs a non-empty 'facts' list")
-        facts: list[Fact] = []
-        for j, f in enumerate(raw["facts"]):
-            fwhere = f"{where} facts[{j}]"
-            if not isinstance(f, dict) or f.get("kind") not in KINDS:
-                raise ValueError(f"{fwhere}: kind must be one of {', '.join(sorted(KINDS))}")
-            any_of = f.get("any_of")
-            if not isinstance(any_of, list) or not any_of:
-                raise ValueError(f"{fwhere}: any_of must be a non-empty list of alternatives")
-            facts.append(Fact(f["kind"], tuple(_strings(alt, fwhere) for alt in any_of), str(f.get("ref", ""))))
-        sessions.append(Session(raw["file"], raw["agent"], tuple(facts), raw.get("held_out", False),
-                                str(raw.get("note", ""))))
+        if not isinstance(raw.get("stale", []), list):
+            raise ValueError(f"{where}: stale must be a list")
+        facts = _facts(raw["facts"], KINDS, f"{where} facts")
+        stale = _facts(raw.get("stale", []), STALE_KINDS, f"{where} stale")
+        sessions.append(Session(raw["file"], raw["agent"], facts, raw.get("held_out", False),
+                                str(raw.get("note", "")), stale))
     return sessions
+
+
+def _facts(raws: list[object], kinds: frozenset[str], where: str) -> tuple[Fact, ...]:
+    facts: list[Fact] = []
+    for j, f in enumerate(raws):
+        fwhere = f"{where}[{j}]"
+        if not isinstance(f, dict) or f.get("kind") not in kinds:
+            raise ValueError(f"{fwhere}: kind must be one of {', '.join(sorted(kinds))}")
+        any_of = f.get("any_of")
+        if not isinstance(any_of, list) or not any_of:
+            raise ValueError(f"{fwhere}: any_of must be a non-empty list of alternatives")
+        facts.append(Fact(f["kind"], tuple(_strings(alt, fwhere) for alt in any_of), str(f.get("ref", ""))))
+    return tuple(facts)
 
 
 def load_annotations(path: Path = ANNOTATIONS) -> list[Session]:
@@ -144,6 +168,50 @@ def score(facts: Sequence[Fact], text: str) -> float:
     if not facts:
         return 1.0
     return 1 - len(missing_facts(facts, text)) / len(facts)
+
+
+_HEADING = re.compile(r"^(#{1,2}) (.*)$")
+_DONE_STEP = re.compile(r"^\s*- \[x\]", re.IGNORECASE)
+
+
+def current_parts(brief: str) -> tuple[list[str], list[str]]:
+    """The parts of a brief that present their items as current, each normalised, and the Files changed
+    lines that present a file as there (not DELETED), for deleted files only.
+
+    One part per section (a plan gives its open steps), so an item's phrases must all be in one section.
+    """
+    parts: list[str] = []
+    files: list[str] = []
+    section = ""
+    chunk: list[str] = []
+
+    def flush() -> None:
+        if chunk:
+            parts.append(normalise("\n".join(chunk)))
+        chunk.clear()
+
+    for line in brief.splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            flush()
+            # "# Task #1 ..." starts a task: no section until its first "## ".
+            section = heading.group(2).casefold() if heading.group(1) == "##" else ""
+            continue
+        open_step = section.startswith("plan") and not _DONE_STEP.match(line)
+        if section.startswith(CURRENT_SECTIONS) or open_step:
+            chunk.append(line)
+        elif section.startswith("files changed") and "deleted" not in line.casefold():
+            files.append(normalise(line))
+    flush()
+    return parts, files
+
+
+def stale_as_current(stale: Iterable[Fact], brief: str, *, naive: bool = False) -> list[Fact]:
+    """The stale items ``brief`` presents as current; ``naive``: the whole text reads as current (the tail)."""
+    parts, files = ([normalise(brief)], [normalise(brief)]) if naive else current_parts(brief)
+    return [item for item in stale
+            if any(fact_present(item, part, normalised=True)
+                   for part in (parts + files if item.kind == "deleted_file" else parts))]
 
 
 # -- the naive baseline ---------------------------------------------------------------------
@@ -257,12 +325,36 @@ class Result:
         return missing_facts(self.session.facts, self.baseline_text)
 
     @property
-    def brief_score(self) -> float:
+    def brief_stale(self) -> list[Fact]:
+        """Stale items the brief presents as current (an errored run presents nothing, and carries nothing)."""
+        return stale_as_current(self.session.stale, self.brief)
+
+    @property
+    def baseline_stale(self) -> list[Fact]:
+        return stale_as_current(self.session.stale, self.baseline_text, naive=True)
+
+    @property
+    def items(self) -> int:
+        return len(self.session.facts) + len(self.session.stale)
+
+    @property
+    def facts_score(self) -> float:
         return 1 - len(self.brief_missing) / len(self.session.facts)
 
     @property
-    def baseline_score(self) -> float:
+    def baseline_facts_score(self) -> float:
         return 1 - len(self.baseline_missing) / len(self.session.facts)
+
+    @property
+    def brief_score(self) -> float:
+        """The share of all items right: facts present, stale items not presented as current (none, on an error)."""
+        if self.error:
+            return 0.0
+        return 1 - (len(self.brief_missing) + len(self.brief_stale)) / self.items
+
+    @property
+    def baseline_score(self) -> float:
+        return 1 - (len(self.baseline_missing) + len(self.baseline_stale)) / self.items
 
 
 def _trail(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -326,7 +418,13 @@ def summary(results: list[Result]) -> dict[str, dict[str, Any]]:
     }
     return {
         name: {"sessions": len(rs), "facts": sum(len(r.session.facts) for r in rs),
-               "brief": _mean([r.brief_score for r in rs]), "baseline": _mean([r.baseline_score for r in rs])}
+               "stale": sum(len(r.session.stale) for r in rs),
+               "brief": _mean([r.brief_score for r in rs]), "baseline": _mean([r.baseline_score for r in rs]),
+               "brief_facts": _mean([r.facts_score for r in rs]),
+               "baseline_facts": _mean([r.baseline_facts_score for r in rs]),
+               "brief_min": min((r.brief_score for r in rs), default=None),
+               "brief_stale_sessions": sum(1 for r in rs if r.brief_stale),
+               "baseline_stale_sessions": sum(1 for r in rs if r.baseline_stale)}
         for name, rs in groups.items()
     }
 
@@ -335,32 +433,58 @@ def _cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+_PARTS = (("annotated-seen", "the sessions the rules were written on"), ("held-out", "held out from rule-writing"))
+
+
 def table(results: list[Result], budget: int) -> Table:
     t = Table(
         f"fidelity of the brief at {budget:,} characters",
-        ("session", "agent", "held out", "facts", "brief score", "baseline score", "brief chars"),
+        ("session", "agent", "facts", "stale", "brief facts", "brief stale as current", "brief score",
+         "baseline score (stale as current)", "brief chars"),
     )
-    for r in results:
-        chars = f"error: {r.error}" if r.error else f"{len(r.brief):,}"
-        t.add(r.session.name, r.session.agent, "yes" if r.session.held_out else "", len(r.session.facts),
-              _cell(r.brief_score), _cell(r.baseline_score), chars)
-    for name, s in summary(results).items():
-        t.add(f"**mean, {name}** ({s['sessions']} sessions)", "", "", s["facts"], _cell(s["brief"]),
-              _cell(s["baseline"]), "")
+    groups = summary(results)
+    for part, label in _PARTS:
+        rows = [r for r in results if r.session.held_out == (part == "held-out")]
+        if not rows:
+            continue
+        t.add(f"*{label}*", "", "", "", "", "", "", "", "")
+        for r in rows:
+            chars = f"error: {r.error}" if r.error else f"{len(r.brief):,}"
+            t.add(r.session.name, r.session.agent, len(r.session.facts), len(r.session.stale),
+                  _cell(r.facts_score), len(r.brief_stale), _cell(r.brief_score),
+                  f"{_cell(r.baseline_score)} ({len(r.baseline_stale)})", chars)
+        t.add(*_mean_row(part, groups[part]))
+    t.add(*_mean_row("all", groups["all"]))
     t.notes.append(
-        "Score: the share of a session's annotated facts found in the text; means are per session, unweighted. "
-        f"Baseline: the last {budget:,} characters of the transcript's own text."
+        "Score: the share of a session's items right (annotated facts found in the brief, stale items not in a "
+        "section that presents them as current); means are per session, unweighted. Brief facts: the facts "
+        "alone. Stale as current: how many stale items a current section holds (in a mean row: in how many "
+        f"sessions any). Baseline: the last {budget:,} characters of the transcript's own text, all of it "
+        "read as current."
     )
     return t
 
 
+def _mean_row(name: str, s: dict[str, Any]) -> tuple[Any, ...]:
+    return (f"**mean, {name}** ({s['sessions']} sessions; lowest {_cell(s['brief_min'])})", "", s["facts"],
+            s["stale"], _cell(s["brief_facts"]), f"{s['brief_stale_sessions']} sessions", _cell(s["brief"]),
+            f"{_cell(s['baseline'])} ({s['baseline_stale_sessions']} sessions)", "")
+
+
 def goal_met(results: list[Result]) -> bool:
-    mean = summary(results)["all"]["brief"]
-    return mean is not None and mean >= GOAL
+    """The mean score of each part at GOAL or more, and at most STALE_GOAL of the sessions with a stale
+    item presented as current."""
+    groups = summary(results)
+    parts = [groups[name] for name, _ in _PARTS if groups[name]["sessions"]]
+    if not parts:
+        return False
+    stale_ok = groups["all"]["brief_stale_sessions"] <= STALE_GOAL * groups["all"]["sessions"]
+    return stale_ok and all(p["brief"] is not None and p["brief"] >= GOAL for p in parts)
 
 
 def goal_line(results: list[Result], budget: int) -> str:
-    return f"goal: mean brief score >= {GOAL:.2f} at {budget:,} chars: {'yes' if goal_met(results) else 'no'}"
+    return (f"goal: mean brief score >= {GOAL:.2f} in each part and stale items presented as current in at most "
+            f"1 in {round(1 / STALE_GOAL)} sessions, at {budget:,} chars: {'yes' if goal_met(results) else 'no'}")
 
 
 def as_json(results: list[Result], budget: int, fixtures: Path, annotations: Path) -> dict[str, Any]:
@@ -376,8 +500,13 @@ def as_json(results: list[Result], budget: int, fixtures: Path, annotations: Pat
                 "agent": r.session.agent,
                 "held_out": r.session.held_out,
                 "facts": len(r.session.facts),
+                "stale": len(r.session.stale),
                 "brief_score": r.brief_score,
                 "baseline_score": r.baseline_score,
+                "brief_facts_score": r.facts_score,
+                "baseline_facts_score": r.baseline_facts_score,
+                "stale_as_current_in_brief": [f.as_json() for f in r.brief_stale],
+                "stale_as_current_in_baseline": [f.as_json() for f in r.baseline_stale],
                 "brief_chars": len(r.brief),
                 "tasks": r.tasks,
                 "error": r.error or None,
@@ -394,26 +523,34 @@ def as_json(results: list[Result], budget: int, fixtures: Path, annotations: Pat
 def verbose(results: list[Result]) -> str:
     lines = ["## facts missing from the brief", ""]
     for r in results:
-        missing = r.brief_missing
-        head = f"{r.session.name} ({len(missing)}/{len(r.session.facts)} missing)"
+        missing, stale = r.brief_missing, r.brief_stale
+        head = (f"{r.session.name} ({len(missing)}/{len(r.session.facts)} missing, "
+                f"{len(stale)}/{len(r.session.stale)} stale as current)")
         lines.append(f"### {head}{f' ERROR: {r.error}' if r.error else ''}")
         in_baseline = set(r.baseline_missing)
         lines += [f"- {f.describe()}{'' if f in in_baseline else '  (the baseline has it)'}" for f in missing]
+        lines += [f"- STALE AS CURRENT {f.describe()}" for f in stale]
         lines.append("")
     return "\n".join(lines)
 
 
-def check(sessions: list[Session], fixtures: Path) -> int:
-    """An annotation no text could satisfy is a typo: every fact must be in the whole transcript.
+def locate(session: Session, fixtures: Path, sessions: Path = SESSIONS) -> Path:
+    """The transcript of ``session``: in the held-out folder when it is there, else in the fixtures."""
+    held = sessions / session.file
+    return held if held.is_file() else fixtures / session.file
+
+
+def check(sessions: list[Session], fixtures: Path, held: Path = SESSIONS) -> int:
+    """An annotation no text could satisfy is a typo: every fact and stale item must be in the whole transcript.
 
     Its extracted text first, else its raw lines (a prompt that was only queued is in no message).
     """
     bad = 0
     for session in sessions:
-        path = fixtures / session.file
+        path = locate(session, fixtures, held)
         missing = None
         if path.is_file():
-            missing = missing_facts(session.facts, transcript_text(path, session.agent))
+            missing = missing_facts(session.facts + session.stale, transcript_text(path, session.agent))
             raw = path.read_text(encoding="utf-8", errors="replace") if missing else ""
             missing = missing_facts(missing, raw)
         if missing is None:
@@ -422,7 +559,8 @@ def check(sessions: list[Session], fixtures: Path) -> int:
         for fact in missing or []:
             print(f"{session.name}: not in the transcript: {fact.describe()}")
             bad += 1
-    print(f"{len(sessions)} sessions, {sum(len(s.facts) for s in sessions)} facts, {bad} problems")
+    print(f"{len(sessions)} sessions, {sum(len(s.facts) for s in sessions)} facts, "
+          f"{sum(len(s.stale) for s in sessions)} stale items, {bad} problems")
     return 1 if bad else 0
 
 
@@ -431,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fidelity", description=doc.splitlines()[0])
     parser.add_argument("--fixtures", type=Path, default=FIXTURES,
                         help="the fixture folder (default: ../shared/fixtures beside the checkout)")
+    parser.add_argument("--sessions", type=Path, default=SESSIONS, metavar="PATH",
+                        help="the held-out sessions' folder (default: bench/fidelity/sessions)")
     parser.add_argument("--annotations", type=Path, default=ANNOTATIONS, help=argparse.SUPPRESS)
     parser.add_argument("--only", action="append", metavar="NAME", default=[],
                         help="only sessions whose fixture path (e.g. codex/x.jsonl) contains NAME (repeatable)")
@@ -443,11 +583,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="check the annotations instead: every fact must be in its whole transcript's text")
     args = parser.parse_args(argv)
 
-    if not args.fixtures.is_dir():
-        print(f"fidelity: no fixture folder at {args.fixtures} (needs ../shared/fixtures, or --fixtures PATH)",
-              file=sys.stderr)
-        return 2
     sessions = load_annotations(args.annotations)
+    if not args.fixtures.is_dir():
+        # The held-out sessions in their own folder still run; the others are left out, not scored 0.
+        sessions = [s for s in sessions if (args.sessions / s.file).is_file()]
+        if not sessions:
+            print(f"fidelity: no fixture folder at {args.fixtures} and no annotated session in {args.sessions} "
+                  "(needs ../shared/fixtures, or --fixtures PATH)", file=sys.stderr)
+            return 2
+        print(f"fidelity: no fixture folder at {args.fixtures}: only the {len(sessions)} sessions in "
+              f"{args.sessions}", file=sys.stderr)
     if args.only:
         sessions = [s for s in sessions if any(name in s.file for name in args.only)]
         if not sessions:
@@ -455,14 +600,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
     if args.check:
-        return check(sessions, args.fixtures)
+        return check(sessions, args.fixtures, args.sessions)
 
+    # A transcript that is nowhere (the held-out ones are not committed) leaves its session out, said once,
+    # rather than scoring it 0 and pulling its part's mean down.
+    absent = [s for s in sessions if not locate(s, args.fixtures, args.sessions).is_file()]
+    if absent:
+        print(f"fidelity: no transcript for {len(absent)} annotated sessions, left out: "
+              f"{', '.join(s.name for s in absent)}", file=sys.stderr)
+        sessions = [s for s in sessions if s not in absent]
+        if not sessions:
+            return 2
     results: list[Result] = []
     for session in sessions:
-        path = args.fixtures / session.file
-        if not path.is_file():
-            results.append(Result(session, error=f"missing transcript {path}"))
-            continue
+        path = locate(session, args.fixtures, args.sessions)
         print(f"[fidelity] {session.name}", file=sys.stderr, flush=True)
         result = take_brief(path, session, args.max_chars)
         result.baseline_text = baseline(path, session.agent, args.max_chars)

@@ -1,5 +1,6 @@
-"""bench.fidelity: the matching rules, the scoring and the naive baseline on inline data (always run),
-the annotations file's shape, and one real run on two sessions when ../shared/fixtures is beside the checkout."""
+"""bench.fidelity: the matching rules, the scoring (facts and stale items) and the naive baseline on inline data
+(always run), the annotations file's shape, a real run on a session of a held-out folder (always run), and one on two
+sessions when ../shared/fixtures is beside the checkout."""
 
 from __future__ import annotations
 
@@ -183,19 +184,26 @@ def test_check_finds_facts_no_transcript_could_satisfy(tmp_path: Path, capsys: p
 
 def test_the_annotations_file_is_well_formed() -> None:
     sessions = fid.load_annotations()
-    assert len(sessions) >= 12
+    assert len(sessions) >= 30
     assert sum(s.agent == "codex" for s in sessions) >= 2
     held_out = sum(s.held_out for s in sessions)
-    assert len(sessions) / 4 <= held_out <= len(sessions) / 2
+    assert held_out >= 10 and len(sessions) / 4 <= held_out <= len(sessions) / 2
+    assert sum(len(s.stale) for s in sessions if not s.held_out) >= 20
+    assert sum(len(s.stale) for s in sessions if s.held_out) >= 5
+    assert {f.kind for s in sessions for f in s.stale} == fid.STALE_KINDS
     for s in sessions:
         assert not any(mark in s.file for mark in (".agent-", ".subagents.", "SYNTHETIC-")), s.file
         assert s.file.startswith(f"{s.agent}/"), s.file
-        if FIXTURES.is_dir():
+        if FIXTURES.is_dir() and not s.held_out:
             assert (FIXTURES / s.file).is_file(), s.file
+    # Every held-out session is named in the sources (its transcripts are not committed, so this is the record).
+    sources = (fid.SESSIONS / "SOURCES.md").read_text(encoding="utf-8")
+    assert all(f"| {s.file} |" in sources for s in sessions if s.held_out)
 
 
 def test_absent_fixture_folder_exits_2_with_one_line(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "bench.fidelity", "--fixtures", str(tmp_path / "nowhere")],
+    run = subprocess.run([sys.executable, "-m", "bench.fidelity", "--fixtures", str(tmp_path / "nowhere"),
+                          "--sessions", str(tmp_path / "nor-here")],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert run.stdout == ""
@@ -225,4 +233,139 @@ def test_real_run_on_two_sessions_prints_scores_as_json() -> None:
 
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="needs the real sessions in ../shared/fixtures beside the checkout")
 def test_every_annotated_fact_is_in_its_transcript() -> None:
-    assert fid.check(fid.load_annotations(), FIXTURES) == 0
+    # The held-out transcripts are not committed: those absent are not checked here.
+    sessions = [s for s in fid.load_annotations() if fid.locate(s, FIXTURES).is_file()]
+    assert sum(not s.held_out for s in sessions) >= 20
+    assert fid.check(sessions, FIXTURES) == 0
+
+
+# -- stale items ------------------------------------------------------------------------------
+
+STALE_BRIEF = """# Task #1 demo
+## Next step
+add the migration with alembic
+## Requirements (current wording, latest last)
+- [3] Keep the API stable
+- [9] what about edge cases?
+## Withdrawn by the user (not current; do not pick these up)
+- [12] offload it to a worker (withdrawn at [14])
+## Plan (1 of 2 done, as of [20])
+- [x] Write the failing test
+- [ ] Fix the parser
+## Failing now (latest last)
+- [30] $ npm test -t "Compaction Config" -> exit 1
+## Failed earlier, passing since
+- $ uv run pyright: failed at [21], passes since [25]
+## Files changed (2, latest first)
+- /p/old_design.md (DELETED, last at [31])
+- /p/src/app.py (modified, last at [32])
+# Task #2 second
+## Requirements (current wording, latest last)
+- [40] the second task's wording
+"""
+
+
+def _stale(kind: str, *phrases: str) -> fid.Fact:
+    return fid.Fact(kind, (phrases,))
+
+
+def test_stale_items_count_only_in_sections_presenting_them_as_current() -> None:
+    wrong = [
+        _stale("superseded_requirement", "what about edge cases"),  # Requirements
+        _stale("done_step", "fix the parser"),  # an open plan step
+        _stale("fixed_failure", "Compaction Config"),  # Failing now
+        _stale("abandoned_prompt", "second task's wording"),  # the second task's Requirements
+        _stale("deleted_file", "src/app.py"),  # Files changed, not DELETED
+        _stale("superseded_requirement", "migration", "alembic"),  # both phrases in Next step
+    ]
+    fine = [
+        _stale("superseded_requirement", "offload it to a worker"),  # Withdrawn: history
+        _stale("done_step", "write the failing test"),  # a done plan step
+        _stale("fixed_failure", "uv run pyright"),  # Failed earlier, passing since
+        _stale("deleted_file", "old_design.md"),  # listed as DELETED
+        _stale("done_step", "src/app.py"),  # Files changed presents only files, and only for deleted_file
+        _stale("superseded_requirement", "api stable", "alembic"),  # phrases in two sections are not one item
+        _stale("superseded_requirement", "demo"),  # the task's title line is no section
+    ]
+    assert fid.stale_as_current(wrong + fine, STALE_BRIEF) == wrong
+    # The naive tail has no sections: all of it reads as current.
+    assert fid.stale_as_current(fine, STALE_BRIEF, naive=True) == fine
+
+
+def _result(stale: tuple[fid.Fact, ...], brief: str, baseline: str = "") -> fid.Result:
+    session = fid.Session("claude-code/x.jsonl", "claude-code",
+                          (fid.Fact("final_requirement", (("api stable",),)),), held_out=False, stale=stale)
+    return fid.Result(session, brief=brief, baseline_text=baseline)
+
+
+def test_score_is_the_share_of_all_items_right() -> None:
+    r = _result((_stale("fixed_failure", "Compaction Config"), _stale("done_step", "write the failing test")),
+                STALE_BRIEF, baseline="Keep the API stable. npm test -t Compaction Config")
+    assert r.facts_score == 1.0 and [f.ref for f in r.brief_stale] == [""] and len(r.brief_stale) == 1
+    assert r.brief_score == pytest.approx(2 / 3)
+    assert r.baseline_facts_score == 1.0 and r.baseline_score == pytest.approx(2 / 3)
+    errored = _result((_stale("done_step", "nothing"),), "")
+    errored.error = "import exited 1"
+    assert errored.brief_score == 0.0  # an empty brief presents nothing, but carries nothing either
+
+
+def test_goal_needs_each_part_and_few_sessions_with_stale_as_current() -> None:
+    clean = [_result((), "api stable") for _ in range(19)]
+    stale = _result((_stale("done_step", "fix the parser"),), STALE_BRIEF)
+    assert fid.goal_met([*clean, stale])  # 1 in 20, and 0.95 each part (held out: none)
+    assert not fid.goal_met([*clean[:9], stale])  # 1 in 10
+    held = _result((), "nothing here")
+    held.session = fid.Session("claude-code/h.jsonl", "claude-code", held.session.facts, held_out=True)
+    assert not fid.goal_met([*clean, held])  # the held-out part's mean is 0
+    means = fid.summary([*clean, stale, held])
+    assert means["annotated-seen"]["brief_stale_sessions"] == 1 and means["held-out"]["brief_min"] == 0.0
+    assert means["all"]["stale"] == 1
+
+
+def test_malformed_stale_items_are_refused() -> None:
+    doc = json.loads(json.dumps(ANNOTATION))
+    doc["sessions"][0]["stale"] = [{"kind": "next_step", "any_of": [["x"]]}]  # a fact kind, not a stale one
+    with pytest.raises(ValueError, match="stale\\[0\\]: kind"):
+        fid.parse_annotations(doc)
+    doc["sessions"][0]["stale"] = {"kind": "done_step"}
+    with pytest.raises(ValueError, match="stale must be a list"):
+        fid.parse_annotations(doc)
+    doc["sessions"][0]["stale"] = [{"kind": "done_step", "ref": "L3", "any_of": [["write the test"]]}]
+    (session,) = fid.parse_annotations(doc)
+    assert session.stale == (fid.Fact("done_step", (("write the test",),), "L3"),)
+
+
+def test_held_out_folder_runs_without_the_fixtures(tmp_path: Path) -> None:
+    """A session in the held-out folder runs through the real CLI when ../shared/fixtures is absent: its fact is
+    found, its stale item (a prompt the user withdrew) is scored, and the rest of the annotations are left out."""
+    held = tmp_path / "sessions"
+    (held / "claude-code").mkdir(parents=True)
+    _jsonl(held / "claude-code" / "tiny.jsonl", [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1", "cwd": "/p",
+         "timestamp": "2026-01-01T00:00:00Z",
+         "message": {"role": "user", "content": "Rename the parse_rows helper to read_rows"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s1", "cwd": "/p",
+         "timestamp": "2026-01-01T00:00:05Z",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Renamed it in rows.py."}]}},
+    ])
+    annotations = tmp_path / "annotations.json"
+    annotations.write_text(json.dumps({"sessions": [
+        {"file": "claude-code/tiny.jsonl", "agent": "claude-code", "held_out": True,
+         "facts": [{"kind": "final_requirement", "any_of": [["read_rows"]]}],
+         "stale": [{"kind": "superseded_requirement", "any_of": [["parse_rows helper"]]}]},
+        {"file": "claude-code/elsewhere.jsonl", "agent": "claude-code",
+         "facts": [{"kind": "final_requirement", "any_of": [["x"]]}]},
+    ]}))
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.fidelity", "--json", "--fixtures", str(tmp_path / "nowhere"),
+         "--sessions", str(held), "--annotations", str(annotations)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "only the 1 sessions" in run.stderr
+    (row,) = json.loads(run.stdout)["sessions"]
+    assert row["session"] == "tiny" and row["held_out"] and row["error"] is None
+    assert row["missing_in_brief"] == [] and row["brief_facts_score"] == 1.0
+    # The prompt is the requirement, so "parse_rows helper" is under Requirements: presented as current.
+    assert [s["any_of"] for s in row["stale_as_current_in_brief"]] == [[["parse_rows helper"]]]
+    assert row["brief_score"] == 0.5 and row["stale"] == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import sys
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -151,20 +151,33 @@ def stats_command(ctx: Context, names: tuple[str, ...], task_ref: str | None, as
 @click.command("find")
 @click.argument("terms", nargs=-1, required=True, metavar="WORD...")
 @click.option("-n", "--limit", type=whole_number(1), default=10, show_default=True, help="Tasks shown at most.")
+@click.option("--project", metavar="PATH|NAME",
+              help="Only tasks of this project: its folder, or the folder's last part (as `trail list` shows it).")
+@click.option("--here", is_flag=True, help="Only tasks of this folder's project (its git top level).")
+@click.option(
+    "--status", "statuses", multiple=True, type=click.Choice(["active", "paused", "blocked", "done", "abandoned"]),
+    help="Only tasks with this status (give it again for more).",
+)
+@click.option("--since", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]), metavar="DATE",
+              help="Only tasks changed on or after DATE (YYYY-MM-DD, or with HH:MM; UTC).")
+@click.option("--agent", metavar="NAME", help="Only tasks an agent took part in (claude-code, codex, ...).")
 @json_option
 @pass_context
 @fails_cleanly
-def find_command(ctx: Context, terms: tuple[str, ...], limit: int, as_json: bool) -> None:
+def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str | None, here: bool,
+                 statuses: tuple[str, ...], since: datetime | None, agent: str | None, as_json: bool) -> None:
     """Find the tasks that hold every WORD you remember, best first.
 
     A word may be anywhere in a task: its title, a requirement or correction, a decision, an attempt and
-    why it failed, a note, a file it changed, a command it ran, a test. Case does not matter, and a word
+    why it failed, a note or checkpoint, its next step, a file it changed, a command it ran, a test, the
+    agent's last words. Case does not matter, and a word
     matches inside a longer one ("redirect" finds "redirects", "calc" finds "src/calc.py"). Under each task
     found, the places that matched, each with its [position] for `trail log TASK` or `trail replay`.
 
     \b
     trail find redirect vercel       tasks where both words are
     trail find "login bug" --json    the same words, for a script
+    trail find timeout --here --status paused --since 2026-11-01
     trail resume 3                   then take up the one you meant
     """
     from projections import find, readmodel
@@ -172,12 +185,26 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, as_json: bool
     words = find.words_of(terms)
     if not words:
         raise click.UsageError("give at least one word to find")
-    found = readmodel.find_tasks(_refreshed(ctx), words, limit)
+    if here and project is not None:
+        raise click.UsageError("--here and --project both name a project: give one")
+    from ledger.base.project import current_project, project_of
+
+    if here:
+        project = current_project()
+        if project is None:
+            raise click.UsageError("--here: this folder is gone, so it has no project")
+    elif project is not None and ("/" in project or project in (".", "..", "~")):
+        project = project_of(project)  # a path: its git top level, as a task's project is
+    only = find.Only(project=project, statuses=statuses, agent=agent,
+                     since=since.replace(tzinfo=UTC) if since is not None else None)
+    found = readmodel.find_tasks(_refreshed(ctx), words, limit, only)
     if as_json:
         emit_json(find.as_records(found))
         return
     if not found:
-        click.echo(f"No task holds all of: {', '.join(words)}. Fewer words find more; `trail list` shows every task.")
+        among = " among the tasks asked for" if only != find.Only() else ""
+        click.echo(f"No task holds all of: {', '.join(words)}{among}. Fewer words find more; "
+                   "`trail list` shows every task.")
         return
     for f in found:
         when = f"{f.updated_at:%Y-%m-%d %H:%M}" if f.updated_at else ""

@@ -179,12 +179,22 @@ def build(state: Context) -> "MCPServer[Any]":
             min_length=1, description="Words remembered of the task; a task is found when it holds every one "
                                       "(case-insensitive, inside longer words too: calc finds src/calc.py).")],
         limit: Annotated[int, Field(ge=1, le=50, description="At most this many tasks, best first.")] = 10,
+        status: Annotated[
+            list[Literal["active", "paused", "blocked", "done", "abandoned"]] | None,
+            Field(description="Only tasks with one of these statuses. Default: any."),
+        ] = None,
+        project: Annotated[str | None, Field(
+            description="Only tasks of this project: an absolute folder, or a project's name (its folder's "
+                        "last part, as list_tasks shows it). Default: every project.")] = None,
+        agent: Annotated[str | None, Field(
+            description="Only tasks this agent took part in: claude-code, codex, ... Default: any.")] = None,
     ) -> dict[str, Any]:
         """Find tasks by words remembered of them, in any project: each word may be in the title, a requirement
-        or correction, a decision, an attempt and why it failed, a note, a file changed, a command run or a
-        test. Returns the tasks holding every word, best first (a title or requirement counts more than a
-        command line, then the most recent), each with its number, title, status, folder and up to three
-        matching places with their positions (texts cut to 300 characters). Then resume_task with the number."""
+        or correction, a decision, an attempt and why it failed, a note or checkpoint, the next step, a file
+        changed, a command run, a test or the agent's last words. Returns the tasks holding every word, best
+        first (a title or requirement counts more than a command line, then the most recent), each with its
+        number, title, status, folder and up to three matching places with their positions (texts cut to 300
+        characters). Then resume_task with the number."""
 
         def body() -> dict[str, Any]:
             from projections import find, readmodel  # DuckDB loads only when asked
@@ -194,7 +204,9 @@ def build(state: Context) -> "MCPServer[Any]":
                 raise BadInput("words: give at least one word that is not blank")
             path = readmodel.readmodel_path(state.location)
             readmodel.refresh(ledger(), path)
-            found = readmodel.find_tasks(path, chosen, limit)
+            where = project_of(project) if project and project.startswith("/") else project
+            only = find.Only(project=where, statuses=tuple(status or ()), agent=agent)
+            found = readmodel.find_tasks(path, chosen, limit, only)
             return {"words": chosen, "tasks": find.as_records(found, text_width=300)}
 
         return guarded(body)

@@ -612,9 +612,9 @@ def query(
                   truncated=truncated)
 
 
-def find_tasks(path: Path, words: list[str], limit: int) -> list[find.Found]:
+def find_tasks(path: Path, words: list[str], limit: int, only: find.Only | None = None) -> list[find.Found]:
     """The tasks holding every one of ``words`` (``find.words_of``), best first: ``find``'s query on this file."""
-    text, params = find.sql(words, limit)
+    text, params = find.sql(words, limit, only or find.Only())
     return find.from_rows(query(path, text, params).rows)
 
 

@@ -84,3 +84,23 @@ def test_a_forgotten_task_is_not_found(home: Path, location: Location) -> None:
     assert [t["number"] for t in _found(home, "next.config")] == [2]
     run_trail("forget", "2", "--yes", home=home, check=True)
     assert _found(home, "next.config") == [] and _found(home, "redirect") == []
+
+
+def test_filters_narrow_the_tasks_looked_in(home: Path, location: Location) -> None:
+    _two_tasks(location)
+    project = json.loads(run_trail("list", "--json", home=home, check=True).stdout)[0]["project"]
+    assert project  # the tasks began in the tests' folder, which is their project
+    name = Path(project).name
+    assert [t["number"] for t in _found(home, "login", "--project", name)] == [1]
+    assert [t["number"] for t in _found(home, "login", "--project", project)] == [1]
+    assert _found(home, "login", "--project", "no-such-project") == []
+    assert [t["number"] for t in _found(home, "redirect", "--agent", "claude-code")] == [2]
+    assert _found(home, "redirect", "--agent", "codex") == []
+    assert _found(home, "login", "--since", "2999-01-01") == []
+    assert [t["number"] for t in _found(home, "login", "--since", "2000-01-01")] == [1]
+    assert _found(home, "login", "--status", "done") == []
+    said = run_trail("find", "login", "--status", "done", home=home)
+    assert said.returncode == 0 and "among the tasks asked for" in said.stdout
+    both = run_trail("find", "login", "--here", "--project", name, home=home)
+    assert both.returncode == 2 and "give one" in both.stderr
+    assert run_trail("find", "login", "--since", "yesterday", home=home).returncode == 2

@@ -78,6 +78,7 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     emit(measures.import_logs(plan, directory, started.data["median_wall_s"][startup.BARE]))
     log("read model and compaction")
     emit(measures.readmodel_refresh(plan, trail, directory))
+    emit(measures.find_vs_resume(plan, trail))
     emit(measures.compaction(plan, trail))
     trail.ledger.close()
     for graph in (delta, default):

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import workload
-from bench.systems import FloorRun, GraphRun, Plan, TrailRun, travel_points
+from bench.systems import TRAIL, FloorRun, GraphRun, Plan, TrailRun, travel_points
 from bench.tables import NA, Table, met, ms, rate, size
-from bench.timing import REPO, disk_bytes, median, p95
+from bench.timing import REPO, disk_bytes, median, p95, wall
 
 FIXTURES = REPO.parent / "shared" / "fixtures"
 """Real agent logs, when the shared folder sits beside the checkout."""
@@ -593,4 +593,37 @@ def compaction(plan: Plan, trail: TrailRun) -> Table:
         f"snapshots before the boundary; raw JSON counts the events' stored JSON only (with snapshots: "
         f"{(raw + f['raw_snapshots']) / 1e6:,.1f} MB). After compaction: resume {f['resume_ms']:.1f} ms, replay to "
         f"an archived point {f['replay_ms']:.1f} ms median, {f['replay_p95_ms']:.1f} ms p95; verify: {f['verify']}.")
+    return table
+
+
+# -- find ---------------------------------------------------------------------------------
+
+
+FIND_VS_RESUME = 2.0
+"""`trail find` over the whole ledger at most this multiple of `trail resume` of one task, same run."""
+
+
+def find_vs_resume(plan: Plan, trail: TrailRun) -> Table:
+    """`trail find` of two words over the run's largest ledger (its read model already current, as after any
+    command), timed alternately with `trail resume` of the task on the same file."""
+    table = Table("find: `trail find` over the whole ledger against `trail resume` of one task",
+                  ("ledger events", "words", "`trail find` wall", "`trail resume` wall", "ratio",
+                   f"goal (<= {FIND_VS_RESUME:g}x resume)", "goal met"))
+    total = trail.ledger.recorder.max_notification_id() or 0
+    words = [workload.VOCAB[0], workload.COMMANDS[0].split()[0]]
+    env = {"TRAIL_HOME": str(trail.home)}
+    find = [*TRAIL, "--db", str(trail.db), "find", *words, "--limit", "10"]
+    resume = [*TRAIL, "--db", str(trail.db), "resume", "1"]
+    wall(find, 1, env=env)  # a first find brings the read model up to the ledger (the refresh is measured above)
+    found, resumed = [], []
+    for _ in range(plan.resume_repeat):
+        found += wall(find, 1, env=env)
+        resumed += wall(resume, 1, env=env)
+    ratio = median(found) / median(resumed)
+    table.add(f"{total:,}", " ".join(words), ms(median(found)), ms(median(resumed)), f"{ratio:.2f}x",
+              f"<= {FIND_VS_RESUME:g}x", table.check(f"find over {size(total)} <= {FIND_VS_RESUME:g}x resume",
+                                                     ratio <= FIND_VS_RESUME))
+    table.data = {"find_s": median(found), "resume_s": median(resumed), "ratio": ratio}
+    table.notes.append("Both are whole processes on the same SQLite file, median of the run's resume repeats, "
+                       "timed in turn; the find reads every task's places in the DuckDB read model.")
     return table

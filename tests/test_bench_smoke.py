@@ -156,6 +156,7 @@ def test_no_goal_is_an_absolute_time_and_the_run_closes_with_the_count(
         measures.resume(plan, trail, peer, absent),
         measures.time_travel(plan, trail, peer, absent),
         measures.import_logs(plan, directory, bare_seconds=0.02, fixtures=directory / "no-such-folder"),
+        measures.find_vs_resume(plan, trail),
     ]
     for table in tables:
         assert table.goals, table.measure

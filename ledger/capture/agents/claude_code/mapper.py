@@ -122,68 +122,10 @@ def _after_content(name: str, data: dict[str, Any], result: dict[str, Any], befo
     return text
 
 
-def file_item(name: str, data: dict[str, Any], result: Any, actor: str, source: ev.SourceKey, ts: Any) -> Item | None:
-    result = result if isinstance(result, dict) else {}
-    path = result.get("filePath") or data.get("file_path") or data.get("notebook_path")
-    if not path:
-        return None
-    before = result.get("originalFile", result.get("originalFileContents"))
-    before = before if isinstance(before, str) else None
-    created = name == "Write" and (result.get("type") == "create" or (not result and before is None))
-    diff = _patch_text(result.get("structuredPatch")) or ("" if name == "NotebookEdit" else _input_diff(name, data))
-    after = None if name == "NotebookEdit" else _after_content(name, data, result, before)
-    return ev.FileChanged, {
-        "path": str(path),
-        "operation": "created" if created else "modified",
-        "before_sha256": sha256(before) if before is not None and not created else None,
-        "after_sha256": sha256(after) if after is not None else None,
-        "diff": bounded(diff),
-        "actor": actor,
-        "source": source,
-        "timestamp": ts,
-    }
-
-
 def duration(value: Any) -> int | None:
     """A hook's ``duration_ms`` as stored: a whole number of milliseconds within a week, else unknown."""
     ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= DURATION_MAX
     return int(value) if ok else None
-
-
-def command_item(
-    data: dict[str, Any],
-    result: Any,
-    content: str,
-    is_error: bool,
-    actor: str,
-    source: ev.SourceKey,
-    ts: Any,
-    duration_ms: int | None = None,
-    cwd: str | None = None,
-) -> Item:
-    """A Bash call and its outcome. Claude Code only states an exit code on failure."""
-    stdout = stderr = None
-    exit_code: int | None = 0
-    if is_error:
-        text = result if isinstance(result, str) else content
-        exit_code, stdout = failed_output(text or "")
-    elif isinstance(result, dict):
-        stdout, stderr = result.get("stdout"), result.get("stderr")
-        if result.get("returnCodeInterpretation"):
-            exit_code = None  # non-zero but judged benign by Claude Code (grep found nothing)
-    else:
-        stdout = content
-    return ev.CommandRan, {
-        "shell": str(data.get("command", "")),
-        "cwd": cwd,
-        "exit_code": exit_code,
-        "duration_ms": duration_ms,
-        "stdout": bounded(stdout if isinstance(stdout, str) else None),
-        "stderr": bounded(stderr if isinstance(stderr, str) else None),
-        "actor": actor,
-        "source": source,
-        "timestamp": ts,
-    }
 
 
 def failed_output(text: str) -> tuple[int, str]:
@@ -263,101 +205,166 @@ def _with(source: ev.SourceKey, suffix: str) -> ev.SourceKey:
     return source.model_copy(update={"record": source.record + suffix})
 
 
-def tool_items(
-    name: str,
-    data: Any,
-    result: Any,
-    content: str,
-    is_error: bool,
-    actor: str,
-    source: ev.SourceKey,
-    ts: Any,
-    cwd: str | None = None,
-    tasks: TaskList | None = None,
-    duration_ms: int | None = None,
-) -> list[Item]:
-    """One finished tool call (shared by the importer and the live hook).
+@dataclass(frozen=True)
+class ToolCall:
+    """One finished tool call, as the transcript or the live hook gives it: what the importer and the
+    hook both map (``items``), so a call captured live and later imported is one fact."""
 
-    A Bash call adds its test run (``testruns``) and, when it exited 0, the deletes and renames
-    it made (``shell_effects``). A tool use the user rejected with a reason adds that reason as a
-    correction; an approved ``ExitPlanMode`` adds the plan as a decision. A task-list call
-    (``TaskCreate`` …) changes the session's ``tasks`` and adds the plan it leaves, if it changed;
-    without ``tasks`` (a sub-agent's file, which cannot know the list) it adds nothing."""
-    data = data if isinstance(data, dict) else {}
-    if own_tool(name):
-        return []
-    if name in TASK_TOOLS and not is_error:
-        if tasks is None:
+    name: str
+    input: Any
+    result: Any
+    content: str
+    """The result's text (the transcript's ``tool_result`` block, the hook's ``error``)."""
+    is_error: bool
+    actor: str
+    source: ev.SourceKey
+    ts: Any
+    cwd: str | None = None
+    duration_ms: int | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.input if isinstance(self.input, dict) else {}
+
+    def items(self, tasks: TaskList | None = None) -> list[Item]:
+        """The call's items.
+
+        A Bash call adds its test run (``testruns``) and, when it exited 0, the deletes and renames
+        it made (``shell_effects``). A tool use the user rejected with a reason adds that reason as a
+        correction; an approved ``ExitPlanMode`` adds the plan as a decision. A task-list call
+        (``TaskCreate`` …) changes the session's ``tasks`` and adds the plan it leaves, if it changed;
+        without ``tasks`` (a sub-agent's file, which cannot know the list) it adds nothing."""
+        name, data, is_error = self.name, self.data, self.is_error
+        if own_tool(name):
             return []
-        return items_for(tasks, tool_change(tasks, name, data, result, content), actor, source, ts)
-    tool_actor = f"tool:{name}" if re.fullmatch(r"\S+", name) else "tool:unknown"
-    plain = content.removeprefix("Error: ")
-    rejected = is_error and (plain.startswith((STOPPED, INTERRUPTED)) or any(d in plain[:300] for d in NOT_RUN))
-    if name == "Bash" and not rejected:
-        command = command_item(data, result, content, is_error, actor, source, ts, duration_ms, cwd)
-        items = [command]
-        line, code = str(data.get("command", "")), command[1]["exit_code"]
-        if isinstance(result, dict) and not is_error:
+        if name in TASK_TOOLS and not is_error:
+            if tasks is None:
+                return []
+            change = tool_change(tasks, name, data, self.result, self.content)
+            return items_for(tasks, change, self.actor, self.source, self.ts)
+        plain = self.content.removeprefix("Error: ")
+        rejected = is_error and (plain.startswith((STOPPED, INTERRUPTED)) or any(d in plain[:300] for d in NOT_RUN))
+        if name == "Bash" and not rejected:
+            return self._bash()
+        if name in EDIT_TOOLS and not is_error:
+            item = self._file()
+            return [item] if item else []
+        if name == "TodoWrite" and not is_error:
+            todos = data.get("todos") or []
+            steps = [(str(t.get("content", "")), str(t.get("status", ""))) for t in todos if isinstance(t, dict)]
+            return plan_items(steps, self.actor, self.source, self.ts)
+        return self._called(rejected)
+
+    def _bash(self) -> list[Item]:
+        command = self._command()
+        result, content = self.result, self.content
+        line, code = str(self.data.get("command", "")), command[1]["exit_code"]
+        if isinstance(result, dict) and not self.is_error:
             output = "\n".join(str(result.get(k) or "") for k in ("stdout", "stderr"))
         else:
             output = result if isinstance(result, str) and not content else content
-        return items + command_facts(line, code, output, cwd, actor, source, ts)
-    if name in EDIT_TOOLS and not is_error:
-        item = file_item(name, data, result, actor, source, ts)
-        return [item] if item else []
-    if name == "TodoWrite" and not is_error:
-        todos = data.get("todos") or []
-        steps = [(str(t.get("content", "")), str(t.get("status", ""))) for t in todos if isinstance(t, dict)]
-        return plan_items(steps, actor, source, ts)
-    output = content or (result if isinstance(result, str) else json.dumps(result, default=str) if result else "")
-    called = source.model_copy(update={"record": source.record + "#call"})
-    done = source.model_copy(update={"record": source.record + "#result"})
-    extra: list[Item] = []
-    reason = rejection_reason(content) if rejected else None
-    if reason:
-        extra.append(
-            (
-                ev.CorrectionMade,
-                {"text": reason, "wrong": _short_call(name, data), "actor": "user", "timestamp": ts,
-                 "source": _with(source, "#correction")},
-            )
-        )  # fmt: skip
-    elif name == "ExitPlanMode" and not is_error:
-        plan = _approved_plan(data, result, content)
-        if plan.strip():
+        return [command, *command_facts(line, code, output, self.cwd, self.actor, self.source, self.ts)]
+
+    def _command(self) -> Item:
+        """A Bash call and its outcome. Claude Code only states an exit code on failure."""
+        result = self.result
+        stdout = stderr = None
+        exit_code: int | None = 0
+        if self.is_error:
+            text = result if isinstance(result, str) else self.content
+            exit_code, stdout = failed_output(text or "")
+        elif isinstance(result, dict):
+            stdout, stderr = result.get("stdout"), result.get("stderr")
+            if result.get("returnCodeInterpretation"):
+                exit_code = None  # non-zero but judged benign by Claude Code (grep found nothing)
+        else:
+            stdout = self.content
+        return ev.CommandRan, {
+            "shell": str(self.data.get("command", "")),
+            "cwd": self.cwd,
+            "exit_code": exit_code,
+            "duration_ms": self.duration_ms,
+            "stdout": bounded(stdout if isinstance(stdout, str) else None),
+            "stderr": bounded(stderr if isinstance(stderr, str) else None),
+            "actor": self.actor,
+            "source": self.source,
+            "timestamp": self.ts,
+        }
+
+    def _file(self) -> Item | None:
+        name, data = self.name, self.data
+        result = self.result if isinstance(self.result, dict) else {}
+        path = result.get("filePath") or data.get("file_path") or data.get("notebook_path")
+        if not path:
+            return None
+        before = result.get("originalFile", result.get("originalFileContents"))
+        before = before if isinstance(before, str) else None
+        created = name == "Write" and (result.get("type") == "create" or (not result and before is None))
+        diff = _patch_text(result.get("structuredPatch")) or ("" if name == "NotebookEdit" else _input_diff(name, data))
+        after = None if name == "NotebookEdit" else _after_content(name, data, result, before)
+        return ev.FileChanged, {
+            "path": str(path),
+            "operation": "created" if created else "modified",
+            "before_sha256": sha256(before) if before is not None and not created else None,
+            "after_sha256": sha256(after) if after is not None else None,
+            "diff": bounded(diff),
+            "actor": self.actor,
+            "source": self.source,
+            "timestamp": self.ts,
+        }
+
+    def _called(self, rejected: bool) -> list[Item]:
+        """Any other call: what was called and what came back, with the correction of a rejection
+        that gave a reason or the decision of an approved plan."""
+        name, data, result, content, source, ts = self.name, self.data, self.result, self.content, self.source, self.ts
+        tool_actor = f"tool:{name}" if re.fullmatch(r"\S+", name) else "tool:unknown"
+        output = content or (result if isinstance(result, str) else json.dumps(result, default=str) if result else "")
+        extra: list[Item] = []
+        reason = rejection_reason(content) if rejected else None
+        if reason:
             extra.append(
                 (
-                    ev.DecisionRecorded,
-                    {"text": plan_text(plan), "reason": APPROVED, "actor": "user", "timestamp": ts,
-                     "source": _with(source, "#decision")},
+                    ev.CorrectionMade,
+                    {"text": reason, "wrong": _short_call(name, data), "actor": "user", "timestamp": ts,
+                     "source": _with(source, "#correction")},
                 )
             )  # fmt: skip
-    return [
-        (
-            ev.ToolCalled,
-            {
-                "tool": name,
-                "call_id": source.record,
-                "input": bounded(json.dumps(data, default=str)) or bounded("{}"),
-                "actor": actor,
-                "source": called,
-                "timestamp": ts,
-            },
-        ),
-        (
-            ev.ToolResult,
-            {
-                "tool": name,
-                "call_id": source.record,
-                "ok": not is_error,
-                "output": bounded(output) or bounded(" "),
-                "actor": tool_actor,
-                "source": done,
-                "timestamp": ts,
-            },
-        ),
-        *extra,
-    ]
+        elif name == "ExitPlanMode" and not self.is_error:
+            plan = _approved_plan(data, result, content)
+            if plan.strip():
+                extra.append(
+                    (
+                        ev.DecisionRecorded,
+                        {"text": plan_text(plan), "reason": APPROVED, "actor": "user", "timestamp": ts,
+                         "source": _with(source, "#decision")},
+                    )
+                )  # fmt: skip
+        return [
+            (
+                ev.ToolCalled,
+                {
+                    "tool": name,
+                    "call_id": source.record,
+                    "input": bounded(json.dumps(data, default=str)) or bounded("{}"),
+                    "actor": self.actor,
+                    "source": _with(source, "#call"),
+                    "timestamp": ts,
+                },
+            ),
+            (
+                ev.ToolResult,
+                {
+                    "tool": name,
+                    "call_id": source.record,
+                    "ok": not self.is_error,
+                    "output": bounded(output) or bounded(" "),
+                    "actor": tool_actor,
+                    "source": _with(source, "#result"),
+                    "timestamp": ts,
+                },
+            ),
+            *extra,
+        ]
 
 
 SYNTHETIC_REPLIES = frozenset({"", "No response requested.", "(no content)"})
@@ -469,42 +476,102 @@ def sort_key(lines: Iterable[tuple[int, str]], stem: str) -> tuple[str, bool]:
     return first, subagent
 
 
-def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
-    """Map the numbered lines of one transcript file to items (pure: no I/O)."""
-    session = Session()
-    pending: dict[str, _Pending] = {}
-    uuids: set[str] = set()
-    parents: set[str] = set()
-    summaries: dict[str, str] = {}
-    interrupted = False
-    wrong: str | None = None
-    prompts = 0
-    user_command: tuple[str, str, Any] | None = None
-    last: tuple[str, int, Any] | None = None
-    prompt_seen: dict[str, int] = {}
-    reply: tuple[str, Any] | None = None
-    """The main agent's latest text in this turn: where it stopped, if the turn ends here."""
-    compaction: int | None = None
-    """Index in ``session.items`` of the last compaction still waiting for its summary."""
-    titled_by: str | None = None
-    """Whether the title came from a prompt, and whether that prompt was a real request."""
-    tasks = TaskList()
-    """The session's task list (``TaskCreate`` …); a sub-agent's file gets none (see ``tool_items``)."""
-    last_prompt: str | None = None
-    """The user's previous request: the same text again is a request re-sent (a rewind's branch may repeat an
-    older one: that is not re-sent)."""
-    queued: list[tuple[int, str, Any]] = []
-    """Prompts typed while the agent worked (index in items, text, time); one that
-    never comes back as a user line is still something the user said, and lands where it was typed."""
+class TranscriptMapper:
+    """One transcript file's mapping (pure: no I/O): what it has learnt so far, and a method per record kind."""
 
-    def close_turn() -> None:
-        nonlocal reply
-        if reply is not None and not session.is_subagent:
-            session.items.append(reply_item(reply[0], ACTOR, session.session_id or stem, reply[1]))
-        reply = None
+    def __init__(self, stem: str, transcript: str | None = None) -> None:
+        self.stem = stem
+        self.transcript = transcript
+        self.session = Session()
+        self.pending: dict[str, _Pending] = {}
+        self.uuids: set[str] = set()
+        self.parents: set[str] = set()
+        self.summaries: dict[str, str] = {}
+        self.interrupted = False
+        self.wrong: str | None = None
+        self.prompts = 0
+        self.user_command: tuple[str, str, Any] | None = None
+        self.last: tuple[str, int, Any] | None = None
+        self.prompt_seen: dict[str, int] = {}
+        self.reply: tuple[str, Any] | None = None
+        """The main agent's latest text in this turn: where it stopped, if the turn ends here."""
+        self.compaction: int | None = None
+        """Index in ``session.items`` of the last compaction still waiting for its summary."""
+        self.titled_by: str | None = None
+        """Whether the title came from a prompt, and whether that prompt was a real request."""
+        self.tasks = TaskList()
+        """The session's task list (``TaskCreate`` …); a sub-agent's file gets none (see ``ToolCall.items``)."""
+        self.last_prompt: str | None = None
+        """The user's previous request: the same text again is a request re-sent (a rewind's branch may repeat an
+        older one: that is not re-sent)."""
+        self.queued: list[tuple[int, str, Any]] = []
+        """Prompts typed while the agent worked (index in items, text, time); one that
+        never comes back as a user line is still something the user said, and lands where it was typed."""
 
-    def handle(number: int, record: dict[str, Any]) -> None:
-        nonlocal interrupted, wrong, prompts, user_command, last, reply, compaction, titled_by, last_prompt
+    @property
+    def session_key(self) -> str:
+        return self.session.session_id or self.stem
+
+    def map(self, lines: Iterable[tuple[int, str]]) -> Session:
+        session = self.session
+        for number, record in records(lines, session.skipped):
+            try:
+                self.record(number, record)
+            except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+                # A record of a shape this mapper does not know is skipped with its reason, never fatal.
+                session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
+        self.close_turn()
+        for index, text, ts in reversed(self.queued):
+            queued_key = prompt_record(text, self.prompt_seen)
+            prompt_src = ev.SourceKey(agent=AGENT, session=self.session_key, record=queued_key)
+            session.items.insert(index, prompt_item(classify(text, first=False), text, prompt_src, ts))
+        if self.last is not None and not session.is_subagent:
+            session.items.append(self.end_item(*self.last))
+        own = [self.summaries[u] for u in self.summaries if u in self.uuids]
+        if own:
+            session.title = title_from(own[-1])  # Claude Code's own title for this session wins
+        session.references = ({u for u in self.summaries if u not in self.uuids} | self.parents) - self.uuids
+        if self.transcript and session.session_id:
+            session.items.insert(0, self.link_item(self.transcript))
+        return session
+
+    def end_item(self, uuid: str, number: int, ts: Any) -> Item:
+        """Where the transcript stopped; keyed by the last message's uuid (prefixed, so it cannot
+        collide with that message's own event), which later sessions' summary records point at
+        (``leafUuid``), so a continuation finds this task."""
+        return (
+            ev.CheckpointMarked,
+            {
+                "label": "transcript end",
+                "note": f"{self.stem} line {number}",
+                "actor": "system",
+                "timestamp": ts,
+                "source": ev.SourceKey(agent=AGENT, session=self.session_key, record=f"{END}{uuid}"),
+            },
+        )
+
+    def link_item(self, transcript: str) -> Item:
+        session_id = self.session.session_id
+        return (
+            ev.ConversationLinked,
+            {
+                "agent": AGENT,
+                "session_id": session_id,
+                "transcript": transcript,
+                "actor": "system",
+                "timestamp": self.session.first_timestamp or None,
+                "source": ev.SourceKey(agent=AGENT, session=session_id, record="link"),
+            },
+        )
+
+    def close_turn(self) -> None:
+        if self.reply is not None and not self.session.is_subagent:
+            self.session.items.append(reply_item(self.reply[0], ACTOR, self.session_key, self.reply[1]))
+        self.reply = None
+
+    def record(self, number: int, record: dict[str, Any]) -> None:
+        """One line: what every record tells (session, times, uuids), then what its kind does."""
+        session = self.session
         kind = record.get("type")
         uuid = record.get("uuid")
         ts = record.get("timestamp")
@@ -512,211 +579,179 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
             session.first_timestamp = str(ts)
         if record.get("sessionId") and not session.session_id:
             session.session_id = str(record["sessionId"])
-            session.is_subagent = _subagent(record, stem)
+            session.is_subagent = _subagent(record, self.stem)
         if record.get("cwd") and session.cwd is None:
             session.cwd = str(record["cwd"])
         if uuid:
-            uuids.add(str(uuid))
+            self.uuids.add(str(uuid))
             if not record.get("isSidechain") and kind in ("user", "assistant"):
-                last = (str(uuid), number, ts)
+                self.last = (str(uuid), number, ts)
         if record.get("parentUuid"):
-            parents.add(str(record["parentUuid"]))
-        key = str(uuid) if uuid else f"{stem}:{number}"
-        src = ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=key)
-        actor = actor_for(record)
-
+            self.parents.add(str(record["parentUuid"]))
+        key = str(uuid) if uuid else f"{self.stem}:{number}"
+        src = ev.SourceKey(agent=AGENT, session=self.session_key, record=key)
         if kind == "summary":
-            if isinstance(record.get("summary"), str) and record.get("leafUuid"):
-                summaries[str(record["leafUuid"])] = record["summary"]
-            return
-        if kind == "queue-operation":
-            content = record.get("content")
-            if record.get("operation") == "enqueue" and isinstance(content, str):
-                text = request_text(content) or ""
-                if text and text != "tool_result":
-                    queued.append((len(session.items), text, ts))
-            return
-        if kind in ("custom-title", "ai-title"):
-            title = record.get("customTitle") or record.get("aiTitle") or record.get("title")
-            if isinstance(title, str) and title.strip():
-                session.title = title.strip()
-            return
-        if kind == "system":
-            sub = record.get("subtype")
-            if sub == "compact_boundary":
-                # One fact per compaction: the summary record that follows fills it in.
-                meta = record.get("compactMetadata")
-                compaction = len(session.items)
-                session.items.append(compaction_item(meta if isinstance(meta, dict) else {}, None, src, ts))
-            elif sub == "away_summary" and text_of(record.get("content")).strip():
-                session.items.append(
-                    (
-                        ev.NoteAdded,
-                        {"text": text_of(record.get("content")), "actor": ACTOR, "source": src, "timestamp": ts},
-                    )
-                )
-            return
-        if kind == "assistant":
-            main = actor == ACTOR and not record.get("isApiErrorMessage") and not synthetic_reply(record)
-            for block in (record.get("message") or {}).get("content") or ():
-                if main and isinstance(block, dict) and block.get("type") == "text":
-                    said = block.get("text")
-                    if isinstance(said, str) and said.strip():
-                        reply = (said, ts)
-                if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id"):
-                    pending[str(block["id"])] = _Pending(str(block.get("name", "?")), block.get("input"), actor)
-                    if block.get("name") in EDIT_TOOLS | {"Bash"}:
-                        wrong = None
-            return
-        if kind != "user":
-            return
+            self.summary(record)
+        elif kind == "queue-operation":
+            self.queue_operation(record, ts)
+        elif kind in ("custom-title", "ai-title"):
+            self.custom_title(record)
+        elif kind == "system":
+            self.system(record, src, ts)
+        elif kind == "assistant":
+            self.assistant(record, ts)
+        elif kind == "user":
+            self.user(record, key, src, ts)
 
-        message = record.get("message") or {}
-        content = message.get("content")
+    def summary(self, record: dict[str, Any]) -> None:
+        if isinstance(record.get("summary"), str) and record.get("leafUuid"):
+            self.summaries[str(record["leafUuid"])] = record["summary"]
+
+    def queue_operation(self, record: dict[str, Any], ts: Any) -> None:
+        content = record.get("content")
+        if record.get("operation") == "enqueue" and isinstance(content, str):
+            text = request_text(content) or ""
+            if text and text != "tool_result":
+                self.queued.append((len(self.session.items), text, ts))
+
+    def custom_title(self, record: dict[str, Any]) -> None:
+        title = record.get("customTitle") or record.get("aiTitle") or record.get("title")
+        if isinstance(title, str) and title.strip():
+            self.session.title = title.strip()
+
+    def system(self, record: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
+        sub = record.get("subtype")
+        if sub == "compact_boundary":
+            # One fact per compaction: the summary record that follows fills it in.
+            meta = record.get("compactMetadata")
+            self.compaction = len(self.session.items)
+            self.session.items.append(compaction_item(meta if isinstance(meta, dict) else {}, None, src, ts))
+        elif sub == "away_summary" and text_of(record.get("content")).strip():
+            self.session.items.append(
+                (
+                    ev.NoteAdded,
+                    {"text": text_of(record.get("content")), "actor": ACTOR, "source": src, "timestamp": ts},
+                )
+            )
+
+    def assistant(self, record: dict[str, Any], ts: Any) -> None:
+        actor = actor_for(record)
+        main = actor == ACTOR and not record.get("isApiErrorMessage") and not synthetic_reply(record)
+        for block in (record.get("message") or {}).get("content") or ():
+            if main and isinstance(block, dict) and block.get("type") == "text":
+                said = block.get("text")
+                if isinstance(said, str) and said.strip():
+                    self.reply = (said, ts)
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id"):
+                self.pending[str(block["id"])] = _Pending(str(block.get("name", "?")), block.get("input"), actor)
+                if block.get("name") in EDIT_TOOLS | {"Bash"}:
+                    self.wrong = None
+
+    def user(self, record: dict[str, Any], key: str, src: ev.SourceKey, ts: Any) -> None:
+        content = (record.get("message") or {}).get("content")
         if record.get("isCompactSummary"):
-            text = text_of(content)
-            if text.strip():
-                inner = continued_summary(text)
-                known = src.model_copy(update={"record": compaction_key(inner)}) if inner else None
-                if compaction is not None:
-                    cls, fields = session.items[compaction]
-                    summary = compaction_item({}, text, src, ts)[1]["summary"]
-                    session.items[compaction] = (cls, {**fields, "summary": summary,
-                                                       "source": known or fields["source"]})
-                else:
-                    session.items.append(compaction_item({}, text, known or src, ts))
-            compaction = None
-            reply = None  # the turn before the compaction is summarised, not where it stopped
+            self.compact_summary(text_of(content), src, ts)
             return
         if isinstance(content, list):
-            for block in content:
-                if not (isinstance(block, dict) and block.get("type") == "tool_result"):
-                    continue
-                call_id = str(block.get("tool_use_id", ""))
-                call = pending.pop(call_id, None)
-                if call is None:
-                    continue  # result of a call made in another file (copied history)
-                body = text_of(block.get("content"))
-                is_error = bool(block.get("is_error"))
-                if is_error and bare_feedback(call.name, body, record):
-                    body = f"{REJECTED} with this tool use. To tell you how to proceed, the user said:\n{body}"
-                if is_error and (body.startswith(REJECTED) or body.startswith(INTERRUPTED)):
-                    # A rejection with a reason is itself the correction (see tool_items); the
-                    # agent goes on, so the next prompt is not one because of it.
-                    interrupted = rejection_reason(body) is None
-                    wrong = f"{call.name} {json.dumps(call.input, default=str)[:200]}"
-                tool_src = ev.SourceKey(agent=AGENT, session=src.session, record=call_id)
-                cwd = str(record["cwd"]) if record.get("cwd") else session.cwd
-                session.items.extend(
-                    tool_items(
-                        call.name,
-                        call.input,
-                        record.get("toolUseResult"),
-                        body,
-                        is_error,
-                        call.actor,
-                        tool_src,
-                        ts,
-                        cwd,
-                        None if session.is_subagent else tasks,
-                    )
-                )
-        if not _is_prompt(record, content):
-            return
-        text = text_of(content)
+            self.tool_results(record, content, src, ts)
+        if _is_prompt(record, content):
+            self.prompt(text_of(content), key, src, ts)
+
+    def compact_summary(self, text: str, src: ev.SourceKey, ts: Any) -> None:
+        items = self.session.items
+        if text.strip():
+            inner = continued_summary(text)
+            known = src.model_copy(update={"record": compaction_key(inner)}) if inner else None
+            if self.compaction is not None:
+                cls, fields = items[self.compaction]
+                summary = compaction_item({}, text, src, ts)[1]["summary"]
+                items[self.compaction] = (cls, {**fields, "summary": summary, "source": known or fields["source"]})
+            else:
+                items.append(compaction_item({}, text, known or src, ts))
+        self.compaction = None
+        self.reply = None  # the turn before the compaction is summarised, not where it stopped
+
+    def tool_results(self, record: dict[str, Any], content: list[Any], src: ev.SourceKey, ts: Any) -> None:
+        for block in content:
+            if not (isinstance(block, dict) and block.get("type") == "tool_result"):
+                continue
+            call_id = str(block.get("tool_use_id", ""))
+            call = self.pending.pop(call_id, None)
+            if call is None:
+                continue  # result of a call made in another file (copied history)
+            body = text_of(block.get("content"))
+            is_error = bool(block.get("is_error"))
+            if is_error and bare_feedback(call.name, body, record):
+                body = f"{REJECTED} with this tool use. To tell you how to proceed, the user said:\n{body}"
+            if is_error and (body.startswith(REJECTED) or body.startswith(INTERRUPTED)):
+                # A rejection with a reason is itself the correction (see ToolCall.items); the
+                # agent goes on, so the next prompt is not one because of it.
+                self.interrupted = rejection_reason(body) is None
+                self.wrong = f"{call.name} {json.dumps(call.input, default=str)[:200]}"
+            tool_src = ev.SourceKey(agent=AGENT, session=src.session, record=call_id)
+            cwd = str(record["cwd"]) if record.get("cwd") else self.session.cwd
+            done = ToolCall(call.name, call.input, record.get("toolUseResult"), body, is_error, call.actor, tool_src,
+                            ts, cwd)
+            self.session.items.extend(done.items(None if self.session.is_subagent else self.tasks))
+
+    def prompt(self, text: str, key: str, src: ev.SourceKey, ts: Any) -> None:
+        """A line the user wrote: an interrupt, a `!` command or its output, or a request."""
         if text.lstrip().startswith(INTERRUPTED):
-            interrupted = True
+            self.interrupted = True
             return
         tags = dict((m.group(1), m.group(2)) for m in _BASH_TAG.finditer(text))
         if "input" in tags:  # the user ran a command with `!`; its output follows on the next line
-            user_command = (tags["input"], key, ts)
+            self.user_command = (tags["input"], key, ts)
             return
         if "stdout" in tags or "stderr" in tags:
-            if user_command is not None:
-                line, cmd_key, cmd_ts = user_command
-                session.items.append(
-                    (
-                        ev.CommandRan,
-                        {
-                            "shell": line,
-                            "exit_code": None,
-                            "stdout": bounded(tags.get("stdout")),
-                            "stderr": bounded(tags.get("stderr")),
-                            "actor": "user",
-                            "timestamp": cmd_ts,
-                            "source": src.model_copy(update={"record": cmd_key}),
-                        },
-                    )
-                )
-                user_command = None
+            if self.user_command is not None:
+                self.session.items.append(self.user_command_item(tags, src))
+                self.user_command = None
             return
         request = request_text(text)  # `/orchestrator create TODO app`: the arguments are the request
         if request is None:
-            close_turn()  # the user took the turn (`/compact`), though nothing was asked for
+            self.close_turn()  # the user took the turn (`/compact`), though nothing was asked for
             return
-        cleaned = request or text.strip()
-        queued[:] = [q for q in queued if q[1] != cleaned]  # it came back as a user line
-        close_turn()
-        prompts += 1
-        resent = cleaned == last_prompt  # the same request again (after an interrupt): the agent missed it
-        last_prompt = cleaned
-        kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted, resent=resent)
-        prompt_src = src.model_copy(update={"record": prompt_record(cleaned, prompt_seen)})
-        session.items.append(prompt_item(kind_, cleaned, prompt_src, ts, wrong if kind_ == "correction" else None))
-        if (session.title is None or titled_by is not None) and titled_by != "strong" and kind_ == "requirement":
+        self.request(request or text.strip(), src, ts)
+
+    def user_command_item(self, tags: dict[str, str], src: ev.SourceKey) -> Item:
+        assert self.user_command is not None
+        line, cmd_key, cmd_ts = self.user_command
+        return (
+            ev.CommandRan,
+            {
+                "shell": line,
+                "exit_code": None,
+                "stdout": bounded(tags.get("stdout")),
+                "stderr": bounded(tags.get("stderr")),
+                "actor": "user",
+                "timestamp": cmd_ts,
+                "source": src.model_copy(update={"record": cmd_key}),
+            },
+        )
+
+    def request(self, cleaned: str, src: ev.SourceKey, ts: Any) -> None:
+        self.queued[:] = [q for q in self.queued if q[1] != cleaned]  # it came back as a user line
+        self.close_turn()
+        self.prompts += 1
+        resent = cleaned == self.last_prompt  # the same request again (after an interrupt): the agent missed it
+        self.last_prompt = cleaned
+        kind = classify(cleaned, first=self.prompts == 1, after_interrupt=self.interrupted, resent=resent)
+        prompt_src = src.model_copy(update={"record": prompt_record(cleaned, self.prompt_seen)})
+        session = self.session
+        session.items.append(prompt_item(kind, cleaned, prompt_src, ts, self.wrong if kind == "correction" else None))
+        titled_by = self.titled_by
+        if (session.title is None or titled_by is not None) and titled_by != "strong" and kind == "requirement":
             # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
             session.title = title_from(cleaned)
-            titled_by = "strong" if len(cleaned.split()) >= 4 else "weak"
-        interrupted, wrong = False, None
+            self.titled_by = "strong" if len(cleaned.split()) >= 4 else "weak"
+        self.interrupted, self.wrong = False, None
 
-    for number, record in records(lines, session.skipped):
-        try:
-            handle(number, record)
-        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
-            # A record of a shape this mapper does not know is skipped with its reason, never fatal.
-            session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
-    close_turn()
-    for index, text, ts in reversed(queued):
-        queued_key = prompt_record(text, prompt_seen)
-        prompt_src = ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=queued_key)
-        session.items.insert(index, prompt_item(classify(text, first=False), text, prompt_src, ts))
 
-    if last is not None and not session.is_subagent:
-        # Where the transcript stopped; keyed by the last message's uuid (prefixed, so it cannot
-        # collide with that message's own event), which later sessions' summary records point at
-        # (``leafUuid``), so a continuation finds this task.
-        session.items.append(
-            (
-                ev.CheckpointMarked,
-                {
-                    "label": "transcript end",
-                    "note": f"{stem} line {last[1]}",
-                    "actor": "system",
-                    "timestamp": last[2],
-                    "source": ev.SourceKey(agent=AGENT, session=session.session_id or stem, record=f"{END}{last[0]}"),
-                },
-            )
-        )
-    own = [summaries[u] for u in summaries if u in uuids]
-    if own:
-        session.title = title_from(own[-1])  # Claude Code's own title for this session wins
-    session.references = ({u for u in summaries if u not in uuids} | parents) - uuids
-    if transcript and session.session_id:
-        session.items.insert(
-            0,
-            (
-                ev.ConversationLinked,
-                {
-                    "agent": AGENT,
-                    "session_id": session.session_id,
-                    "transcript": transcript,
-                    "actor": "system",
-                    "timestamp": session.first_timestamp or None,
-                    "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link"),
-                },
-            ),
-        )
-    return session
+def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
+    """Map the numbered lines of one transcript file to items (pure: no I/O)."""
+    return TranscriptMapper(stem, transcript).map(lines)
+
 
 
 # -- live hook payloads ----------------------------------------------------------------------------
@@ -742,8 +777,9 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any, tasks: TaskLis
             if isinstance(call, dict) and call.get("tool_name") in TASK_TOOLS and call.get("tool_use_id"):
                 said = call.get("tool_response")
                 key = src.model_copy(update={"record": str(call["tool_use_id"])})
-                batch += tool_items(str(call["tool_name"]), call.get("tool_input"), said,
-                                    said if isinstance(said, str) else "", False, actor, key, timestamp, None, tasks)
+                done = ToolCall(str(call["tool_name"]), call.get("tool_input"), said,
+                                said if isinstance(said, str) else "", False, actor, key, timestamp)
+                batch += done.items(tasks)
         return batch
     if event in ("PostToolUse", "PostToolUseFailure"):
         name = str(payload.get("tool_name") or "?")
@@ -754,10 +790,9 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any, tasks: TaskLis
         content = str(error) if error else (response if isinstance(response, str) else "")
         tool_src = src.model_copy(update={"record": call_id})
         cwd = str(payload["cwd"]) if payload.get("cwd") else None
-        return tool_items(
-            name, payload.get("tool_input"), response, content, is_error, actor, tool_src, timestamp, cwd, tasks,
-            duration(payload.get("duration_ms")),
-        )
+        done = ToolCall(name, payload.get("tool_input"), response, content, is_error, actor, tool_src, timestamp, cwd,
+                        duration(payload.get("duration_ms")))
+        return done.items(tasks)
     if event == "PostCompact":
         summary = payload.get("compact_summary") or payload.get("summary")
         meta = {"trigger": payload.get("trigger")}

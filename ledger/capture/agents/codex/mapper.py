@@ -233,20 +233,26 @@ def patch_items(
     return items
 
 
-def command_run_items(
-    shell: str | None,
-    argv: tuple[str, ...] | None,
-    run_cwd: str | None,
-    code: int | None,
-    ms: int | None,
-    stdout: str,
-    stderr: str,
-    key: ev.SourceKey,
-    ts: Any,
-    *,
-    where: str | None,
-    patched: bool,
-) -> list[Item]:
+@dataclass(frozen=True)
+class Run:
+    """One finished shell command, as the rollout (``exec_command_end``, a call's output) or the live hook gives it."""
+
+    shell: str | None
+    argv: tuple[str, ...] | None
+    cwd: str | None
+    code: int | None
+    ms: int | None
+    stdout: str
+    stderr: str
+    key: ev.SourceKey
+    ts: Any
+
+    @property
+    def line(self) -> str:
+        return self.shell if self.shell is not None else shlex.join(self.argv or ())
+
+
+def command_run_items(run: Run, *, where: str | None, patched: bool) -> list[Item]:
     """A finished shell command (shared by the rollout importer and the live hook): its
     ``CommandRan``, the patch it applied (an ``apply_patch`` heredoc, unless ``patched`` says a
     ``patch_apply_end`` records it), its test run, and, when it exited 0, its deletes and renames."""
@@ -254,24 +260,25 @@ def command_run_items(
         (
             ev.CommandRan,
             {
-                "shell": shell,
-                "argv": argv,
-                "cwd": run_cwd,
-                "exit_code": code,
-                "duration_ms": ms,
-                "stdout": bounded(stdout),
-                "stderr": bounded(stderr),
+                "shell": run.shell,
+                "argv": run.argv,
+                "cwd": run.cwd,
+                "exit_code": run.code,
+                "duration_ms": run.ms,
+                "stdout": bounded(run.stdout),
+                "stderr": bounded(run.stderr),
                 "actor": ACTOR,
-                "timestamp": ts,
-                "source": key,
+                "timestamp": run.ts,
+                "source": run.key,
             },
         )
     ]
-    line = shell if shell is not None else shlex.join(argv or ())
-    if "*** Begin Patch" in line and code == 0 and not patched:
-        items.extend(patch_items(line, where, key, ts))
-    output = "\n".join(t for t in (stdout, stderr) if t)
-    return items + command_facts(line, code, output, where, ACTOR, key, ts)
+    line = run.line
+    if "*** Begin Patch" in line and run.code == 0 and not patched:
+        items.extend(patch_items(line, where, run.key, run.ts))
+    output = "\n".join(t for t in (run.stdout, run.stderr) if t)
+    return items + command_facts(line, run.code, output, where, ACTOR, run.key, run.ts)
+
 
 
 @dataclass
@@ -340,380 +347,400 @@ def sort_key(lines: Iterable[tuple[int, str]], stem: str) -> tuple[str, bool]:
     return first, subagent
 
 
-def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
-    """Map the numbered lines of one rollout file to items (pure: no I/O)."""
-    session = Session()
-    if iter(lines) is lines:
-        lines = list(lines)  # read twice below: a one-shot iterator is kept (files come as re-readable Lines)
-    # A first pass for the facts the mapping needs up front, holding only these sets, not the records.
-    ended: set[Any] = set()
-    patched: set[Any] = set()
-    has_user_events = has_assistant_items = False
-    for _, t, p, _ in _flat(records(lines, [])):
-        if t == "event_msg" and p.get("type") == "exec_command_end":
-            ended.add(p.get("call_id"))
-        elif t == "event_msg" and p.get("type") == "patch_apply_end":
-            patched.add(p.get("call_id"))
-        has_user_events = has_user_events or (t == "event_msg" and p.get("type") == "user_message")
-        has_assistant_items = has_assistant_items or (
-            t == "response_item" and p.get("type") == "message" and p.get("role") == "assistant")
+class RolloutMapper:
+    """One rollout file's mapping (pure: no I/O): what it has learnt so far, and a method per record kind."""
 
-    calls: dict[str, tuple[str, dict[str, Any], Any]] = {}
-    running: dict[str, tuple[str, dict[str, Any], Any, ev.SourceKey, list[str]]] = {}
-    """Exec sessions still running (``write_stdin`` polls them): process id -> the exec call."""
-    seen: dict[str, dict[str, int]] = {}
-    """Per origin session: how often each prompt/reply/summary text came before (see ``_keyed``)."""
-    call_ids: set[str] = set()
-    origin = ""
-    cwd: str | None = None
-    prompts = 0
-    interrupted = False
-    wrong: str | None = None
-    last_action: str | None = None
-    reply: _Reply | None = None
-    tokens: int | None = None
-    last_prompt: str | None = None
-    """The user's previous request: the same text again is a request re-sent."""
+    def __init__(self, stem: str, transcript: str | None = None) -> None:
+        self.stem = stem
+        self.transcript = transcript
+        self.session = Session()
+        self.ended: set[Any] = set()
+        """Calls an ``exec_command_end`` records (their output record adds nothing)."""
+        self.patched: set[Any] = set()
+        """Calls a ``patch_apply_end`` records."""
+        self.has_user_events = self.has_assistant_items = False
+        self.calls: dict[str, tuple[str, dict[str, Any], Any]] = {}
+        self.running: dict[str, tuple[str, dict[str, Any], Any, ev.SourceKey, list[str]]] = {}
+        """Exec sessions still running (``write_stdin`` polls them): process id -> the exec call."""
+        self.seen: dict[str, dict[str, int]] = {}
+        """Per origin session: how often each prompt/reply/summary text came before (see ``keyed``)."""
+        self.call_ids: set[str] = set()
+        self.origin = ""
+        self.cwd: str | None = None
+        self.prompts = 0
+        self.interrupted = False
+        self.wrong: str | None = None
+        self.last_action: str | None = None
+        self.reply: _Reply | None = None
+        self.tokens: int | None = None
+        self.last_prompt: str | None = None
+        """The user's previous request: the same text again is a request re-sent."""
 
-    def keyed(prefix: str, text: str, where: str) -> ev.SourceKey:
-        record = prompt_record(text, seen.setdefault(f"{where} {prefix}", {}))
+    def map(self, lines: Iterable[tuple[int, str]]) -> Session:
+        session = self.session
+        if iter(lines) is lines:
+            lines = list(lines)  # read twice below: a one-shot iterator is kept (files come as re-readable Lines)
+        self.survey(lines)
+        for number, kind, payload, ts in _flat(records(lines, session.skipped)):
+            try:
+                self.record(number, kind, payload, ts)
+            except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+                # A record of a shape this mapper does not know is skipped with its reason, never fatal.
+                session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
+        self.flush_reply()  # where the rollout stops: the agent's last words so far
+        for call_id, (name, args, ts) in self.calls.items():
+            if name == "update_plan":  # the rollout stops before its answer: no refusal seen, the plan stands
+                key = ev.SourceKey(agent=AGENT, session=self.origin or session.session_id or self.stem, record=call_id)
+                session.items.extend(plan_items(_plan_steps(args), ACTOR, key, ts))
+        if session.title is None and session.session_id:
+            session.title = f"codex session {session.session_id[:8]}"
+        # Call ids are unique to the call: a fork's copied history holds the earlier session's ids, so the
+        # task that holds them is the one this rollout continues (the importer looks them up).
+        session.references = {c for c in self.call_ids if c and not c.startswith(f"{self.stem}:")}
+        return session
+
+    def survey(self, lines: Iterable[tuple[int, str]]) -> None:
+        """A first pass for the facts the mapping needs up front, holding only these sets, not the records."""
+        for _, t, p, _ in _flat(records(lines, [])):
+            if t == "event_msg" and p.get("type") == "exec_command_end":
+                self.ended.add(p.get("call_id"))
+            elif t == "event_msg" and p.get("type") == "patch_apply_end":
+                self.patched.add(p.get("call_id"))
+            self.has_user_events = self.has_user_events or (t == "event_msg" and p.get("type") == "user_message")
+            self.has_assistant_items = self.has_assistant_items or (
+                t == "response_item" and p.get("type") == "message" and p.get("role") == "assistant")
+
+    def keyed(self, prefix: str, text: str, where: str) -> ev.SourceKey:
+        record = prompt_record(text, self.seen.setdefault(f"{where} {prefix}", {}))
         return ev.SourceKey(agent=AGENT, session=where, record=prefix + record.removeprefix("prompt:"))
 
-    def flush_reply() -> None:
-        nonlocal reply
+    def flush_reply(self) -> None:
+        reply = self.reply
         if reply is not None and reply.text.strip():
-            session.items.append(
+            self.session.items.append(
                 (
                     ev.AgentReplied,
                     {
                         "text": bound(reply.text.strip(), bounds.REPLY),
                         "actor": ACTOR,
                         "timestamp": reply.timestamp,
-                        "source": keyed("reply:", reply.text.strip(), reply.origin),
+                        "source": self.keyed("reply:", reply.text.strip(), reply.origin),
                     },
                 )
             )
-        reply = None
+        self.reply = None
 
-    def command_items(
-        shell: str | None,
-        argv: tuple[str, ...] | None,
-        run_cwd: str | None,
-        code: int | None,
-        ms: int | None,
-        stdout: str,
-        stderr: str,
-        key: ev.SourceKey,
-        ts: Any,
-        call_id: str,
-    ) -> None:
-        nonlocal last_action
-        line = shell if shell is not None else shlex.join(argv or ())
-        last_action = f"ran {line[:200]}"
-        session.items.extend(
-            command_run_items(
-                shell, argv, run_cwd, code, ms, stdout, stderr, key, ts,
-                where=run_cwd or cwd, patched=call_id in patched,
+    def command(self, run: Run, call_id: str) -> None:
+        self.last_action = f"ran {run.line[:200]}"
+        self.session.items.extend(command_run_items(run, where=run.cwd or self.cwd, patched=call_id in self.patched))
+
+    def record(self, number: int, kind: str, payload: dict[str, Any], ts: Any) -> None:
+        """One record: its time, then what its kind does."""
+        if ts and not self.session.first_timestamp:
+            self.session.first_timestamp = str(ts)
+        ptype = payload.get("type")
+        if kind == "session_meta":
+            self.session_meta(payload, ts)
+            return
+        if kind == "turn_context":
+            self.turn_context(payload)
+            return
+        where = self.origin or self.session.session_id or self.stem
+        src = ev.SourceKey(agent=AGENT, session=where, record=f"{self.stem}:{number}")
+        prompt_text = self.prompt_text(kind, payload)
+        if prompt_text is not None:
+            self.prompt(prompt_text, where, ts)
+        elif kind == "compacted":
+            self.compacted(payload, f"{self.stem}:{number}", where, ts)
+        elif kind == "event_msg":
+            self.event(ptype, payload, src, where, ts)
+        elif kind == "response_item":
+            self.response_item(ptype, payload, src, where, ts)
+
+    def session_meta(self, payload: dict[str, Any], ts: Any) -> None:
+        session = self.session
+        sid = str(payload.get("id") or payload.get("session_id") or "")
+        if not sid:
+            return
+        if sid != self.origin:
+            self.flush_reply()  # a reply belongs to the session it was written in
+        self.origin = sid
+        if not session.session_id:
+            session.session_id = sid
+            session.is_subagent = _subagent(payload)
+            if isinstance(payload.get("cwd"), str) and session.cwd is None:
+                session.cwd = self.cwd = payload["cwd"]
+            if self.transcript:
+                session.items.append(
+                    (
+                        ev.ConversationLinked,
+                        {
+                            "agent": AGENT,
+                            "session_id": session.session_id,
+                            "transcript": self.transcript,
+                            "actor": "system",
+                            "timestamp": ts,
+                            "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link"),
+                        },
+                    )
+                )
+
+    def turn_context(self, payload: dict[str, Any]) -> None:
+        if isinstance(payload.get("cwd"), str):
+            self.cwd = payload["cwd"]
+            if self.session.cwd is None:
+                self.session.cwd = self.cwd
+
+    def prompt_text(self, kind: str, payload: dict[str, Any]) -> str | None:
+        """What the user typed, if the record is a prompt: the ``user_message`` event, or where a rollout has
+        none, the user's message item (not the context Codex writes as the user)."""
+        ptype = payload.get("type")
+        if kind == "event_msg" and ptype == "user_message":
+            return str(payload.get("message") or "")
+        user_item = kind == "response_item" and ptype == "message" and payload.get("role") == "user"
+        if user_item and not self.has_user_events:
+            text = _message_text(payload)
+            if not text.lstrip().startswith(_BOILERPLATE) and not _harness(payload):
+                return text
+        return None
+
+    def prompt(self, prompt_text: str, where: str, ts: Any) -> None:
+        cleaned = _clean_prompt(prompt_text)
+        if not cleaned:
+            return
+        self.flush_reply()
+        self.prompts += 1
+        resent = cleaned == self.last_prompt  # the same request again: the agent missed it
+        self.last_prompt = cleaned
+        kind = classify(cleaned, first=self.prompts == 1, after_interrupt=self.interrupted, resent=resent)
+        key = self.keyed("prompt:", cleaned, where)
+        self.session.items.append(prompt_item(kind, cleaned, key, ts, self.wrong if kind == "correction" else None))
+        if self.session.title is None:
+            self.session.title = title_from(cleaned)
+        self.interrupted, self.wrong, self.last_action = False, None, None
+
+    def compacted(self, payload: dict[str, Any], fallback: str, where: str, ts: Any) -> None:
+        summary = str(payload.get("message") or "").strip()
+        reply = self.reply
+        if reply is not None and reply.text.strip() and summary.endswith(reply.text.strip()):
+            self.reply = None  # the compaction request's answer (0.171 writes it as an assistant message): the summary
+        # Codex's framing for the next model ("Another language model started …"): the summary follows it.
+        said = _SUMMARY_HEAD.split(summary, maxsplit=1)[-1].strip()
+        self.session.items.append(
+            (
+                ev.ContextCompacted,
+                {
+                    "summary": bound(said, bounds.SUMMARY) if said else None,
+                    "tokens_before": self.tokens,
+                    "actor": "system",
+                    "timestamp": ts,
+                    "source": self.keyed("compacted:", summary or fallback, where),
+                },
             )
         )
 
-    def handle(number: int, kind: str, payload: dict[str, Any], ts: Any) -> None:
-        nonlocal prompts, origin, cwd, interrupted, wrong, last_action, reply, tokens, last_prompt
-        if ts and not session.first_timestamp:
-            session.first_timestamp = str(ts)
-        ptype = payload.get("type")
-        if kind == "session_meta":
-            sid = str(payload.get("id") or payload.get("session_id") or "")
-            if not sid:
-                return
-            if sid != origin:
-                flush_reply()  # a reply belongs to the session it was written in
-            origin = sid
-            if not session.session_id:
-                session.session_id = sid
-                session.is_subagent = _subagent(payload)
-                if isinstance(payload.get("cwd"), str) and session.cwd is None:
-                    session.cwd = cwd = payload["cwd"]
-                if transcript:
-                    session.items.append(
-                        (
-                            ev.ConversationLinked,
-                            {
-                                "agent": AGENT,
-                                "session_id": session.session_id,
-                                "transcript": transcript,
-                                "actor": "system",
-                                "timestamp": ts,
-                                "source": ev.SourceKey(agent=AGENT, session=session.session_id, record="link"),
-                            },
-                        )
-                    )
+    def event(self, ptype: Any, payload: dict[str, Any], src: ev.SourceKey, where: str, ts: Any) -> None:
+        if ptype == "token_count":
+            info = payload.get("info")
+            usage = info.get("last_token_usage") if isinstance(info, dict) else None
+            total = usage.get("total_tokens") if isinstance(usage, dict) else None
+            if isinstance(total, int) and total > 0:
+                self.tokens = total
+        elif ptype == "agent_message":
+            text = str(payload.get("message") or "")
+            if not self.has_assistant_items and text.strip():
+                self.reply = _Reply(text, ts, where)
+        elif ptype == "task_complete":
+            last = payload.get("last_agent_message")
+            reply = self.reply
+            if isinstance(last, str) and last.strip() and (reply is None or reply.text.strip() != last.strip()):
+                self.reply = _Reply(last, ts, where)
+            self.flush_reply()
+        elif ptype == "turn_aborted":
+            self.flush_reply()
+            if payload.get("reason") != "review_ended":
+                self.interrupted = True
+                self.wrong = self.wrong or self.last_action
+        elif ptype == "exec_command_end":
+            self.exec_command_end(payload, src, ts)
+        elif ptype == "patch_apply_end":
+            self.patch_apply_end(payload, src, ts)
+
+    def exec_command_end(self, payload: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
+        call_id = str(payload.get("call_id") or src.record)
+        self.call_ids.add(call_id)
+        shell, argv = _shell_line(payload.get("command"))
+        if payload.get("exit_code") is None and str(payload.get("status")) in ("declined", "rejected"):
+            self.interrupted, self.wrong = True, f"exec {(shell or shlex.join(argv or ()))[:200]}"
             return
-        if kind == "turn_context":
-            if isinstance(payload.get("cwd"), str):
-                cwd = payload["cwd"]
-                if session.cwd is None:
-                    session.cwd = cwd
-            return
-        where = origin or session.session_id or stem
-        src = ev.SourceKey(agent=AGENT, session=where, record=f"{stem}:{number}")
-        prompt_text: str | None = None
-        if kind == "event_msg" and ptype == "user_message":
-            prompt_text = str(payload.get("message") or "")
-        elif kind == "response_item" and ptype == "message" and payload.get("role") == "user" and not has_user_events:
-            text = _message_text(payload)
-            if not text.lstrip().startswith(_BOILERPLATE) and not _harness(payload):
-                prompt_text = text
-        if prompt_text is not None:
-            cleaned = _clean_prompt(prompt_text)
-            if not cleaned:
-                return
-            flush_reply()
-            prompts += 1
-            resent = cleaned == last_prompt  # the same request again: the agent missed it
-            last_prompt = cleaned
-            kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted, resent=resent)
-            key = keyed("prompt:", cleaned, where)
-            session.items.append(prompt_item(kind_, cleaned, key, ts, wrong if kind_ == "correction" else None))
-            if session.title is None:
-                session.title = title_from(cleaned)
-            interrupted, wrong, last_action = False, None, None
-            return
-        if kind == "compacted":
-            summary = str(payload.get("message") or "").strip()
-            if reply is not None and reply.text.strip() and summary.endswith(reply.text.strip()):
-                reply = None  # the compaction request's answer (0.171 writes it as an assistant message): the summary
-            # Codex's framing for the next model ("Another language model started …"): the summary follows it.
-            said = _SUMMARY_HEAD.split(summary, maxsplit=1)[-1].strip()
-            session.items.append(
+        dur = payload.get("duration") or {}
+        ms = int(dur.get("secs", 0) * 1000 + dur.get("nanos", 0) // 1_000_000) if isinstance(dur, dict) else None
+        stdout = str(payload.get("stdout") or payload.get("aggregated_output") or "")
+        code = payload.get("exit_code")
+        run_cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        self.command(
+            Run(shell, argv, run_cwd, code if isinstance(code, int) else None, ms, stdout,
+                str(payload.get("stderr") or ""), src.model_copy(update={"record": call_id}), ts),
+            call_id,
+        )
+
+    def patch_apply_end(self, payload: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
+        call_id = str(payload.get("call_id") or src.record)
+        self.call_ids.add(call_id)
+        changes = payload.get("changes") if payload.get("success", True) else None
+        for path, change in (changes or {}).items():
+            change = change if isinstance(change, dict) else {}
+            op = {"add": "created", "delete": "deleted"}.get(str(change.get("type")), "modified")
+            moved = change.get("move_path")
+            self.session.items.append(
                 (
-                    ev.ContextCompacted,
+                    ev.FileChanged,
                     {
-                        "summary": bound(said, bounds.SUMMARY) if said else None,
-                        "tokens_before": tokens,
-                        "actor": "system",
+                        "path": str(moved or path),
+                        "operation": "renamed" if moved else op,
+                        "renamed_from": str(path) if moved else None,
+                        "diff": bounded(change_diff(change)),
+                        "actor": ACTOR,
                         "timestamp": ts,
-                        "source": keyed("compacted:", summary or f"{stem}:{number}", where),
+                        "source": src.model_copy(update={"record": f"{call_id}#{path}"}),
                     },
                 )
             )
-            return
-        if kind == "event_msg":
-            if ptype == "token_count":
-                info = payload.get("info")
-                usage = info.get("last_token_usage") if isinstance(info, dict) else None
-                total = usage.get("total_tokens") if isinstance(usage, dict) else None
-                if isinstance(total, int) and total > 0:
-                    tokens = total
-                return
-            if ptype == "agent_message" and not has_assistant_items:
-                text = str(payload.get("message") or "")
-                if text.strip():
-                    reply = _Reply(text, ts, where)
-                return
-            if ptype == "task_complete":
-                last = payload.get("last_agent_message")
-                if isinstance(last, str) and last.strip() and (reply is None or reply.text.strip() != last.strip()):
-                    reply = _Reply(last, ts, where)
-                flush_reply()
-                return
-            if ptype == "turn_aborted":
-                flush_reply()
-                if payload.get("reason") != "review_ended":
-                    interrupted = True
-                    wrong = wrong or last_action
-                return
-        if kind == "response_item" and ptype == "message" and payload.get("role") == "assistant":
-            text = _message_text(payload)
-            if text.strip():
-                reply = _Reply(text, ts, where)
-            return
-        if kind == "event_msg" and ptype == "exec_command_end":
-            call_id = str(payload.get("call_id") or src.record)
-            call_ids.add(call_id)
-            shell, argv = _shell_line(payload.get("command"))
-            if payload.get("exit_code") is None and str(payload.get("status")) in ("declined", "rejected"):
-                interrupted, wrong = True, f"exec {(shell or shlex.join(argv or ()))[:200]}"
-                return
-            dur = payload.get("duration") or {}
-            ms = int(dur.get("secs", 0) * 1000 + dur.get("nanos", 0) // 1_000_000) if isinstance(dur, dict) else None
-            stdout = str(payload.get("stdout") or payload.get("aggregated_output") or "")
-            code = payload.get("exit_code")
-            command_items(
-                shell,
-                argv,
-                payload.get("cwd") if isinstance(payload.get("cwd"), str) else None,
-                code if isinstance(code, int) else None,
-                ms,
-                stdout,
-                str(payload.get("stderr") or ""),
-                src.model_copy(update={"record": call_id}),
-                ts,
-                call_id,
-            )
-            return
-        if kind == "event_msg" and ptype == "patch_apply_end":
-            call_id = str(payload.get("call_id") or src.record)
-            call_ids.add(call_id)
-            changes = payload.get("changes") if payload.get("success", True) else None
-            for path, change in (changes or {}).items():
-                change = change if isinstance(change, dict) else {}
-                op = {"add": "created", "delete": "deleted"}.get(str(change.get("type")), "modified")
-                moved = change.get("move_path")
-                session.items.append(
-                    (
-                        ev.FileChanged,
-                        {
-                            "path": str(moved or path),
-                            "operation": "renamed" if moved else op,
-                            "renamed_from": str(path) if moved else None,
-                            "diff": bounded(change_diff(change)),
-                            "actor": ACTOR,
-                            "timestamp": ts,
-                            "source": src.model_copy(update={"record": f"{call_id}#{path}"}),
-                        },
-                    )
+        if changes:
+            self.last_action = "patched " + ", ".join(str(p) for p in list(changes)[:5])
+        if not payload.get("success", True):
+            self.session.items.append(
+                (
+                    ev.ToolResult,
+                    {
+                        "tool": "apply_patch",
+                        "call_id": call_id,
+                        "ok": False,
+                        "output": bounded(str(payload.get("stderr") or payload.get("stdout") or "failed")),
+                        "actor": "tool:apply_patch",
+                        "timestamp": ts,
+                        "source": src.model_copy(update={"record": f"{call_id}#result"}),
+                    },
                 )
-            if changes:
-                last_action = "patched " + ", ".join(str(p) for p in list(changes)[:5])
-            if not payload.get("success", True):
-                session.items.append(
-                    (
-                        ev.ToolResult,
-                        {
-                            "tool": "apply_patch",
-                            "call_id": call_id,
-                            "ok": False,
-                            "output": bounded(str(payload.get("stderr") or payload.get("stdout") or "failed")),
-                            "actor": "tool:apply_patch",
-                            "timestamp": ts,
-                            "source": src.model_copy(update={"record": f"{call_id}#result"}),
-                        },
-                    )
-                )
-            return
-        if kind != "response_item":
-            return
-        if ptype in ("function_call", "custom_tool_call", "local_shell_call"):
-            call_id = str(payload.get("call_id") or payload.get("id") or src.record)
-            call_ids.add(call_id)
-            name = str(payload.get("name") or ("shell" if ptype == "local_shell_call" else "?"))
-            if payload.get("namespace"):
-                name = f"{payload['namespace']}.{name}"
-            args = _args(payload) if ptype == "function_call" else {"input": payload.get("input")}
-            if ptype == "local_shell_call":
-                args = payload.get("action") or {}
-            calls[call_id] = (name, args, ts)
-            if name in SHELL_TOOLS:
-                shell, argv = _shell_line(args.get("cmd") or args.get("command"))
-                last_action = f"ran {(shell or shlex.join(argv or ()))[:200]}"
-            elif name not in ("write_stdin", "update_plan"):
-                last_action = f"{name} {json.dumps(args, default=str)[:200]}"
-            return
-        if ptype in ("function_call_output", "custom_tool_call_output"):
-            call_id = str(payload.get("call_id") or "")
-            name, args, calls_ts = calls.pop(call_id, ("?", {}, ts))
-            text, code = _output_text(payload.get("output"))
-            key = src.model_copy(update={"record": call_id or src.record})
-            if _REJECTED.match(text) and name != "write_stdin":
-                # The user declined the call (or interrupted it); what they say next corrects it.
-                interrupted = True
-                wrong = last_action if name == "?" else f"{name} {json.dumps(args, default=str)[:200]}"
-                return
-            if name == "update_plan":
-                # Recorded once Codex took it: a turn without the tool (``codex exec``) answers
-                # "unsupported call", and its hook never fires, so the plan was never made.
-                if not _TOOL_REFUSED.match(text):
-                    session.items.extend(plan_items(_plan_steps(args), ACTOR, key, calls_ts))
-                return
-            if name == "write_stdin":
-                # Polling a running exec_command; without exec_command_end, its final poll has the result.
-                proc = str(args.get("session_id", ""))
-                pending = running.get(proc)
-                if pending is None:
-                    return
-                pending[4].append(text)
-                if code is not None:
-                    del running[proc]
-                    first_id, first_args, _, first_key, outputs = pending
-                    shell, argv = _shell_line(first_args.get("cmd") or first_args.get("command"))
-                    command_items(
-                        shell,
-                        argv,
-                        first_args.get("workdir"),
-                        code,
-                        None,
-                        "\n".join(outputs),
-                        "",
-                        first_key,
-                        ts,
-                        first_id,
-                    )
-                return
-            if name in SHELL_TOOLS:
-                if call_id in ended:
-                    return  # recorded from exec_command_end
-                if code is None:
-                    still = _RUNNING.search(text[:2000])
-                    if still and name == "exec_command":
-                        running[still.group(1)] = (call_id, args, ts, key, [text])
-                    if name == "exec_command":
-                        return
-                shell, argv = _shell_line(args.get("cmd") or args.get("command"))
-                body, _, _, ms = _exec_response(text)  # the output without Codex's header
-                command_items(shell, argv, args.get("workdir"), code, ms, body, "", key, ts, call_id)
-                return
-            if name == "apply_patch" and call_id not in patched and code in (0, None):
-                patch = str(args.get("input") or args.get("patch") or "")
-                session.items.extend(patch_items(patch, cwd, key, ts))
-                return
-            if name == "apply_patch" or _ours(name):
-                return
-            session.items.extend(
-                [
-                    (
-                        ev.ToolCalled,
-                        {
-                            "tool": name,
-                            "call_id": call_id,
-                            "input": bounded(json.dumps(args, default=str)),
-                            "actor": ACTOR,
-                            "timestamp": ts,
-                            "source": key.model_copy(update={"record": key.record + "#call"}),
-                        },
-                    ),
-                    (
-                        ev.ToolResult,
-                        {
-                            "tool": name,
-                            "call_id": call_id,
-                            "ok": code in (0, None),
-                            "output": bounded(text) or bounded(" "),
-                            "actor": "tool:" + re.sub(r"\s", "_", name),
-                            "timestamp": ts,
-                            "source": key.model_copy(update={"record": key.record + "#result"}),
-                        },
-                    ),
-                ]
             )
 
-    for number, kind, payload, ts in _flat(records(lines, session.skipped)):
-        try:
-            handle(number, kind, payload, ts)
-        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
-            # A record of a shape this mapper does not know is skipped with its reason, never fatal.
-            session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
-    flush_reply()  # where the rollout stops: the agent's last words so far
-    for call_id, (name, args, ts) in calls.items():
-        if name == "update_plan":  # the rollout stops before its answer: no refusal seen, the plan stands
-            key = ev.SourceKey(agent=AGENT, session=origin or session.session_id or stem, record=call_id)
-            session.items.extend(plan_items(_plan_steps(args), ACTOR, key, ts))
-    if session.title is None and session.session_id:
-        session.title = f"codex session {session.session_id[:8]}"
-    # Call ids are unique to the call: a fork's copied history holds the earlier session's ids, so the
-    # task that holds them is the one this rollout continues (the importer looks them up).
-    session.references = {c for c in call_ids if c and not c.startswith(f"{stem}:")}
-    return session
+    def response_item(self, ptype: Any, payload: dict[str, Any], src: ev.SourceKey, where: str, ts: Any) -> None:
+        if ptype == "message" and payload.get("role") == "assistant":
+            text = _message_text(payload)
+            if text.strip():
+                self.reply = _Reply(text, ts, where)
+        elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
+            self.call(ptype, payload, src, ts)
+        elif ptype in ("function_call_output", "custom_tool_call_output"):
+            self.call_output(payload, src, ts)
+
+    def call(self, ptype: str, payload: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
+        call_id = str(payload.get("call_id") or payload.get("id") or src.record)
+        self.call_ids.add(call_id)
+        name = str(payload.get("name") or ("shell" if ptype == "local_shell_call" else "?"))
+        if payload.get("namespace"):
+            name = f"{payload['namespace']}.{name}"
+        args = _args(payload) if ptype == "function_call" else {"input": payload.get("input")}
+        if ptype == "local_shell_call":
+            args = payload.get("action") or {}
+        self.calls[call_id] = (name, args, ts)
+        if name in SHELL_TOOLS:
+            shell, argv = _shell_line(args.get("cmd") or args.get("command"))
+            self.last_action = f"ran {(shell or shlex.join(argv or ()))[:200]}"
+        elif name not in ("write_stdin", "update_plan"):
+            self.last_action = f"{name} {json.dumps(args, default=str)[:200]}"
+
+    def call_output(self, payload: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
+        call_id = str(payload.get("call_id") or "")
+        name, args, calls_ts = self.calls.pop(call_id, ("?", {}, ts))
+        text, code = _output_text(payload.get("output"))
+        key = src.model_copy(update={"record": call_id or src.record})
+        if _REJECTED.match(text) and name != "write_stdin":
+            # The user declined the call (or interrupted it); what they say next corrects it.
+            self.interrupted = True
+            self.wrong = self.last_action if name == "?" else f"{name} {json.dumps(args, default=str)[:200]}"
+        elif name == "update_plan":
+            # Recorded once Codex took it: a turn without the tool (``codex exec``) answers
+            # "unsupported call", and its hook never fires, so the plan was never made.
+            if not _TOOL_REFUSED.match(text):
+                self.session.items.extend(plan_items(_plan_steps(args), ACTOR, key, calls_ts))
+        elif name == "write_stdin":
+            self.poll(args, text, code, ts)
+        elif name in SHELL_TOOLS:
+            self.shell_output(name, call_id, args, text, code, key, ts)
+        elif name == "apply_patch":
+            if call_id not in self.patched and code in (0, None):
+                patch = str(args.get("input") or args.get("patch") or "")
+                self.session.items.extend(patch_items(patch, self.cwd, key, ts))
+        elif not _ours(name):
+            self.session.items.extend(_tool_pair(name, call_id, args, code in (0, None), text, key, ts))
+
+    def poll(self, args: dict[str, Any], text: str, code: int | None, ts: Any) -> None:
+        """A ``write_stdin`` poll of a running exec_command; without exec_command_end, its final poll has the result."""
+        proc = str(args.get("session_id", ""))
+        pending = self.running.get(proc)
+        if pending is None:
+            return
+        pending[4].append(text)
+        if code is not None:
+            del self.running[proc]
+            first_id, first_args, _, first_key, outputs = pending
+            shell, argv = _shell_line(first_args.get("cmd") or first_args.get("command"))
+            self.command(
+                Run(shell, argv, first_args.get("workdir"), code, None, "\n".join(outputs), "", first_key, ts), first_id
+            )
+
+    def shell_output(
+        self, name: str, call_id: str, args: dict[str, Any], text: str, code: int | None, key: ev.SourceKey, ts: Any
+    ) -> None:
+        if call_id in self.ended:
+            return  # recorded from exec_command_end
+        if code is None:
+            still = _RUNNING.search(text[:2000])
+            if still and name == "exec_command":
+                self.running[still.group(1)] = (call_id, args, ts, key, [text])
+            if name == "exec_command":
+                return
+        shell, argv = _shell_line(args.get("cmd") or args.get("command"))
+        body, _, _, ms = _exec_response(text)  # the output without Codex's header
+        self.command(Run(shell, argv, args.get("workdir"), code, ms, body, "", key, ts), call_id)
+
+
+def _tool_pair(
+    name: str, call_id: str, args: dict[str, Any], ok: bool, text: str, key: ev.SourceKey, ts: Any
+) -> list[Item]:
+    """Any other call: what was called and what came back (the rollout and the hook alike)."""
+    return [
+        (
+            ev.ToolCalled,
+            {
+                "tool": name,
+                "call_id": call_id,
+                "input": bounded(json.dumps(args, default=str)),
+                "actor": ACTOR,
+                "timestamp": ts,
+                "source": key.model_copy(update={"record": key.record + "#call"}),
+            },
+        ),
+        (
+            ev.ToolResult,
+            {
+                "tool": name,
+                "call_id": call_id,
+                "ok": ok,
+                "output": bounded(text) or bounded(" "),
+                "actor": "tool:" + re.sub(r"\s", "_", name),
+                "timestamp": ts,
+                "source": key.model_copy(update={"record": key.record + "#result"}),
+            },
+        ),
+    ]
+
+
+def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:
+    """Map the numbered lines of one rollout file to items (pure: no I/O)."""
+    return RolloutMapper(stem, transcript).map(lines)
+
 
 
 # -- live capture: Codex's own hooks (``trail hook codex``) -------------------------------------------
@@ -785,7 +812,7 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
             if ms is None and isinstance(payload.get("duration_ms"), int) and payload["duration_ms"] >= 0:
                 ms = payload["duration_ms"]
             run_cwd = data["workdir"] if isinstance(data.get("workdir"), str) else cwd
-            return command_run_items(shell, argv, run_cwd, code, ms, stdout, stderr, key, timestamp,
+            return command_run_items(Run(shell, argv, run_cwd, code, ms, stdout, stderr, key, timestamp),
                                      where=run_cwd, patched=False)
         text, code = _output_text(response)
         if _REJECTED.match(text):
@@ -807,18 +834,7 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
         if _ours(name):
             return []  # tasktrail's own MCP tools append their events themselves: a mirror would repeat them
         failed = isinstance(response, dict) and bool(response.get("isError") or response.get("is_error"))
-        return [
-            (ev.ToolCalled, {
-                "tool": name, "call_id": key.record, "input": bounded(json.dumps(data, default=str)),
-                "actor": ACTOR, "timestamp": timestamp,
-                "source": key.model_copy(update={"record": key.record + "#call"}),
-            }),
-            (ev.ToolResult, {
-                "tool": name, "call_id": key.record, "ok": code in (0, None) and not failed,
-                "output": bounded(text) or bounded(" "), "actor": "tool:" + re.sub(r"\s", "_", name),
-                "timestamp": timestamp, "source": key.model_copy(update={"record": key.record + "#result"}),
-            }),
-        ]
+        return _tool_pair(name, key.record, data, code in (0, None) and not failed, text, key, timestamp)
     if event in ("Stop", "PreCompact", "PostCompact", "SessionEnd"):
         # Codex's compaction hooks carry only their trigger (no summary: the rollout's ``compacted``
         # record has it), SessionEnd only its reason: each is a point in the task, a checkpoint.

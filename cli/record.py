@@ -234,7 +234,7 @@ def changed(
 ) -> None:
     """Record that files changed: their new sha256 and a unified diff against the last recorded version."""
     from ledger.app.workspace import BlobCache, describe_change
-    from ledger.domain.bounds import CHANGED_DIFF, bound
+    from ledger.domain.bounds import DIFF, bound
 
     entry = ctx.entry(task_ref)
     ledger = ctx.ledger()
@@ -263,7 +263,7 @@ def changed(
                     "operation": change.operation,
                     "before_sha256": change.before_sha256,
                     "after_sha256": change.after_sha256,
-                    "diff": bound(change.diff, limit=CHANGED_DIFF) if change.diff is not None else None,
+                    "diff": bound(change.diff, limit=DIFF) if change.diff is not None else None,
                     "actor": actor,
                     "because_event": because,
                 },

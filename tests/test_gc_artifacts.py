@@ -9,7 +9,7 @@ from pathlib import Path
 from ledger.app.store import open_ledger
 from ledger.base.location import Location
 from ledger.domain import events as ev
-from ledger.domain.bounds import CHANGED_DIFF, bound
+from ledger.domain.bounds import DIFF, bound
 from projections.state import replay
 from tests.conftest import run_trail
 from tests.stores import stored_rows
@@ -24,7 +24,7 @@ def test_gc_collects_old_bulky_payloads_and_keeps_everything_else(home: Path, lo
     app.append(task.id, ev.RequirementStated, text="make the build pass")
     for i in range(12):  # past a few snapshots (every 500 is the default; force some below)
         app.append(task.id, ev.CommandRan, shell=f"make {i}", exit_code=i % 2, stdout=bound(big_out), stderr=bound(""))
-    app.append(task.id, ev.FileChanged, path="m.py", operation="modified", diff=bound(big_diff, limit=CHANGED_DIFF))
+    app.append(task.id, ev.FileChanged, path="m.py", operation="modified", diff=bound(big_diff, limit=DIFF))
     app.append(task.id, ev.CommandRan, shell="echo small", exit_code=0, stdout=bound("ok\n"))
     app.take_snapshot(task.id)
     before_events = list(app.task_events(task.id))

@@ -10,6 +10,7 @@ import hashlib
 from typing import Any
 
 from ledger.capture.classify import Kind
+from ledger.domain import bounds
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 
@@ -101,5 +102,5 @@ def plan_items(steps: list[tuple[str, str]], actor: str, source: ev.SourceKey, t
     ]
 
 
-def bounded(text: str | None) -> ev.Bounded | None:
-    return bound(text) if text else None
+def bounded(text: str | None, limit: int = bounds.OUTPUT) -> ev.Bounded | None:
+    return bound(text, limit) if text else None

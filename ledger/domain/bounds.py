@@ -8,8 +8,9 @@ from ledger.base.caps import Cut
 from ledger.domain.events import Bounded
 from ledger.domain.redact import redact_text
 
-DEFAULT_LIMIT = 4096
-"""Bytes of tail kept by default: enough for a test failure's last lines."""
+OUTPUT = 4096
+"""Bytes of tail kept of a command's output, a tool's input and result, by default: enough for a test
+failure's last lines."""
 REPLY = 8000
 """Bytes kept of an agent's closing message (``AgentReplied.text``), by every agent: whole in practice (its
 opening and its end both matter; the brief shows both)."""
@@ -18,15 +19,16 @@ SUMMARY = 12_000
 pending work and the current state."""
 SUBAGENT_REPORT = 2000
 """Bytes of a sub-agent's closing report kept on its stop checkpoint (its end, where the result is)."""
-CHANGED_DIFF = 16384
-"""Bytes of diff `trail changed` keeps; a diff an agent's edit is captured with keeps ``DEFAULT_LIMIT``."""
+DIFF = 16384
+"""Bytes kept of a file change's diff (``FileChanged.diff``), by `trail changed` and by capture alike: a diff
+is the record of what changed (``trail why`` reads its lines), so it keeps four times an output's tail."""
 REDACT_MARGIN = 16384
 """Bytes before the kept tail redacted with it: the key of a value at the cut (a line's ``NAME=``, a
 private key's BEGIN line, 3 KB before its end) lies within them."""
 
 
 def bound(
-    text: str | bytes, limit: int = DEFAULT_LIMIT, *, full_size: int | None = None, full_sha256: str | None = None
+    text: str | bytes, limit: int = OUTPUT, *, full_size: int | None = None, full_sha256: str | None = None
 ) -> Bounded:
     """Keep the last ``limit`` bytes; record the full size, and the full hash when cut.
 

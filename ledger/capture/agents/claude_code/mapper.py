@@ -307,7 +307,7 @@ class ToolCall:
             "operation": "created" if created else "modified",
             "before_sha256": sha256(before) if before is not None and not created else None,
             "after_sha256": sha256(after) if after is not None else None,
-            "diff": bounded(diff),
+            "diff": bounded(diff, bounds.DIFF),
             "actor": self.actor,
             "source": self.source,
             "timestamp": self.ts,

@@ -705,7 +705,7 @@ class TranscriptMapper:
             return
         if "stdout" in tags or "stderr" in tags:
             if self.user_command is not None:
-                self.session.items.append(self.user_command_item(tags, src))
+                self.session.items.append(_user_command_item(self.user_command, tags, src))
                 self.user_command = None
             return
         request = request_text(text)  # `/orchestrator create TODO app`: the arguments are the request
@@ -713,22 +713,6 @@ class TranscriptMapper:
             self.close_turn()  # the user took the turn (`/compact`), though nothing was asked for
             return
         self.request(request or text.strip(), src, ts)
-
-    def user_command_item(self, tags: dict[str, str], src: ev.SourceKey) -> Item:
-        assert self.user_command is not None
-        line, cmd_key, cmd_ts = self.user_command
-        return (
-            ev.CommandRan,
-            {
-                "shell": line,
-                "exit_code": None,
-                "stdout": bounded(tags.get("stdout")),
-                "stderr": bounded(tags.get("stderr")),
-                "actor": "user",
-                "timestamp": cmd_ts,
-                "source": src.model_copy(update={"record": cmd_key}),
-            },
-        )
 
     def request(self, cleaned: str, src: ev.SourceKey, ts: Any) -> None:
         self.queued[:] = [q for q in self.queued if q[1] != cleaned]  # it came back as a user line
@@ -746,6 +730,23 @@ class TranscriptMapper:
             session.title = title_from(cleaned)
             self.titled_by = "strong" if len(cleaned.split()) >= 4 else "weak"
         self.interrupted, self.wrong = False, None
+
+
+def _user_command_item(command: tuple[str, str, Any], tags: dict[str, str], src: ev.SourceKey) -> Item:
+    """A command the user ran with `!` (its line, the line's key and time) and the output that followed it."""
+    line, cmd_key, cmd_ts = command
+    return (
+        ev.CommandRan,
+        {
+            "shell": line,
+            "exit_code": None,
+            "stdout": bounded(tags.get("stdout")),
+            "stderr": bounded(tags.get("stderr")),
+            "actor": "user",
+            "timestamp": cmd_ts,
+            "source": src.model_copy(update={"record": cmd_key}),
+        },
+    )
 
 
 def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str | None = None) -> Session:

@@ -7,6 +7,7 @@ import os
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
+from cli.picker import choose_entry
 from ledger.base.oneline import one_line
 from projections import brief, points, timeline
 from projections.state import TaskState
@@ -49,10 +50,10 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
     ledger = ctx.ledger()  # opened and its capture inbox folded in: the brief cache watches from here on
     cacheable = not as_json and max_chars is None
     watch = briefcache.watch(ctx.location, "resume", task, budgets=agents.budgets) if cacheable else None
-    entry = ctx.entry(task)
+    entry, picked = choose_entry(ctx, task)  # several candidates: a person on a terminal picks one
     state = reading.state(ledger, entry)
     printed = _show(state, as_json, max_chars)
-    if watch is not None:  # kept for the fast path (cli.main) only once every check above passed
+    if watch is not None and not picked:  # kept for the fast path (cli.main) only once every check above passed
         watch.keep(entry.task_id, state, brief=printed)  # cacheable: no option, so ``printed`` is the plain brief
 
 

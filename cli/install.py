@@ -20,6 +20,7 @@ import contextlib
 import difflib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -131,13 +132,32 @@ def _json(path: Path, text: str | None) -> dict[str, Any]:
     return data
 
 
+_INDENT = re.compile(r"\n([ \t]+)\S")
+_ESCAPED = re.compile(r"\\u(?!00[0-7])[0-9a-fA-F]{4}")
+
+
+def json_text(data: dict[str, Any], like: str | None) -> str:
+    """``data`` as JSON written the way ``like`` (the file as it was) is: its indentation (two spaces for a new
+    file), its line endings and final line break, non-ASCII as it was (``bär`` stays ``bär``; a file that
+    escaped it, ``b\\u00e4r``, keeps escaping). A file in that form comes back byte for byte from uninstall."""
+    like = like or ""
+    found = _INDENT.search(like.replace("\r\n", "\n"))
+    one_line = bool(like.strip()) and "\n" not in like.strip()
+    indent: str | int | None = None if one_line else found.group(1) if found else 2
+    tight = one_line and re.search(r'"\s*:\S', like) is not None  # {"a":1} rather than {"a": 1}
+    escaped = bool(_ESCAPED.search(like)) and not any(ord(c) > 127 for c in like)
+    text = json.dumps(data, indent=indent, ensure_ascii=escaped, separators=(",", ":") if tight else None)
+    text += "\n" if not like or like.endswith("\n") else ""
+    return text.replace("\n", "\r\n") if "\r\n" in like else text
+
+
 def json_change(path: Path, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> Change:
     before = _read(path)
     data = _json(path, before)
     after = edit(data)
     if after == data:
         return Change(path, before, before)
-    return Change(path, before, json.dumps(after, indent=2) + "\n" if after else None)
+    return Change(path, before, json_text(after, before) if after else None)
 
 
 def apply(changes: list[Change], dry_run: bool) -> None:
@@ -304,6 +324,10 @@ def mcp_json_change(install: bool) -> Change:
     def edit(data: dict[str, Any]) -> dict[str, Any]:
         servers = dict(data.get("mcpServers") or {})
         if install:
+            mine = servers.get(SERVER)
+            if mine is not None and mine != entry and not _server_is_ours(mine):
+                raise Refused(f"{path}: the {SERVER} server there is your own (it does not run `trail mcp`), so it "
+                              "is left as it is; remove or rename it to let trail install its own")
             servers[SERVER] = entry
         elif _server_is_ours(servers.get(SERVER)):
             del servers[SERVER]

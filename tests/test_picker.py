@@ -5,46 +5,10 @@ The terminal is a real pseudo-terminal (``pty``): the child's stdin, stdout and 
 
 from __future__ import annotations
 
-import os
-import pty
-import select
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from tests.conftest import REPO, run_here, run_trail
-
-
-def _on_a_terminal(args: list[str], home: Path, cwd: Path, answer: bytes | None) -> tuple[int, str]:
-    """Run `trail ARGS` with a pseudo-terminal for its streams; type ``answer`` once it asks. Its exit code and
-    everything it wrote to the terminal."""
-    main, child = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DB", "NO_COLOR")}
-    env.update(TRAIL_HOME=str(home), PYTHONPATH=str(REPO), TERM="xterm")
-    proc = subprocess.Popen([sys.executable, "-c", "from cli.main import main; main()", *args],
-                            stdin=child, stdout=child, stderr=child, cwd=cwd, env=env, close_fds=True)
-    os.close(child)
-    seen = b""
-    answered = answer is None
-    deadline = time.monotonic() + 60  # a guard against a hang, not a measure
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([main], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(main, 4096)
-            except OSError:  # the child closed the terminal (EIO on Linux)
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if not answered and b"Which one?" in seen:
-            os.write(main, answer or b"")
-            answered = True
-        if proc.poll() is not None and not ready:
-            break
-    os.close(main)
-    return proc.wait(timeout=60), seen.decode(errors="replace").replace("\r\n", "\n")
+from tests.conftest import run_here, run_trail
+from tests.terminal import on_a_terminal
 
 
 def _three_tasks(home: Path, work: Path) -> None:
@@ -58,7 +22,7 @@ def test_several_candidates_on_a_terminal_are_offered_and_the_one_picked_is_resu
     work = tmp_path / "work"
     work.mkdir()
     _three_tasks(home, work)
-    code, seen = _on_a_terminal(["resume", "parser"], home, work, b"2\n")
+    code, seen = on_a_terminal(["resume", "parser"], home, work, b"2\n")
     assert code == 0, seen
     offered = [line for line in seen.splitlines() if ") #" in line]
     assert len(offered) == 2, seen  # the two parser tasks, the docs task not among them
@@ -82,7 +46,7 @@ def test_a_project_with_no_active_task_offers_its_own_tasks(home: Path, tmp_path
     elsewhere = run_here("list", "--json", home=home, cwd=other, check=True)
     assert "elsewhere-entirely" in elsewhere.stdout
     (home / "active.json").unlink()  # no task is active anywhere now
-    code, seen = _on_a_terminal(["resume"], home, work, b"3\n")
+    code, seen = on_a_terminal(["resume"], home, work, b"3\n")
     assert code == 0, seen
     offered = [line for line in seen.splitlines() if ") #" in line]
     assert len(offered) == 3 and not any("Elsewhere" in line for line in offered), seen
@@ -93,7 +57,7 @@ def test_an_answer_out_of_range_is_asked_again_and_end_of_input_stops_with_nothi
     work = tmp_path / "work"
     work.mkdir()
     _three_tasks(home, work)
-    code, seen = _on_a_terminal(["resume", "parser"], home, work, b"9\n\x04")
+    code, seen = on_a_terminal(["resume", "parser"], home, work, b"9\n\x04")
     assert code != 0
     assert "9 is not in the range 1<=x<=2" in seen
     assert "carry on with" not in seen

@@ -27,6 +27,7 @@ from ledger.capture.items import (
     prompt_record,
     sha256,
     title_from,
+    title_rank,
 )
 from ledger.capture.jsonl import Skipped, records
 from ledger.capture.session import END, Session
@@ -486,8 +487,8 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
     """The main agent's latest text in this turn: where it stopped, if the turn ends here."""
     compaction: int | None = None
     """Index in ``session.items`` of the last compaction still waiting for its summary."""
-    titled_by: str | None = None
-    """Whether the title came from a prompt, and whether that prompt was a real request."""
+    titled_by: int | None = None
+    """The ``title_rank`` of the prompt the title came from; None while no prompt named the task."""
     tasks = TaskList()
     """The session's task list (``TaskCreate`` …); a sub-agent's file gets none (see ``tool_items``)."""
     last_prompt: str | None = None
@@ -663,10 +664,10 @@ def map_transcript(lines: Iterable[tuple[int, str]], stem: str, transcript: str 
         kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted, resent=resent)
         prompt_src = src.model_copy(update={"record": prompt_record(cleaned, prompt_seen)})
         session.items.append(prompt_item(kind_, cleaned, prompt_src, ts, wrong if kind_ == "correction" else None))
-        if (session.title is None or titled_by is not None) and titled_by != "strong" and kind_ == "requirement":
+        if (session.title is None or titled_by is not None) and kind_ == "requirement" and (
+                titled_by is None or title_rank(cleaned) > titled_by):
             # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
-            session.title = title_from(cleaned)
-            titled_by = "strong" if len(cleaned.split()) >= 4 else "weak"
+            session.title, titled_by = title_from(cleaned), title_rank(cleaned)
         interrupted, wrong = False, None
 
     for number, record in records(lines, session.skipped):

@@ -35,7 +35,15 @@ from ledger.capture.agents.codex.outcomes import CHANGES_KEY, OUTCOME_KEY
 from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
 from ledger.capture.inbox_queue import HUNKS_KEY
-from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
+from ledger.capture.items import (
+    Item,
+    bounded,
+    plan_items,
+    prompt_item,
+    prompt_record,
+    title_from,
+    title_rank,
+)
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.session import Session
 from ledger.capture.testruns import command_facts
@@ -367,6 +375,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
     origin = ""
     cwd: str | None = None
     prompts = 0
+    rank = 0  # how well the title names the task (``title_rank``): a later prompt of a higher rank replaces it
     interrupted = False
     wrong: str | None = None
     last_action: str | None = None
@@ -418,7 +427,7 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
         )
 
     def handle(number: int, kind: str, payload: dict[str, Any], ts: Any) -> None:
-        nonlocal prompts, origin, cwd, interrupted, wrong, last_action, reply, tokens, last_prompt
+        nonlocal prompts, origin, cwd, interrupted, wrong, last_action, reply, tokens, last_prompt, rank
         if ts and not session.first_timestamp:
             session.first_timestamp = str(ts)
         ptype = payload.get("type")
@@ -475,8 +484,9 @@ def map_rollout(lines: Iterable[tuple[int, str]], stem: str, transcript: str | N
             kind_ = classify(cleaned, first=prompts == 1, after_interrupt=interrupted, resent=resent)
             key = keyed("prompt:", cleaned, where)
             session.items.append(prompt_item(kind_, cleaned, key, ts, wrong if kind_ == "correction" else None))
-            if session.title is None:
-                session.title = title_from(cleaned)
+            if session.title is None or title_rank(cleaned) > rank:
+                # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
+                session.title, rank = title_from(cleaned), title_rank(cleaned)
             interrupted, wrong, last_action = False, None, None
             return
         if kind == "compacted":

@@ -34,3 +34,4 @@ def completion(ctx: click.Context, shell: str) -> None:
     found = get_completion_class(shell)
     assert found is not None  # every name in SHELLS is one of click's
     click.echo(found(root.command, {}, name, var).source())
+COMMANDS: list[click.Command] = [completion]

@@ -9,6 +9,7 @@ import importlib
 import random
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -449,7 +450,9 @@ def import_logs(plan: Plan, directory: Path, bare_seconds: float | None, fixture
     for agent in ("claude-code", "codex"):
         files = sorted((fixtures / agent).glob("*.jsonl"))
         # A fresh ledger per agent: one log's import must not be charged for another's tasks.
-        location = resolve(str(Path(tempfile.mkdtemp(dir=directory)) / "import.db"))
+        # Its own home too: the import sets the active task, and the user's active.json is not the bench's to fill.
+        fresh = Path(tempfile.mkdtemp(dir=directory))
+        location = replace(resolve(str(fresh / "import.db")), home=fresh / "home")
         ledger = open_ledger(location)
         for path in files:
             t0 = time.perf_counter()

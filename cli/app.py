@@ -17,7 +17,7 @@ HELP = """Keep a long AI coding task as a resumable ledger of events.
 \b
 Record as you go:   trail start TITLE, require, attempt, ran, fail, correct, decide, changed, next
 Pick up again:      trail resume [TASK]   (the continuation brief; --json for agents)
-Look back:          trail log, replay --at N, diff, why PATH[:LINE], verify, branch, list, show --html
+Look back:          trail log, replay --at N, diff, why PATH[:LINE], verify, branch, list, show [--html]
 Capture from agents: trail install claude-code (live), trail import claude-code|codex (transcripts)
 First time here:    trail demo
 
@@ -58,9 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("cli.read:log", "Print TASK's timeline: one line per event, oldest first, filtered as asked."),
     "list": ("cli.read:list_tasks", "List all tasks with their status and next step (* marks the active task)."),
     "find": ("cli.analytics:find_command", "Find the tasks that hold every WORD you remember, best first."),
-    "show": ("cli.report:show", "Write TASK's report as one self-contained HTML page: status and next step, a "
-             "timeline grouped by session and attempt, requirements with their earlier wordings, files with diffs "
-             "and why, commands, tests, checkpoints and activity over time."),
+    "show": ("cli.report:show", "Show TASK's report: where it stands (the brief's sections, whole) and every "
+             "event, as text through the pager; with --html FILE one self-contained page: a timeline grouped by "
+             "session and attempt, requirements with their earlier wordings, files with diffs and why, commands, "
+             "tests, checkpoints and activity over time."),
     "why": ("cli.audit:why", "Why is PATH (or the line PATH:LINE) like this? Every recorded change, newest first, "
             "with the attempt, decision and requirement or correction behind it."),
     "diff": ("cli.audit:diff", "What changed in TASK's state between points A and B (each as for `replay --at`)."),
@@ -76,6 +77,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("cli.capture:doctor", "Check capture health: dead letters and inbox rows still waiting for a task."),
     "reclassify": ("cli.capture:reclassify", "Override how a captured prompt at POSITION was classified."),
     "mcp": ("cli.mcp:mcp_command", "Serve the ledger to an MCP client over stdio (needs tasktrail[mcp])."),
+    "completion": ("cli.completion:completion", "Print the shell completion script for SHELL (bash, zsh or fish)."),
     "demo": ("cli.demo:demo", "Record a realistic sample task, then print its resume brief."),
     "query": ("cli.analytics:query_command", "Run SQL over the read model (tables: events, tasks, files, attempts, "
               "commands, tests, decisions, intents)."),
@@ -168,12 +170,14 @@ class LazyGroup(click.Group):
     help="Ledger file, sqlite:PATH or postgresql://USER:PW@HOST:PORT/DB. Default: $TRAIL_DATABASE_URL, "
     "else $TRAIL_HOME/ledger.db.",
 )
+@click.option("--no-color", is_flag=True, help="No colour, even on a terminal (as NO_COLOR=1 does).")
+@click.option("--no-pager", is_flag=True, help="Print long output whole instead of through $PAGER.")
 @click.version_option(package_name="tasktrail")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None) -> None:
+def cli(ctx: click.Context, db: str | None, no_color: bool, no_pager: bool) -> None:
     from cli import context
     from ledger.base.location import resolve
 
-    state = context.Context(location=resolve(db))
+    state = context.Context(location=resolve(db), no_color=no_color, no_pager=no_pager)
     ctx.obj = state
     ctx.call_on_close(state.close)

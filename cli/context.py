@@ -40,6 +40,10 @@ class Context:
     """What this command's one fold of the capture inbox did (``catch_up``); None until it ran, and when
     nothing was waiting (the inbox was not opened, nothing of capture loaded)."""
     _caught_up: bool = field(default=False, repr=False)
+    no_color: bool = False
+    """``--no-color``: no styles even on a terminal (``cli.output``)."""
+    no_pager: bool = False
+    """``--no-pager``: long output is printed, not paged (``cli.output``)."""
 
     def ledger(self) -> Ledger:
         """The ledger, opened on first use (the default location is created then: no set-up step), and

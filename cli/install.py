@@ -9,8 +9,8 @@ of this installation's script, so the hooks run whatever PATH the agent has. Pro
 the repository root (``ledger.base.project.project_of``) from whichever subfolder the command runs in.
 
 Every edit keeps what the user has: JSON files are merged (ours are recognised by their command,
-``… hook claude-code`` / ``… hook codex`` / ``… mcp``), Codex's ``config.toml`` is edited line by line
-(``cli.tomlpatch``). Installing twice changes nothing; uninstalling removes only ours, and a file or
+``… hook claude-code`` / ``… hook codex`` / ``… mcp``), Codex's ``config.toml`` is edited in place
+(``cli.tomledit``, on tomlkit). Installing twice changes nothing; uninstalling removes only ours, and a file or
 folder that holds nothing else afterwards goes too. Files are replaced atomically.
 """
 
@@ -20,6 +20,7 @@ import contextlib
 import difflib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -32,7 +33,7 @@ from typing import Any, Literal
 
 import click
 
-from cli import codextrust, tomlpatch
+from cli import codextrust, tomledit
 from cli.agent_group import AgentGroup
 from cli.context import fails_cleanly
 from ledger.base.errors import BadInput, BadSetting, Refused, TrailError
@@ -131,13 +132,32 @@ def _json(path: Path, text: str | None) -> dict[str, Any]:
     return data
 
 
+_INDENT = re.compile(r"\n([ \t]+)\S")
+_ESCAPED = re.compile(r"\\u(?!00[0-7])[0-9a-fA-F]{4}")
+
+
+def json_text(data: dict[str, Any], like: str | None) -> str:
+    """``data`` as JSON written the way ``like`` (the file as it was) is: its indentation (two spaces for a new
+    file), its line endings and final line break, non-ASCII as it was (``bär`` stays ``bär``; a file that
+    escaped it, ``b\\u00e4r``, keeps escaping). A file in that form comes back byte for byte from uninstall."""
+    like = like or ""
+    found = _INDENT.search(like.replace("\r\n", "\n"))
+    one_line = bool(like.strip()) and "\n" not in like.strip()
+    indent: str | int | None = None if one_line else found.group(1) if found else 2
+    tight = one_line and re.search(r'"\s*:\S', like) is not None  # {"a":1} rather than {"a": 1}
+    escaped = bool(_ESCAPED.search(like)) and not any(ord(c) > 127 for c in like)
+    text = json.dumps(data, indent=indent, ensure_ascii=escaped, separators=(",", ":") if tight else None)
+    text += "\n" if not like or like.endswith("\n") else ""
+    return text.replace("\n", "\r\n") if "\r\n" in like else text
+
+
 def json_change(path: Path, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> Change:
     before = _read(path)
     data = _json(path, before)
     after = edit(data)
     if after == data:
         return Change(path, before, before)
-    return Change(path, before, json.dumps(after, indent=2) + "\n" if after else None)
+    return Change(path, before, json_text(after, before) if after else None)
 
 
 def apply(changes: list[Change], dry_run: bool) -> None:
@@ -304,6 +324,10 @@ def mcp_json_change(install: bool) -> Change:
     def edit(data: dict[str, Any]) -> dict[str, Any]:
         servers = dict(data.get("mcpServers") or {})
         if install:
+            mine = servers.get(SERVER)
+            if mine is not None and mine != entry and not _server_is_ours(mine):
+                raise Refused(f"{path}: the {SERVER} server there is your own (it does not run `trail mcp`), so it "
+                              "is left as it is; remove or rename it to let trail install its own")
             servers[SERVER] = entry
         elif _server_is_ours(servers.get(SERVER)):
             del servers[SERVER]
@@ -488,32 +512,41 @@ def config_change(path: Path, server: dict[str, Any] | None, trust: dict[str, st
                   source: str | None = None) -> Change:
     """``config.toml`` with the hooks feature on, our MCP server (``server``) and the trust records of our
     hooks in ``source`` (``trust``: key -> hash), or all of it undone (``server`` None). Only the trust
-    records we wrote (marked) for ``source`` are ever removed."""
+    records we wrote (marked) for ``source`` are ever removed; a ``[mcp_servers.tasktrail]`` the user wrote
+    (no mark) is never replaced (refused, exit 3) nor removed."""
     before = _read(path)
     parsed = _toml(path, before)
     text = before or ""
     trust = trust or {}
-    if source is not None:
-        for key in tomlpatch.marked_tables(text):
-            if _ours_in_state(key, source) and key[2] not in trust:
-                text = tomlpatch.remove_table(text, key)
-    states = _hook_states(parsed)
-    if server is not None:
-        if server:  # an empty server: only the trust records (the user's file, for --project)
-            text = tomlpatch.unset_key(text, FEATURES, OLD_FEATURE)  # the line an older trail wrote
-            text = tomlpatch.set_key(text, FEATURES, FEATURE, "true", replaces=(OLD_FEATURE,))
-            text = tomlpatch.set_table(text, MCP_TABLE, server)
-        for name, digest in trust.items():
-            if isinstance(states.get(name), dict) and states[name].get("trusted_hash") == digest:
-                continue  # trusted already (by the user's /hooks): theirs, left as it is
-            text = tomlpatch.set_table(text, (*STATE, name), {"trusted_hash": digest})
-    else:
-        text = tomlpatch.unset_key(text, FEATURES, FEATURE)
-        text = tomlpatch.unset_key(text, FEATURES, OLD_FEATURE)
-        if _server_is_ours(parsed.get("mcp_servers", {}).get(SERVER)):
-            text = tomlpatch.remove_table(text, MCP_TABLE)
+    unusual = False
     try:
-        after, parses = (tomllib.loads(text) if text != before else parsed), True
+        if source is not None:
+            for key in tomledit.marked_tables(text):
+                if _ours_in_state(key, source) and key[2] not in trust:
+                    text = tomledit.remove_table(text, key)
+        states = _hook_states(parsed)
+        if server is not None:
+            if server:  # an empty server: only the trust records (the user's file, for --project)
+                text = tomledit.unset_key(text, FEATURES, OLD_FEATURE)  # the line an older trail wrote
+                text = tomledit.set_key(text, FEATURES, FEATURE, True, replaces=(OLD_FEATURE,))
+                text = tomledit.set_table(text, MCP_TABLE, server)
+            for name, digest in trust.items():
+                if isinstance(states.get(name), dict) and states[name].get("trusted_hash") == digest:
+                    continue  # trusted already (by the user's /hooks): theirs, left as it is
+                # a stale trust of our hook's key (Codex's /hooks wrote it): ours to renew
+                text = tomledit.set_table(text, (*STATE, name), {"trusted_hash": digest}, take_over=True)
+        else:  # the reverse of the order install adds them in, so each table we appended goes from the end
+            if tomledit.is_marked(text, MCP_TABLE):
+                text = tomledit.remove_table(text, MCP_TABLE)
+            text = tomledit.unset_key(text, FEATURES, FEATURE)
+            text = tomledit.unset_key(text, FEATURES, OLD_FEATURE)
+    except tomledit.Theirs as exc:
+        raise Refused(f"{path}: {exc} (its header has no `{tomledit.MARK}` mark), so it is left as it is; "
+                      "remove or rename it to let trail install its own") from exc
+    except tomledit.Unusual:
+        unusual = True  # a layout this editor cannot reach (an inline table): refused below, the file untouched
+    try:
+        after, parses = (tomllib.loads(text) if text != before else parsed), not unusual
     except tomllib.TOMLDecodeError:
         after, parses = {}, False  # our edit would not parse: refused below, the file untouched
     if parses and server is not None:
@@ -522,7 +555,7 @@ def config_change(path: Path, server: dict[str, Any] | None, trust: dict[str, st
                               and after.get("mcp_servers", {}).get(SERVER) == server))
               and all(isinstance(got.get(k), dict) and got[k].get("trusted_hash") == v for k, v in trust.items()))
     else:
-        ok = parses and not _server_is_ours(after.get("mcp_servers", {}).get(SERVER))
+        ok = parses and not tomledit.is_marked(text, MCP_TABLE)
     if not ok:
         raise Refused(
             f"cannot edit {path} safely (its layout is unusual); add by hand: [features] hooks = true and "
@@ -623,9 +656,9 @@ def _user_trust_removed(path: Path, source: str) -> Change:
     """The user's ``config.toml`` without the trust records we wrote for ``source`` (nothing else)."""
     before = _read(path)
     text = before or ""
-    for key in tomlpatch.marked_tables(text):
+    for key in tomledit.marked_tables(text):
         if _ours_in_state(key, source):
-            text = tomlpatch.remove_table(text, key)
+            text = tomledit.remove_table(text, key)
     return Change(path, before, before if text == (before or "") else (text if text.strip() else None))
 
 

@@ -46,6 +46,24 @@ QUERY_SECONDS = 10.0
 INJECTION_DEFAULT, INJECTION_CAP = 9_500, 10_000
 """``projections.brief``'s budget, repeated so that the schemas do not load the projections (a test pins them)."""
 
+AGENT_WORDS = (
+    # The ledger's errors name the CLI command that fixes them; an agent on MCP has tools, not that command.
+    ("start one with `trail attempt`", "start one with record kind attempt_start"),
+    ("end it first (trail fail / succeed / abandon)", "end it first with record kind attempt_end"),
+    ("(see `trail list`)", "(list_tasks shows them)"),
+    ("start one with `trail start TITLE`, pick one with `trail switch X`, or name it with --task",
+     "name one with the task argument (list_tasks shows them; a person opens a new one with trail start)"),
+    ("pick one with `trail switch X`", "name one with the task argument (list_tasks shows them)"),
+)
+
+
+def for_agent(message: str) -> str:
+    """A ledger error as an MCP tool error: the tool and argument to use in place of the CLI command named."""
+    for cli_words, tool_words in AGENT_WORDS:
+        message = message.replace(cli_words, tool_words)
+    return message
+
+
 MISSING_SDK = "trail mcp needs the MCP SDK, which is not installed: pip install 'tasktrail[mcp]'"
 
 INSTRUCTIONS = (
@@ -119,7 +137,7 @@ def build(state: Context) -> "MCPServer[Any]":
             try:
                 return body()
             except TrailError as exc:
-                raise ToolError(one_line(str(exc))) from None
+                raise ToolError(for_agent(one_line(str(exc)))) from None
             except (PersistenceError, sqlite3.Error) as exc:
                 raise ToolError(f"ledger storage failed: {reason(exc)}") from None
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
+from cli import output
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
+from cli.picker import choose_entry
 from ledger.base.oneline import one_line
 from projections import brief, points, timeline
 from projections.state import TaskState
@@ -49,10 +52,10 @@ def resume(ctx: Context, task: str | None, max_chars: int | None, as_json: bool)
     ledger = ctx.ledger()  # opened and its capture inbox folded in: the brief cache watches from here on
     cacheable = not as_json and max_chars is None
     watch = briefcache.watch(ctx.location, "resume", task, budgets=agents.budgets) if cacheable else None
-    entry = ctx.entry(task)
+    entry, picked = choose_entry(ctx, task)  # several candidates: a person on a terminal picks one
     state = reading.state(ledger, entry)
     printed = _show(state, as_json, max_chars)
-    if watch is not None:  # kept for the fast path (cli.main) only once every check above passed
+    if watch is not None and not picked:  # kept for the fast path (cli.main) only once every check above passed
         watch.keep(entry.task_id, state, brief=printed)  # cacheable: no option, so ``printed`` is the plain brief
 
 
@@ -108,9 +111,17 @@ def log(
         return
     # As wide as the longest actor shown (agent:claude-code is 17), so the summaries stay in one column.
     width = max((len(e.actor) for e in selected), default=0)
-    for e in selected:
-        stamp = f"{e.timestamp:%Y-%m-%d %H:%M:%S}"
-        click.echo(f"[{e.originator_version:>4}] {stamp} {e.actor:<{width}} {timeline.summary(e)}")
+    lines = [f"{output.style(f'[{e.originator_version:>4}] {e.timestamp:%Y-%m-%d %H:%M:%S}', dim=True)} "
+             f"{e.actor:<{width}} {timeline.summary(e)}" for e in selected]
+    if lines:
+        output.page("\n".join(lines))
+
+
+STATUS_STYLE: dict[str, dict[str, Any]] = {
+    "active": {"fg": "green"}, "blocked": {"fg": "yellow"}, "BROKEN": {"fg": "red", "bold": True},
+    "done": {"dim": True}, "abandoned": {"dim": True},
+}
+"""How `trail list` shows a status on a terminal with colour on (``cli.output``)."""
 
 
 @click.command("list")
@@ -141,14 +152,18 @@ def list_tasks(ctx: Context, statuses: tuple[str, ...], here: bool, as_json: boo
         click.echo(f"No tasks of {project} yet. `trail list` shows every project's.")
     elif not rows:
         click.echo("No tasks yet. Start one with: trail start \"what you are about to do\"")
+    lines = []
     for r in rows if not as_json else ():
         mark = "*" if r["active"] else " "
+        status = output.style(f"{r['status']:<9}", **STATUS_STYLE.get(r["status"], {}))
         if r["broken"]:
-            click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {'-':<16} {r['slug']:<40}  (run `trail verify`)")
+            lines.append(f"{mark} #{r['number']:<4} {status} {'-':<16} {r['slug']:<40}  (run `trail verify`)")
             continue
         step = f"  next: {one_line(r['next_step'])}" if r["next_step"] else ""
         where = one_line(os.path.basename(r["project"].rstrip("/")) or r["project"], 16) if r["project"] else "-"
-        click.echo(f"{mark} #{r['number']:<4} {r['status']:<9} {where:<16} {r['slug']:<40} {r['events']:>6} ev{step}")
+        lines.append(f"{mark} #{r['number']:<4} {status} {where:<16} {r['slug']:<40} {r['events']:>6} ev{step}")
+    if lines:
+        output.page("\n".join(lines))
     broken = [r for r in rows if r["broken"]]
     if broken:  # as `trail verify`: every task listed, the broken marked, exit 5 at the end
         raise LedgerBroken(f"{len(broken)} of {len(rows)} task(s) broken; first: {broken[0]['broken']}")

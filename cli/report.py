@@ -1,6 +1,6 @@
-"""`trail show TASK --html FILE [--at POINT]`: the task report, one self-contained HTML page.
+"""`trail show TASK [--html FILE] [--at POINT]`: the task report, as text or one self-contained HTML page.
 
-Parsing and writing only; ``projections.report`` renders.
+Parsing and writing only; ``projections.textreport`` and ``projections.report`` render.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from cli import output
 from cli.context import Context, fails_cleanly, pass_context, task_argument
 from ledger.base.errors import BadInput
 
@@ -26,25 +27,29 @@ def write_file(target: Path, data: bytes) -> None:
 
 @click.command("show")
 @task_argument
-@click.option("--html", "target", required=True, type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help="Write the report to FILE: one HTML page, no network needed to view it.")
+@click.option("--html", "target", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write the report to FILE as one HTML page (no network needed to view it) instead of printing "
+              "it as text.")
 @click.option("--at", "at", metavar="POINT",
               help="Show the task as it was after a point: N, -N, a time or checkpoint:LABEL (as `replay --at`).")
 @pass_context
 @fails_cleanly
-def show(ctx: Context, task: str | None, target: Path, at: str | None) -> None:
-    """Write TASK's report as one self-contained HTML page: status and next step, a timeline grouped by session
-    and attempt, requirements with their earlier wordings, files with diffs and why, commands, tests,
-    checkpoints and activity over time."""
+def show(ctx: Context, task: str | None, target: Path | None, at: str | None) -> None:
+    """Show TASK's report: where it stands (the brief's sections, whole) and every event, as text through the
+    pager; with --html FILE one self-contained page: a timeline grouped by session and attempt, requirements
+    with their earlier wordings, files with diffs and why, commands, tests, checkpoints and activity over time."""
     from ledger.app import reading, verify
-    from projections import points, report
+    from projections import points, report, textreport
 
     entry = ctx.entry(task)
     ledger = ctx.ledger()
     last = reading.state(ledger, entry)
-    events = verify.load_events(ledger, entry.task_id, entry.number)  # the page shows them all: checked
+    events = verify.load_events(ledger, entry.task_id, entry.number)  # the report shows them all: checked
     position = points.locate(points.parse(at), last.position, events) if at else last.position
     state = last if position == last.position else reading.state(ledger, entry, at=position)
+    if target is None:
+        output.page(textreport.render(state, events[:position], total=last.position))
+        return
     page = report.render(state, events[:position], total=last.position)
     data = page.encode()
     write_file(target, data)

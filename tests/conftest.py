@@ -18,9 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import orjson
 import pytest
 
 from ledger.app.store import Ledger, open_ledger
+from ledger.base.home import home_dir
 from ledger.base.location import Location, resolve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,8 +74,23 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2
 
 
+REAL_HOME = Path(home_dir())
+"""The tasktrail home this run's user has (read before any test sets its own): no test may write there."""
+
+
+def _real_home_names(basetemp: Path) -> list[str]:
+    """The active-task pointers in the real home that name a ledger under this run's temporary folders: a test
+    that opened a ledger by path while the default home was the user's (the leak the guard below stops)."""
+    try:
+        pointers = orjson.loads((REAL_HOME / "active.json").read_bytes())
+    except (OSError, ValueError):
+        return []
+    root = str(basetemp.resolve())
+    return sorted(k for k in pointers if isinstance(pointers, dict) and root in k)
+
+
 @pytest.fixture(autouse=True)
-def _own_default_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_default_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Where a test sets no TRAIL_HOME, the default one (``$XDG_DATA_HOME/tasktrail``) is a folder of its own,
     not the user's ~/.local/share/tasktrail: tests that opened a ledger by path alone left active.json entries,
     compaction archives and a ledger.db there, shared with every other worker, run and user (and its
@@ -83,6 +100,11 @@ def _own_default_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     # No detached drain after a Stop or SessionEnd hook (``ledger.capture.detach``) unless a test asks for one:
     # a process outliving its test would fold rows the test reads as queued, and write into removed folders.
     monkeypatch.setenv("TRAIL_BACKGROUND_DRAIN", "off")
+    yield
+    # The guard: a test that reached the user's own home fails, naming what it left there. Only pointers to this
+    # run's folders count, so the lead's or another run's use of the real home at the same time is not charged here.
+    if leaked := _real_home_names(tmp_path_factory.getbasetemp()):
+        pytest.fail(f"this test wrote the real home's {REAL_HOME / 'active.json'}: {leaked[0]}", pytrace=False)
 
 
 def with_schema(url: str, schema: str) -> str:

@@ -190,14 +190,17 @@ def test_a_small_log_meets_the_import_goal_by_costing_no_more_than_a_bare_interp
     assert not measures.import_met(40_000, 0.015, None)
 
 
-def test_import_of_a_real_log_is_judged_and_counted(tmp_path: Path) -> None:
+def test_import_of_a_real_log_is_judged_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = sorted((SHARED / "fixtures" / "claude-code").glob("*.jsonl"), key=lambda p: p.stat().st_size)
     if not real:
         pytest.skip("../shared/fixtures/claude-code is absent")
     fixtures = tmp_path / "fixtures"
     (fixtures / "claude-code").mkdir(parents=True)
     shutil.copy(real[0], fixtures / "claude-code" / real[0].name)
+    user_home = tmp_path / "user-home"  # the home a person running the bench has: the import keeps out of it
+    monkeypatch.setenv("TRAIL_HOME", str(user_home))
     table = measures.import_logs(_tiny_plan(), tmp_path, bare_seconds=1_000.0, fixtures=fixtures)
+    assert not user_home.exists()
     assert [row[0] for row in table.rows] == [real[0].name, "**all 1 logs**"]
     assert table.goals == [Goal("import of every real log", True)]
     assert table.data[real[0].name]["events"] > 0

@@ -425,3 +425,91 @@ def test_local_keeps_its_file_out_of_git_and_uninstall_restores_the_exclude_file
     assert exclude.read_text().count("/.claude/settings.local.json") == 1
     assert trail("uninstall", "claude-code", "--local", cwd=root, home=home).returncode == 0
     assert exclude.read_bytes() == before and not (root / ".claude").exists()
+
+
+ODD_CONFIG = """\
+# Codex, as I like it — bär, naïve, 日本
+model = "gpt-5.5-codex"     # spaced   out
+
+[features]
+	web_search = true	# a tab-indented line
+    codex_hooks=false   # off for now
+
+[mcp_servers.docs]   # the docs server
+  command = "npx"
+  args = [ "-y",   "docs-mcp" ]
+"""
+
+
+def test_a_config_with_comments_odd_indentation_and_non_ascii_comes_back_byte_for_byte(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    (codex / "config.toml").write_bytes(ODD_CONFIG.encode())
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    text = (codex / "config.toml").read_text()
+    config = tomllib.loads(text)
+    assert config["features"] == {"web_search": True, "hooks": True}
+    assert config["mcp_servers"]["docs"]["command"] == "npx"
+    untouched = [ln for ln in ODD_CONFIG.splitlines() if ln.strip() and "codex_hooks" not in ln]
+    assert [ln for ln in text.splitlines() if ln in untouched] == untouched  # every other line as it was, in order
+    assert "\t# a tab-indented line" in text and "日本" in text
+    assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert (codex / "config.toml").read_bytes() == ODD_CONFIG.encode()
+
+
+def test_a_users_own_tasktrail_server_is_neither_overwritten_nor_removed(tmp_path: Path) -> None:
+    """Theirs has no `# trail install codex` mark: install refuses (exit 3, one line, nothing written at all) when
+    it says something else, leaves it when it says what ours would; uninstall never removes it."""
+    home = tmp_path / "home"
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    own = '[mcp_servers.tasktrail]\ncommand = "trail"\nargs = ["mcp"]\nenv_vars = ["MY_VAR"]\n'
+    (codex / "config.toml").write_text(own)
+    refused = trail("install", "codex", cwd=tmp_path, home=home)
+    assert refused.returncode == 3 and refused.stderr.count("\n") == 1
+    assert "[mcp_servers.tasktrail] is your own" in refused.stderr and str(codex / "config.toml") in refused.stderr
+    assert (codex / "config.toml").read_text() == own and not (codex / "hooks.json").exists()
+    assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert (codex / "config.toml").read_text() == own  # a server that runs `trail mcp`, but not one we wrote
+
+    same = f'[mcp_servers.tasktrail]\ncommand = "{SCRIPT}"\nargs = ["mcp"]\nenv_vars = {json.dumps(ENV_VARS)}\n'
+    (codex / "config.toml").write_text(same)
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert tomllib.loads((codex / "config.toml").read_text())["features"] == {"hooks": True}
+    assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert (codex / "config.toml").read_text() == same
+
+
+def test_json_keeps_its_indentation_line_endings_and_non_ascii_and_comes_back_byte_for_byte(repo: Path,
+                                                                                          tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    original = {"theme": "bär", "permissions": {"allow": ["Bash(ls)"]}, "motto": "naïve 日本"}
+    cases = {
+        "four spaces": json.dumps(original, indent=4, ensure_ascii=False) + "\n",
+        "tabs, CRLF, no final break": json.dumps(original, indent="\t", ensure_ascii=False).replace("\n", "\r\n"),
+        "one line": json.dumps(original, ensure_ascii=False),
+        "escaped": json.dumps(original, indent=2) + "\n",
+    }
+    for name, text in cases.items():
+        settings.write_bytes(text.encode())
+        assert trail("install", "claude-code", "--user", cwd=repo, home=home).returncode == 0, name
+        written = settings.read_bytes().decode()
+        assert json.loads(written)["theme"] == "bär" and ("bär" in written) == ("bär" in text), name
+        assert written.startswith(text[:6]), name  # the same indentation from the first line on
+        assert trail("uninstall", "claude-code", "--user", cwd=repo, home=home).returncode == 0, name
+        assert settings.read_bytes() == text.encode(), name
+
+
+def test_a_users_own_tasktrail_server_in_mcp_json_is_not_overwritten(repo: Path, tmp_path: Path) -> None:
+    home, path = tmp_path / "home", _bin(tmp_path)
+    mcp_json = repo / ".mcp.json"
+    own = json.dumps({"mcpServers": {"tasktrail": {"command": "node", "args": ["my-tasktrail.js"]}}}, indent=2)
+    mcp_json.write_text(own)
+    refused = trail("install", "claude-code", "--mcp", cwd=repo, home=home, path=path)
+    assert refused.returncode == 3 and refused.stderr.count("\n") == 1 and "is your own" in refused.stderr
+    assert mcp_json.read_text() == own and not (repo / ".claude").exists()
+    assert trail("uninstall", "claude-code", "--mcp", cwd=repo, home=home, path=path).returncode == 0
+    assert mcp_json.read_text() == own

@@ -183,11 +183,14 @@ def test_record_resume_why_log_replay(home: Path, project: Path) -> None:
 
 def test_bad_arguments_are_tool_errors_and_the_server_goes_on(home: Path, project: Path) -> None:
     async def body(session: ClientSession) -> None:
-        assert "no task #99" in await _fails(session, "resume_task", task=99)
+        # Each error names the tool to use, never the CLI command (an agent on MCP has no `trail attempt`).
+        assert await _fails(session, "resume_task", task=99) == "no task #99 (list_tasks shows them)"
         assert "no task matches 'nope'" in await _fails(session, "record", kind="note", text="x", task="nope")
-        assert "no open attempt to end" in await _fails(session, "record", kind="attempt_end", outcome="succeeded")
+        assert await _fails(session, "record", kind="attempt_end", outcome="succeeded") == (
+            "no open attempt to end; start one with record kind attempt_start")
         await _ok(session, "record", kind="attempt_start", text="Try one thing")
-        assert "still open" in await _fails(session, "record", kind="attempt_start", text="Try another")
+        assert (await _fails(session, "record", kind="attempt_start", text="Try another")).endswith(
+            "is still open; end it first with record kind attempt_end")
         assert "reason: required" in await _fails(session, "record", kind="attempt_end", outcome="failed")
         assert "no requirement at position 1" in await _fails(session, "record", kind="requirement", text="x",
                                                               replaces=1)
@@ -255,7 +258,10 @@ def test_a_project_without_a_task_gets_none(home: Path, project: Path, tmp_path:
     (lonely / ".git").mkdir(parents=True)
 
     async def body(session: ClientSession) -> None:
-        assert "no active task in " in await _fails(session, "resume_task")
+        missing = await _fails(session, "resume_task")
+        assert "no active task in " in missing and "`trail" not in missing and "--task" not in missing
+        assert missing.endswith("name one with the task argument (list_tasks shows them; a person opens a new one "
+                                "with trail start)")
         assert "Fix login timeout" in await _ok(session, "resume_task", project=str(project / "src"))
 
     _session(home, lonely, body)

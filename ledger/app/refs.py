@@ -114,6 +114,12 @@ def task_number(ref: str) -> int | None:
     return int(digits) if digits.isascii() and digits.isdigit() else None
 
 
+def candidates(ref: str, entries: list[Entry]) -> list[Entry]:
+    """The tasks a slug reference may mean: the one whose slug it is, else every one it begins."""
+    ref = ref.strip()
+    return [e for e in entries if e.slug == ref] or [e for e in entries if e.slug.startswith(ref.lower())]
+
+
 def resolve(ref: str | None, entries: list[Entry], location: Location, project: str | None = None) -> Entry:
     """Find the task ``ref`` names among ``entries`` (none: the active task of ``project``)."""
     if ref is None or ref == "":
@@ -134,7 +140,7 @@ def resolve(ref: str | None, entries: list[Entry], location: Location, project: 
             if entry.number == number:
                 return entry
         raise NotFound(f"no task #{number} (see `trail list`)")
-    matches = [e for e in entries if e.slug == ref] or [e for e in entries if e.slug.startswith(ref.lower())]
+    matches = candidates(ref, entries)
     if not matches:
         raise NotFound(f"no task matches {ref!r} (see `trail list`)")
     if len(matches) > 1:

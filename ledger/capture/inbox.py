@@ -41,7 +41,7 @@ from ledger.capture import agents
 from ledger.capture.agent import Agent
 from ledger.capture.classify import classify, request_text
 from ledger.capture.inbox_queue import DROPPED_KEY, spool, take_spooled
-from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from
+from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from, title_rank
 from ledger.capture.jsonl import loads
 from ledger.capture.writer import (
     Appended,
@@ -140,8 +140,11 @@ def _bind(ledger: Ledger, location: Location, agent: Agent, session: str, rows: 
         if state.status in OPEN:
             return _Binding(task=found, reopen=state.status != "active", state=state)
         closed = found
-    prompts = (_request(agent, r.payload) for r in rows if r.payload.get("hook_event_name") == "UserPromptSubmit")
-    prompt = next((p for p in prompts if p), "")  # `/compact` or a command's output names no task
+    prompts = [p for p in (_request(agent, r.payload) for r in rows
+                           if r.payload.get("hook_event_name") == "UserPromptSubmit") if p]
+    # `/compact` or a command's output names no task; of the rest, the first that says what the task is ("hi"
+    # does not), when these rows hold one.
+    prompt = max(prompts, key=title_rank, default="")
     if not prompt:
         return _Binding(closed=closed)
     return _Binding(opened=title_from(prompt), closed=closed)

@@ -7,6 +7,7 @@ Importers are pure: they turn transcript records into ``Item``s and never touch 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from ledger.capture.classify import Kind
@@ -39,12 +40,56 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+THROWAWAY = frozenset({
+    "hi", "hello", "hey", "yo", "hi there", "hello there", "hey there", "good morning", "morning", "ping", "test",
+    "ok", "okay", "yes", "y", "no", "thanks", "thank you", "go", "go on", "go ahead", "continue", "carry on",
+    "proceed", "resume", "next", "start", "begin", "help", "status", "show tools", "list tools", "what tools",
+    "what tools do you have", "which tools do you have", "what can you do", "who are you", "whats up",
+})
+"""Openers that say nothing of what the task is (lower case, punctuation dropped): a session's title waits
+for a real request (``title_from``)."""
+_PLACEHOLDER = re.compile(r"^(?:\[(?:Image|Pasted text)[^\]]*\]\s*)+")
+_SLASH = re.compile(r"^/[\w:.-]+\s*")
+
+
+def _first_line(text: str) -> str:
+    """The prompt's first line that holds words: pasted-image placeholders and a slash command's name taken off
+    (``/orchestrator create a TODO app`` is the request ``create a TODO app``), a line ending in ``\\`` joined to
+    the next (a shell-style continuation)."""
+    text = _SLASH.sub("", _PLACEHOLDER.sub("", text.strip()))
+    lines = [ln.strip() for ln in text.splitlines()]
+    line = ""
+    for ln in lines:
+        if not ln and not line:
+            continue
+        line = f"{line} {ln}".strip() if line else ln
+        if not line.endswith("\\"):
+            break
+        line = line[:-1].rstrip()
+    return line
+
+
+def throwaway(text: str) -> bool:
+    """Whether a prompt says nothing of what the task is: empty, a bare slash command, or an opener such as
+    "hi", "continue" or "show tools"."""
+    words = "".join(c for c in _first_line(text).lower() if c.isalnum() or c.isspace()).split()
+    return not words or " ".join(words) in THROWAWAY
+
+
 def title_from(text: str) -> str:
-    """A task title from a prompt: its first non-empty line, cut at a word near ``TITLE_MAX``."""
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    """A task title from a prompt: its first line of words (``_first_line``), cut at a word near ``TITLE_MAX``."""
+    line = _first_line(text)
     if len(line) > TITLE_MAX:
         line = line[:TITLE_MAX].rsplit(" ", 1)[0] + "…"
     return line or "untitled session"
+
+
+def title_rank(text: str) -> int:
+    """How well a prompt names its task: 0 a throw-away opener, 1 fewer than four words ("fix these"), 2 a
+    request. A session's title is its first prompt of the highest rank it reaches."""
+    if throwaway(text):
+        return 0
+    return 1 if len(_first_line(text).split()) < 4 else 2
 
 
 PROMPT_KEY = "prompt:"

@@ -27,6 +27,7 @@ from ledger.capture.items import (
     prompt_record,
     sha256,
     title_from,
+    title_rank,
 )
 from ledger.capture.jsonl import Skipped, records
 from ledger.capture.session import END, Session
@@ -497,8 +498,8 @@ class TranscriptMapper:
         """The main agent's latest text in this turn: where it stopped, if the turn ends here."""
         self.compaction: int | None = None
         """Index in ``session.items`` of the last compaction still waiting for its summary."""
-        self.titled_by: str | None = None
-        """Whether the title came from a prompt, and whether that prompt was a real request."""
+        self.titled_by: int | None = None
+        """The ``title_rank`` of the prompt the title came from; None while no prompt named the task."""
         self.tasks = TaskList()
         """The session's task list (``TaskCreate`` …); a sub-agent's file gets none (see ``ToolCall.items``)."""
         self.last_prompt: str | None = None
@@ -725,10 +726,10 @@ class TranscriptMapper:
         session = self.session
         session.items.append(prompt_item(kind, cleaned, prompt_src, ts, self.wrong if kind == "correction" else None))
         titled_by = self.titled_by
-        if (session.title is None or titled_by is not None) and titled_by != "strong" and kind == "requirement":
+        if (session.title is None or titled_by is not None) and kind == "requirement" and (
+                titled_by is None or title_rank(cleaned) > titled_by):
             # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
-            session.title = title_from(cleaned)
-            self.titled_by = "strong" if len(cleaned.split()) >= 4 else "weak"
+            session.title, self.titled_by = title_from(cleaned), title_rank(cleaned)
         self.interrupted, self.wrong = False, None
 
 

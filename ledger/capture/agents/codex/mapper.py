@@ -35,7 +35,7 @@ from ledger.capture.agents.codex.outcomes import CHANGES_KEY, OUTCOME_KEY
 from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
 from ledger.capture.inbox_queue import HUNKS_KEY
-from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from
+from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from, title_rank
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.session import Session
 from ledger.capture.testruns import command_facts
@@ -368,6 +368,8 @@ class RolloutMapper:
         self.origin = ""
         self.cwd: str | None = None
         self.prompts = 0
+        self.rank = 0
+        """How well the title names the task (``title_rank``): a later prompt of a higher rank replaces it."""
         self.interrupted = False
         self.wrong: str | None = None
         self.last_action: str | None = None
@@ -515,8 +517,9 @@ class RolloutMapper:
         kind = classify(cleaned, first=self.prompts == 1, after_interrupt=self.interrupted, resent=resent)
         key = self.keyed("prompt:", cleaned, where)
         self.session.items.append(prompt_item(kind, cleaned, key, ts, self.wrong if kind == "correction" else None))
-        if self.session.title is None:
-            self.session.title = title_from(cleaned)
+        if self.session.title is None or title_rank(cleaned) > self.rank:
+            # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
+            self.session.title, self.rank = title_from(cleaned), title_rank(cleaned)
         self.interrupted, self.wrong, self.last_action = False, None, None
 
     def compacted(self, payload: dict[str, Any], fallback: str, where: str, ts: Any) -> None:

@@ -13,7 +13,7 @@ keys the task holds, so re-imports add nothing and a grown file adds only its ne
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 
 BATCH = 500
 """Items per transaction: bounds the work a conflict retries and lets the progress bar move."""
+CATCH_UP = 10
+"""Batches between reads of the task's view during an import: the view keeps a snapshot every K events
+as it folds, so the reads that follow the import (its status, title, pointer) fold the last few batches
+rather than the session, whose rows the store would read all at once (50k events: 45 MB)."""
 
 
 @dataclass
@@ -87,30 +91,37 @@ def discover(paths: list[Path], suffix: str = ".jsonl") -> list[Path]:
 
 
 def read_session(agent: Agent, path: Path) -> Session:
-    """Map one file, read as a stream: memory holds a line at a time and the session's items (each
-    bounded), never the file. Lines too long or nested too deep are among its ``skipped``."""
+    """Map one file, read as a stream: memory holds a line at a time, and the session's items (each
+    bounded) past a few thousand sit in a temporary file (``ledger.capture.spool``), never the file.
+    Lines too long or nested too deep are among its ``skipped``. The items are as mapped: each batch
+    is normalised as it is written (``batch``)."""
     lines = Lines(path)
     try:
         session = agent.map_transcript(lines, _stem(path, agent), str(path))
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
     session.skipped = sorted([*session.skipped, *lines.skipped])
-    session.items = agent.normalised(_linked(agent, session, path))
+    _link(agent, session, path)
     return session
 
 
-def _linked(agent: Agent, session: Session, path: Path) -> list[Item]:
-    """The session's items, opened by its ``ConversationLinked`` (how a later file or hook of the session
+def batch(agent: Agent, items: Sequence[Item], start: int) -> list[Item]:
+    """Items ``start`` to ``start + BATCH`` of a session, normalised (``Agent.normalised``: item by item)."""
+    return agent.normalised(list(items[start : start + BATCH]))
+
+
+def _link(agent: Agent, session: Session, path: Path) -> None:
+    """Open the session's items with its ``ConversationLinked`` (how a later file or hook of the session
     finds its task) when the agent's mapper has not placed one itself."""
     items = session.items
     if not session.session_id or not items or any(cls is ev.ConversationLinked for cls, _ in items):
-        return items
+        return
     link = (ev.ConversationLinked, {
         "agent": agent.name, "session_id": session.session_id, "transcript": str(path), "actor": "system",
         "timestamp": _when(session.first_timestamp) or items[0][1].get("timestamp"),
         "source": ev.SourceKey(agent=agent.name, session=session.session_id, record="link"),
     })
-    return [link, *items]
+    items.insert(0, link)
 
 
 def import_order(agent: Agent, files: list[Path]) -> list[Path]:
@@ -165,13 +176,14 @@ def import_files(
                 progress(path.stat().st_size)
             continue
         items = session.items
+        first = 0  # the first item not written yet: the items are read a batch at a time, never copied whole
         target = task or _existing_task(ledger, location, agent, session)
         if target is None:
             # The task opens at the session's first record, with its first batch, in one transaction.
             title = session.title or f"{agent.name} session {session.session_id[:8] or path.stem}"
             try:
-                target, done = open_with(ledger, title, items[:BATCH], cwd=session.cwd, actor=agent.actor,
-                                         timestamp=_when(session.first_timestamp), known=known)
+                target, done = open_with(ledger, title, batch(agent, items, 0), cwd=session.cwd,
+                                         actor=agent.actor, timestamp=_when(session.first_timestamp), known=known)
             except ForgottenSession as gone:
                 # The whole session belonged to a forgotten task: it stays forgotten, the import goes on.
                 report.skipped.append((str(path), None, f"{len(items)} records of forgotten task #{gone.number}"))
@@ -181,14 +193,16 @@ def import_files(
             _count(report, path, done)
             crash_point("import-opened")
             numbers[target] = ledger.state(target).number or 0
-            items = items[BATCH:]
+            first = BATCH
             report.new_tasks += 1
         if target not in numbers:
             numbers.update({e.task_id: e.number for e in ledger.entries()})
-        for start in range(0, len(items), BATCH):
-            _count(report, path, append_unseen(ledger, location, target, items[start : start + BATCH], known))
+        for start in range(first, len(items), BATCH):
+            _count(report, path, append_unseen(ledger, location, target, batch(agent, items, start), known))
             batches += 1
             crash_point(f"import-batch-{batches}")
+            if batches % CATCH_UP == 0:
+                ledger.state(target)
         if task is None and not session.is_subagent:
             # Also when a killed import left the task opened: the re-run settles it the same way.
             _settle(ledger, location, agent, session, target, report, path, known)

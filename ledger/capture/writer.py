@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from sys import intern
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -35,7 +36,9 @@ Key = tuple[str, str, str]
 
 
 def key_of(source: ev.SourceKey | None) -> Key | None:
-    return (source.agent, source.session, source.record) if source is not None else None
+    # An import holds every key of its task (``Known``), each read back from its own copy of the item
+    # (``ledger.capture.spool``): one string per agent and per session, not one a key (150 B an item).
+    return (intern(source.agent), intern(source.session), source.record) if source is not None else None
 
 
 def stored_keys(ledger: Ledger, location: Location, task_id: UUID, upto: int) -> set[Key]:

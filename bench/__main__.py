@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import hostile, mcpinit, measures, startup, systems
+from bench import bigimport, hostile, mcpinit, measures, startup, systems
 from bench.tables import Table, summary
 
 
@@ -76,6 +76,8 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     emit(measures.time_travel(plan, trail, delta, default))
     log("importing real logs")
     emit(measures.import_logs(plan, directory, started.data["median_wall_s"][startup.BARE]))
+    log("importing a 100 MB transcript")
+    emit(bigimport.table(directory))
     log("read model and compaction")
     emit(measures.readmodel_refresh(plan, trail, directory))
     emit(measures.find_vs_resume(plan, trail))

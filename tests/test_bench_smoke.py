@@ -204,3 +204,13 @@ def test_import_of_a_real_log_is_judged_and_counted(tmp_path: Path, monkeypatch:
     assert [row[0] for row in table.rows] == [real[0].name, "**all 1 logs**"]
     assert table.goals == [Goal("import of every real log", True)]
     assert table.data[real[0].name]["events"] > 0
+
+
+def test_the_big_import_row_runs_a_real_import_process_and_judges_its_peak(tmp_path: Path) -> None:
+    from bench import bigimport
+
+    table = bigimport.table(tmp_path, megabytes=1)  # the row's machinery on a 1 MB transcript
+    found = table.data
+    assert found["bytes"] >= 1_000_000 and found["events"] == found["calls"] + 4  # request, link, end, status
+    assert 20 < found["peak_mb"] < 1_000  # the child's own figure, in MB
+    assert table.goals == [Goal("import 1 MB peak RSS <= 150 MB", True)]

@@ -30,6 +30,7 @@ from ledger.capture.agent import Agent
 from ledger.capture.items import Item
 from ledger.capture.jsonl import Lines
 from ledger.capture.session import Session
+from ledger.capture.spool import Spool
 from ledger.capture.writer import (
     Appended,
     ForgottenSession,
@@ -114,7 +115,8 @@ def _link(agent: Agent, session: Session, path: Path) -> None:
     """Open the session's items with its ``ConversationLinked`` (how a later file or hook of the session
     finds its task) when the agent's mapper has not placed one itself."""
     items = session.items
-    if not session.session_id or not items or any(cls is ev.ConversationLinked for cls, _ in items):
+    kinds = items.kinds() if isinstance(items, Spool) else [cls for cls, _ in items]
+    if not session.session_id or not items or ev.ConversationLinked in kinds:
         return
     link = (ev.ConversationLinked, {
         "agent": agent.name, "session_id": session.session_id, "transcript": str(path), "actor": "system",
@@ -177,12 +179,15 @@ def import_files(
             continue
         items = session.items
         first = 0  # the first item not written yet: the items are read a batch at a time, never copied whole
+        last: datetime | None = None  # the latest time among the items written: how the session ended
         target = task or _existing_task(ledger, location, agent, session)
         if target is None:
             # The task opens at the session's first record, with its first batch, in one transaction.
             title = session.title or f"{agent.name} session {session.session_id[:8] or path.stem}"
+            written = batch(agent, items, 0)
+            last = _latest(last, written)
             try:
-                target, done = open_with(ledger, title, batch(agent, items, 0), cwd=session.cwd,
+                target, done = open_with(ledger, title, written, cwd=session.cwd,
                                          actor=agent.actor, timestamp=_when(session.first_timestamp), known=known)
             except ForgottenSession as gone:
                 # The whole session belonged to a forgotten task: it stays forgotten, the import goes on.
@@ -198,14 +203,17 @@ def import_files(
         if target not in numbers:
             numbers.update({e.task_id: e.number for e in ledger.entries()})
         for start in range(first, len(items), BATCH):
-            _count(report, path, append_unseen(ledger, location, target, batch(agent, items, start), known))
+            written = batch(agent, items, start)
+            last = _latest(last, written)
+            _count(report, path, append_unseen(ledger, location, target, written, known))
             batches += 1
             crash_point(f"import-batch-{batches}")
             if batches % CATCH_UP == 0:
                 ledger.state(target)
         if task is None and not session.is_subagent:
             # Also when a killed import left the task opened: the re-run settles it the same way.
-            _settle(ledger, location, agent, session, target, report, path, known)
+            _settle(ledger, location, agent, session, target, report, path, known,
+                    last or _when(session.first_timestamp))
         _point(location, ledger, target, session)
         report.tasks[numbers[target]] = ledger.state(target).title
         if progress:
@@ -228,6 +236,12 @@ def _when(stamp: str | None) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _latest(last: datetime | None, items: list[Item]) -> datetime | None:
+    """The latest time among ``last`` and the items' (``_last_time`` of a session, a batch at a time)."""
+    stamps = [w for _, fields in items if (w := _stamp(fields.get("timestamp"))) is not None]
+    return max([*stamps, last]) if last is not None else max(stamps, default=None)
 
 
 def _last_time(session: Session) -> datetime | None:
@@ -255,13 +269,12 @@ def _wanted(session: Session, project: str | None, since: datetime | None) -> bo
 
 def _settle(
     ledger: Ledger, location: Location, agent: Agent, session: Session, task: UUID, report: Report, path: Path,
-    known: Known,
+    known: Known, last: datetime | None,
 ) -> None:
     """Set a task to how its session ended: done when the agent finished a plan made after the user's
     last request, with nothing failing, and had the last word; else paused (the session is over, the
     work is not)."""
     state = ledger.state(task)
-    last = _last_time(session)
     if last is not None and state.updated_at is not None and state.updated_at > last:
         # The task moved on after this session's last record (live capture of it, a later session, the
         # user): its status is theirs; an import of the past does not pause work that went on.

@@ -35,6 +35,8 @@ class Spool(MutableSequence[Item]):
         self._memory: list[Item] | None = []
         self._file: IO[bytes] | None = None
         self._offsets = array("q")
+        self._kinds: list[type] = []
+        """Each spilled item's event class, beside its offset: a look for one kind reads no item back."""
         self.extend(items)
 
     def __len__(self) -> int:
@@ -66,12 +68,14 @@ class Spool(MutableSequence[Item]):
             self._memory[index] = value
         else:
             self._offsets[index] = self._write(value)
+            self._kinds[index] = value[0]
 
     def __delitem__(self, index: int | slice) -> None:
         if self._memory is not None:
             del self._memory[index]
         else:
             del self._offsets[index]  # its bytes stay in the file, read by nobody
+            del self._kinds[index]
 
     def insert(self, index: int, value: Item) -> None:
         if self._memory is not None:
@@ -80,6 +84,7 @@ class Spool(MutableSequence[Item]):
                 self._spill()
         else:
             self._offsets.insert(index, self._write(value))
+            self._kinds.insert(index, value[0])
 
     def append(self, value: Item) -> None:
         if self._memory is not None:
@@ -88,6 +93,7 @@ class Spool(MutableSequence[Item]):
                 self._spill()
         else:
             self._offsets.append(self._write(value))
+            self._kinds.append(value[0])
 
     def __iter__(self) -> Iterator[Item]:
         if self._memory is not None:
@@ -107,6 +113,10 @@ class Spool(MutableSequence[Item]):
         where = "memory" if self._memory is not None else "file"
         return f"Spool({len(self)} items in {where})"
 
+    def kinds(self) -> list[type]:
+        """Each item's event class, in order, without reading the items back."""
+        return [cls for cls, _ in self._memory] if self._memory is not None else list(self._kinds)
+
     @property
     def spilled(self) -> bool:
         """Whether the items are in the file (more than ``keep`` were added)."""
@@ -118,6 +128,7 @@ class Spool(MutableSequence[Item]):
         self._file = tempfile.TemporaryFile(prefix="tasktrail-spool-")  # noqa: SIM115
         for item in held:
             self._offsets.append(self._write(item))
+            self._kinds.append(item[0])
 
     def _write(self, item: Item) -> int:
         assert self._file is not None

@@ -24,7 +24,7 @@ from tests.conftest import REPO
 from tests.stores import chain_breaks, stored_rows
 
 WORKERS = 8
-EACH = 500
+EACH = 200  # 1,600 appends racing: every worker loses races many times over
 
 
 def worker(url: str, task_number: int, name: str, count: int, go: str) -> None:

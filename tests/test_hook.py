@@ -254,6 +254,10 @@ def test_session_start_from_the_brief_cache_is_the_full_answer_byte_for_byte(
     # Every source, for a new session and for one linked already (the full path of the turn before linked it).
     starts = [("new-1", "startup"), ("new-1", "compact"), ("new-2", "resume"), ("new-2", "clear"),
               ("new-3", "clear"), ("new-3", "resume"), ("new-4", "compact")]
+    if backend != "sqlite":
+        # Nothing is answered fast there: the hook against the full path needs a new and a linked session, not
+        # every source (each start is two processes on a server).
+        starts = [start for start in starts if start[0] in ("new-1", "new-4")]
     for session, source in starts:
         payload = {"session_id": f"{agent}-{session}", "hook_event_name": "SessionStart", "source": source,
                    "cwd": str(home.parent), "transcript_path": f"/tmp/{session}.jsonl"}
@@ -267,8 +271,9 @@ def test_session_start_from_the_brief_cache_is_the_full_answer_byte_for_byte(
             context = json.loads(answered)["hookSpecificOutput"]["additionalContext"]
             assert "# Task #1 Fix login timeout" in context and " [active" in context
     log = run_trail("log", "1", "--type", "ConversationLinked", home=home, check=True).stdout
-    linked = [line.split()[-1] for line in log.splitlines()][-5:]
-    assert linked == [f"{agent}-paused", *(f"{agent}-new-{n}" for n in range(1, 5))]
+    sessions = list(dict.fromkeys(session for session, _ in starts))
+    linked = [line.split()[-1] for line in log.splitlines()][-1 - len(sessions):]
+    assert linked == [f"{agent}-paused", *(f"{agent}-{session}" for session in sessions)]
 
 
 @pytest.mark.sqlite_only("reads the SQLite file and its WAL")

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from ledger.app import verify
 from ledger.app.views import Views
+from ledger.base import private
 from ledger.base.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.base.ledger_file import foreign_tables
 from ledger.base.location import Location
@@ -522,6 +523,9 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
         held = path.resolve()
         if not _HELD[held]:
             _check_sqlite_path(path, create)
+            private.create_file(str(path))  # before SQLite makes it: its -wal and -shm take the file's mode
+            for kept in (path, Path(f"{path}.duckdb"), Path(f"{path}.archive")):
+                private.tighten(str(kept))
         ledger = _construct(ledger_class, env, location)
         ledger.__dict__["_held"] = held
         _HELD[held] += 1

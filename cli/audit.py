@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from ledger.domain.registry import Entry
 
 
-def _position(ctx: Context, task_id: UUID, spec: str) -> int:
+def _position(ctx: Context, task_id: UUID, spec: str, number: int | None = None) -> int:
     from ledger.app import reading
 
-    return reading.position(ctx.ledger(), task_id, points.parse(spec))
+    return reading.position(ctx.ledger(), task_id, points.parse(spec), number)
 
 
 @click.command("why")
@@ -75,7 +75,7 @@ def diff(ctx: Context, task: str, a: str, b: str, as_json: bool) -> None:
 
     entry = ctx.entry(task)
     ledger = ctx.ledger()
-    pa, pb = _position(ctx, entry.task_id, a), _position(ctx, entry.task_id, b)
+    pa, pb = _position(ctx, entry.task_id, a, entry.number), _position(ctx, entry.task_id, b, entry.number)
     patch = statediff.diff(reading.state(ledger, entry, at=pa), reading.state(ledger, entry, at=pb))
     if as_json:
         emit_json({"task": entry.number, "from": pa, "to": pb, "diff": patch})
@@ -103,7 +103,7 @@ def branch(ctx: Context, task: str, title: str, at: str, no_switch: bool, as_jso
     from ledger.base.project import current_project
 
     entry = ctx.entry(task)
-    position = _position(ctx, entry.task_id, at)
+    position = _position(ctx, entry.task_id, at, entry.number)
     state = ctx.ledger().branch(entry.task_id, position, title)
     if not no_switch and state.id is not None:
         refs.set_active(ctx.location, state.id, current_project())

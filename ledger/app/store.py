@@ -582,7 +582,7 @@ def _check_sqlite_path(path: Path, create: Create) -> None:
     if create == "nothing":
         raise StoreUnavailable(f"no ledger at {path} (reads create nothing; `trail start` begins one)")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private.folder(path.parent)
         probe = path.parent / f".{path.name}.probe"
         probe.touch()
         probe.unlink()

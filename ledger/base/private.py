@@ -28,9 +28,25 @@ def restrict() -> None:
     os.umask(os.umask(OTHERS) | OTHERS)
 
 
-def folder(path: str) -> None:
-    """Make ``path`` (and missing parents) as a private folder; an existing one is left as it is."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+def folder(path: str | os.PathLike[str]) -> None:
+    """``mkdir -p`` with every folder it makes 0700 whatever the umask (a library caller's may be 022);
+    existing ones are left as they are. Raises as ``os.makedirs`` does (a file in the way, no permission)."""
+    missing: list[str] = []
+    at = os.path.abspath(os.fspath(path))
+    while not os.path.isdir(at):
+        missing.append(at)
+        parent = os.path.dirname(at)
+        if parent == at:
+            break
+        at = parent
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(made):
+                raise
+            continue  # made meanwhile by another process
+        os.chmod(made, 0o700)
 
 
 def _narrow(path: str, mode: int) -> bool:

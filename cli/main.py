@@ -25,18 +25,17 @@ def resume_args(argv: list[str]) -> tuple[str | None, str | None] | None:
 
 
 def main() -> None:
-    from ledger.base import private
+    import os
 
-    private.restrict()  # before anything is created: every file and folder made from here on is private
+    # Before anything is created: every file and folder made from here on is private (ledger.base.private;
+    # inline, so `trail --help` imports nothing of the ledger).
+    os.umask(os.umask(0o077) | 0o077)
     if sys.argv[1:2] == ["hook"] and sys.argv[2:3] and not sys.argv[2].startswith("-"):
         # Any name, registered or not: the hook answers an unknown one with one line and exit 0 (a stale
         # install must not break the agent), and only `trail hook --help` needs click.
         from ledger.capture.hook import run
 
         sys.exit(run(sys.argv[2:]))
-    from ledger.base.home import home_dir
-
-    private.tighten(home_dir())  # what an older release left open to others (one stat when nothing is)
     asked = resume_args(sys.argv[1:])
     if asked is not None:
         # `trail resume [TASK]` answers from the brief cache while nothing it shows has changed.

@@ -511,6 +511,7 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
     """
     # A bad setting fails every command, so it is named before anything about the location.
     snapshot_interval(os.environ.get("TRAIL_SNAPSHOT_EVERY"))
+    private.tighten(str(location.home))  # what an older release left open to others (one stat when nothing is)
     if location.is_sqlite:
         path = location.sqlite_path
         env = {

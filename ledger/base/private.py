@@ -5,8 +5,8 @@ other local users have no business reading them. Two parts:
 
 - ``restrict``: the process's umask gains 077 (it only narrows), so everything this process
   creates (SQLite's -wal/-shm, DuckDB's files, temporary files renamed into place) is private
-  without each call site asking. ``cli.main`` calls it first, before the hook or any command.
-- ``tighten``: what an older release (or another umask) left open is made private on open, with
+  without each call site asking. ``cli.main`` does it first (inline), before the hook or any command.
+- ``tighten``: what an older release (or another umask) left open is made private on open (``open_ledger``), with
   one line on stderr. Cheap when there is nothing to do: one ``stat`` of the folder or file; the
   tree under a folder is walked only when the folder itself is open to others (so once).
 

@@ -180,6 +180,7 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
     trail find timeout --here --status paused --since 2026-11-01
     trail resume 3                   then take up the one you meant
     """
+    from ledger.app import reading
     from projections import find, readmodel
 
     words = find.words_of(terms)
@@ -198,20 +199,22 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
     only = find.Only(project=project, statuses=statuses, agent=agent,
                      since=since.replace(tzinfo=UTC) if since is not None else None)
     found = readmodel.find_tasks(_refreshed(ctx), words, limit, only)
+    # The read model is a copy: a task that does not pass a read's checks is not shown, and refused after.
+    found, refused = reading.checked_found(ctx.ledger(), found)
     if as_json:
         emit_json(find.as_records(found))
-        return
-    if not found:
+    elif not found and not refused:
         among = " among the tasks asked for" if only != find.Only() else ""
         click.echo(f"No task holds all of: {', '.join(words)}{among}. Fewer words find more; "
                    "`trail list` shows every task.")
-        return
-    for f in found:
+    for f in found if not as_json else ():
         when = f"{f.updated_at:%Y-%m-%d %H:%M}" if f.updated_at else ""
         where = f"  ({f.cwd})" if f.cwd else ""
         click.echo(f"#{f.number:<4} {f.status:<9} {_cell(f.title)}{where}  {when}".rstrip())
         for m in f.matches:
             click.echo(f"      [{m.position}] {m.kind}: {_snippet(m.text, words)}")
+    if refused:
+        raise refused[0]
 
 
 SNIPPET = 100

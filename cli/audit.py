@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from ledger.domain.registry import Entry
 
 
-def _position(ctx: Context, task_id: UUID, spec: str) -> int:
+def _position(ctx: Context, task_id: UUID, spec: str, number: int | None = None) -> int:
     from ledger.app import reading
 
-    return reading.position(ctx.ledger(), task_id, points.parse(spec))
+    return reading.position(ctx.ledger(), task_id, points.parse(spec), number)
 
 
 @click.command("why")
@@ -75,7 +75,7 @@ def diff(ctx: Context, task: str, a: str, b: str, as_json: bool) -> None:
 
     entry = ctx.entry(task)
     ledger = ctx.ledger()
-    pa, pb = _position(ctx, entry.task_id, a), _position(ctx, entry.task_id, b)
+    pa, pb = _position(ctx, entry.task_id, a, entry.number), _position(ctx, entry.task_id, b, entry.number)
     patch = statediff.diff(reading.state(ledger, entry, at=pa), reading.state(ledger, entry, at=pb))
     if as_json:
         emit_json({"task": entry.number, "from": pa, "to": pb, "diff": patch})
@@ -103,7 +103,7 @@ def branch(ctx: Context, task: str, title: str, at: str, no_switch: bool, as_jso
     from ledger.base.project import current_project
 
     entry = ctx.entry(task)
-    position = _position(ctx, entry.task_id, at)
+    position = _position(ctx, entry.task_id, at, entry.number)
     state = ctx.ledger().branch(entry.task_id, position, title)
     if not no_switch and state.id is not None:
         refs.set_active(ctx.location, state.id, current_project())
@@ -115,8 +115,9 @@ def branch(ctx: Context, task: str, title: str, at: str, no_switch: bool, as_jso
 
 @click.command("verify")
 @click.argument("task", required=False, metavar="[TASK]")
-@click.option("--head", "expect", metavar="HASH[@N]",
-              help="A head kept elsewhere (as `trail checkpoint` prints it): the chain must hold it, at N when given.")
+@click.option("--head", "expect", metavar="HASH[@N]|ledger1:...",
+              help="A head kept elsewhere (as `trail checkpoint` prints it): the chain must hold it, at N when given;"
+                   " a ledger head (`trail checkpoint --ledger`, no TASK): every task and the task list must hold it.")
 @json_option
 @pass_context
 @fails_cleanly
@@ -127,19 +128,32 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
 
     Exits 5 when any task is broken.
     """
+    from ledger.app import ledgerhead
     from ledger.app.verify import LedgerBroken, parse_head, verify_registry, verify_task
 
-    if expect is not None:
+    whole = expect is not None and ledgerhead.is_ledger_token(expect)
+    if whole:
+        if task:
+            raise click.UsageError("a ledger head (ledger1:...) covers every task: give no TASK")
+        assert expect is not None
+        ledgerhead.decode(expect)
+    elif expect is not None:
         if not task:
-            raise click.UsageError("--head needs TASK: a head belongs to one task's chain")
+            raise click.UsageError("--head needs TASK: a head belongs to one task's chain "
+                                   "(or give a ledger head, from `trail checkpoint --ledger`)")
         parse_head(expect)
     ledger = ctx.ledger()
+    findings = ledgerhead.check(ledger, expect) if whole and expect is not None else []
+    expect = None if whole else expect
     entries = [ctx.entry(task)] if task else ledger.entries()
     reports: list[tuple[Entry | None, Report]] = [(e, verify_task(ledger, e.task_id, e, expect)) for e in entries]
     if not task:  # the task list itself, last: its chain, anchor and snapshots (None: the registry's row)
         reports.append((None, verify_registry(ledger)))
     broken = [(e, r) for e, r in reports if not r.ok]
+    against = [f for f in findings if f.is_break]
     if as_json:
+        held = [{"ledger_head": True, "ok": not against, "findings": [
+            {"task": f.number, "kind": f.kind, "detail": f.detail, "break": f.is_break} for f in findings]}]
         emit_json([{
             "task": None if e is None else e.number, "registry": e is None,
             "events": r.events, "ok": r.ok, "head": r.head, "head_token": r.head_token,
@@ -147,7 +161,7 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
             "anchor": None if r.anchor is None else {"position": r.anchor.version, "chain": r.anchor.chain},
             "break": None if r.first_break is None else {
                 "position": r.first_break.position, "kind": r.first_break.kind, "detail": r.first_break.detail},
-        } for e, r in reports])
+        } for e, r in reports] + (held if whole else []))
     else:
         for e, r in reports:
             if e is None:
@@ -162,6 +176,13 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
             else:
                 b = r.first_break
                 click.echo(f"#{e.number} BROKEN at position {b.position}: {b.kind} ({b.detail})")
+        for f in findings:
+            click.echo(f"ledger head {'BROKEN' if f.is_break else 'note'}: {f.kind} ({f.detail})")
+        if whole and not against:
+            click.echo("ledger head ok: every task and the task list hold what the head recorded")
+    if against:
+        raise LedgerBroken(f"the ledger is not what the head recorded: {against[0].kind} ({against[0].detail})"
+                           + (f"; and {len(against) - 1} more" if len(against) > 1 else ""))
     if broken:
         entry, first = broken[0]
         assert first.first_break is not None

@@ -25,6 +25,11 @@ def resume_args(argv: list[str]) -> tuple[str | None, str | None] | None:
 
 
 def main() -> None:
+    import os
+
+    # Before anything is created: every file and folder made from here on is private (ledger.base.private;
+    # inline, so `trail --help` imports nothing of the ledger).
+    os.umask(os.umask(0o077) | 0o077)
     if sys.argv[1:2] == ["hook"] and sys.argv[2:3] and not sys.argv[2].startswith("-"):
         # Any name, registered or not: the hook answers an unknown one with one line and exit 0 (a stale
         # install must not break the agent), and only `trail hook --help` needs click.

@@ -215,6 +215,7 @@ def build(state: Context) -> "MCPServer[Any]":
         characters). Then resume_task with the number."""
 
         def body() -> dict[str, Any]:
+            from ledger.app import reading
             from projections import find, readmodel  # DuckDB loads only when asked
 
             chosen = find.words_of(tuple(words))
@@ -225,7 +226,10 @@ def build(state: Context) -> "MCPServer[Any]":
             where = project_of(project) if project and project.startswith("/") else project
             only = find.Only(project=where, statuses=tuple(status or ()), agent=agent)
             found = readmodel.find_tasks(path, chosen, limit, only)
-            return {"words": chosen, "tasks": find.as_records(found, text_width=300)}
+            # A task that does not pass a read's checks is left out and named (run `trail verify`).
+            found, refused = reading.checked_found(ledger(), found)
+            return {"words": chosen, "tasks": find.as_records(found, text_width=300),
+                    **({"broken": [str(r) for r in refused]} if refused else {})}
 
         return guarded(body)
 
@@ -358,7 +362,7 @@ def build(state: Context) -> "MCPServer[Any]":
             point = points.parse(at)
             entry = entry_for(task, project)
             opened = ledger()
-            position = reading.position(opened, entry.task_id, point)
+            position = reading.position(opened, entry.task_id, point, entry.number)
             then = reading.state(opened, entry, at=position)
             out: dict[str, Any] = {"task": entry.number, "at": position, "last": reading.state(opened, entry).position,
                                    "brief": brief.render(then, max_chars=max_chars)}

@@ -309,20 +309,51 @@ def tested(
 
 
 @click.command("checkpoint")
-@click.argument("label")
+@click.argument("label", required=False)
 @click.option("--note", metavar="TEXT", help="What holds at this point.")
+@click.option("--ledger", "whole", is_flag=True,
+              help="Instead: print the whole ledger's head (every task and the task list), recording nothing.")
 @task_option
 @actor_option
 @json_flag
 @pass_context
 @fails_cleanly
-def checkpoint(ctx: Context, label: str, note: str | None, task_ref: str | None, actor: str, as_json: bool) -> None:
+def checkpoint(
+    ctx: Context, label: str | None, note: str | None, whole: bool, task_ref: str | None, actor: str, as_json: bool,
+) -> None:
     """Mark a checkpoint LABEL, with git HEAD and dirty state when in a git repo.
 
     Prints the task's chain head after it (``head HASH@N``): kept elsewhere (a commit trailer, a git
-    note), `trail verify TASK --head HASH@N` later shows the log was not cut or rewritten before it."""
+    note), `trail verify TASK --head HASH@N` later shows the log was not cut or rewritten before it.
+    With --ledger (no LABEL), the ledger is verified and its head printed (``head ledger1:...``):
+    `trail verify --head TOKEN` later names a task deleted, cut, renumbered or rewritten since."""
+    if whole:
+        if label is not None or note is not None or task_ref is not None:
+            raise click.UsageError("--ledger takes no LABEL, --note or --task: it covers every task")
+        _ledger_head(ctx, as_json)
+        return
+    if label is None:
+        raise click.UsageError("Missing argument 'LABEL'.")
     event_class, fields = recording.event("checkpoint", label=label, note=note)
     _append(ctx, task_ref, event_class, as_json, with_head=True, **fields, actor=actor)
+
+
+def _ledger_head(ctx: Context, as_json: bool) -> None:
+    from ledger.app import ledgerhead
+    from ledger.app.verify import LedgerBroken, verify_all, verify_registry
+
+    ledger = ctx.ledger()
+    entries = ledger.entries()
+    # A head of a ledger already broken would vouch for the break: the whole walk first.
+    reports = [*verify_all(ledger, [e.task_id for e in entries], entries), verify_registry(ledger)]
+    if broken := [r for r in reports if not r.ok]:
+        raise LedgerBroken(f"{len(broken)} of {len(reports)} broken; no ledger head printed (run `trail verify`)")
+    token = ledgerhead.current(ledger)
+    if as_json:
+        emit_json({"head": token, "tasks": len(entries), "registry_position": reports[-1].events})
+    else:
+        click.echo(f"ledger ok: {len(entries)} task(s), task list at {reports[-1].events}")
+        click.echo(f"head {token}")
 
 
 @click.command("link")

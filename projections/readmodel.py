@@ -35,6 +35,7 @@ import duckdb
 import orjson
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
+from ledger.base import private
 from ledger.base.errors import TrailError
 from ledger.base.location import Location
 from ledger.domain import events as ev
@@ -505,7 +506,7 @@ def refresh(ledger: Log, path: Path, *, rebuild: bool = False, batch_size: int =
     """Bring the read model at ``path`` up to the ledger's last notification (reads only the new ones)."""
     started = time.perf_counter()
     newest = ledger.recorder.max_notification_id() or 0
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private.folder(path.parent)
     added = read = 0
     with connect(path) as con:
         position, rebuilt = _prepare(con, ledger.name, newest, rebuild)

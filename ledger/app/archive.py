@@ -29,6 +29,7 @@ import orjson
 
 from ledger.app.store import Draft
 from ledger.app.verify import verify_task
+from ledger.base import private
 from ledger.base.crashpoints import CRASH_ENV as CRASH_ENV  # re-exported: the tests aim at the steps below
 from ledger.base.crashpoints import crash_point
 from ledger.base.errors import RuleBroken
@@ -130,7 +131,7 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
     todo = plan(ledger, task_id, before)
     first, last = todo.first, todo.last
     directory = archive_dir(ledger)
-    directory.mkdir(parents=True, exist_ok=True)
+    private.folder(directory)
     name = f"task-{todo.number}-{first}-{last}.parquet"
     target = directory / name
 

@@ -44,7 +44,16 @@ from typing import TYPE_CHECKING, Any
 from ledger.base.home import home_dir
 from ledger.base.ledger_file import read_only_uri, sqlite_ledger
 from ledger.base.project import current_project, project_of
-from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, LINKED_SESSION_SQL, LINKED_TOPIC, REGISTRY_HEX, key_hash
+from ledger.base.schema import (
+    ARCHIVES,
+    FORGOTTEN_KEYS,
+    HEADS,
+    LINKED_SESSION_SQL,
+    LINKED_TOPIC,
+    REGISTRY_HEX,
+    VIEWS,
+    key_hash,
+)
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -417,8 +426,27 @@ def _task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str
     span = con.execute("SELECT count(*), min(originator_version) FROM stored_events WHERE originator_id = ?",
                        (task,)).fetchone()
     parts = (FORMAT, _code(), ledger, task, _digest(last), _digest(registry), tuple(span),
-             _digest(snapshot) if snapshot else None, archives, list(head) if head else None)
+             _digest(snapshot) if snapshot else None, archives, list(head) if head else None,
+             _folded_rows(con, task))
     return hashlib.sha256(repr(parts).encode()).hexdigest(), _digest(registry), int(last[0])
+
+
+def _folded_rows(con: sqlite3.Connection, task: str) -> str:
+    """A digest of the rows the full path folds and re-hashes (those after the newest view snapshot of the
+    newest fold, ``verify.rows_problem``): an edit in place of any of them changes the key, and the full
+    path refuses it. Bounded by the view snapshots' interval, so a long task costs no more than a short one."""
+    since = 0
+    if con.execute(_table_exists, (VIEWS,)).fetchone():
+        since = con.execute(
+            f"SELECT coalesce(max(position), 0) FROM {VIEWS} WHERE originator_id IN (?, ?) AND fold_version = "
+            f"(SELECT max(fold_version) FROM {VIEWS} WHERE originator_id IN (?, ?))",
+            (task, _dashed(task), task, _dashed(task))).fetchone()[0]
+    blob = hashlib.sha256()
+    for position, state in con.execute("SELECT originator_version, state FROM stored_events WHERE originator_id = ?"
+                                       " AND originator_version > ? ORDER BY originator_version", (task, since)):
+        blob.update(b"%d\x1f" % position)
+        blob.update(state if isinstance(state, bytes) else str(state).encode())
+    return blob.hexdigest()
 
 
 def _dashed(task: str) -> str:

@@ -50,6 +50,7 @@ from ledger.app import refs
 from ledger.app.briefcache import cache_file
 from ledger.app.store import Ledger
 from ledger.app.verify import LedgerBroken, verify_registry
+from ledger.base import private
 from ledger.base.crashpoints import crash_point
 from ledger.base.errors import NotFound, TrailError
 from ledger.base.location import Location, inbox_path
@@ -150,7 +151,7 @@ def _journaled(ledger: Ledger, location: Location, task_id: UUID) -> _Traces:
         # Written before the first deletion, so it holds all a later read could find, and more.
         return _Traces.load(path.read_bytes())
     traces = _traces(ledger, task_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private.folder(path.parent)
     tmp = _being_written(path)
     with tmp.open("wb") as handle:
         handle.write(traces.dump())

@@ -30,6 +30,7 @@ from eventsourcing.persistence import ApplicationRecorder, StoredEvent
 
 from ledger.app import verify
 from ledger.app.store import Ledger, open_ledger
+from ledger.base import private
 from ledger.base.crashpoints import CRASH_ENV
 from ledger.base.errors import BadInput, Refused, StoreUnavailable
 from ledger.base.location import Location
@@ -213,7 +214,7 @@ def _transfer(frm: Ledger, content: _Content, to: Ledger, progress: Callable[[st
     for found in content.archives:
         if (found.task_id, found.first) in archived_there:
             continue
-        directory.mkdir(parents=True, exist_ok=True)
+        private.folder(directory)
         placed = directory / found.path.name
         shutil.copyfile(found.path, placed)
         manifest = found.path.with_suffix(".manifest.json")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ledger.app.store import Ledger
     from ledger.base.location import Location
     from ledger.domain.registry import Entry
+    from projections.find import Found
     from projections.state import TaskState
     from projections.timeline import EventFilter
     from projections.why import Change
@@ -72,6 +73,29 @@ def task_rows(
     return rows
 
 
+def checked_found(ledger: Ledger, found: list[Found]) -> tuple[list[Found], list[verify.LedgerBroken]]:
+    """The tasks `find` found in the read model, split into those that pass a read's checks and the refusals
+    of those that do not. The read model is a copy: each task's view is checked (``verify.checked_state``)
+    and every place shown is re-hashed with its row (``verify.rows_problem``), so no forged text is shown."""
+    entries = {e.number: e for e in ledger.entries()}
+    kept: list[Found] = []
+    refused: list[verify.LedgerBroken] = []
+    for task in found:
+        entry = entries.get(task.number)
+        if entry is None:
+            continue  # forgotten since the read model last heard of it: nothing of it is shown
+        try:
+            verify.checked_state(ledger, entry.task_id, entry=entry)
+            for position in sorted({1, *(m.position for m in task.matches)}):
+                if (problem := verify.rows_problem(ledger, entry.task_id, position - 1, position)) is not None:
+                    raise verify.refusal(entry.number, problem)
+        except verify.LedgerBroken as exc:
+            refused.append(exc)
+            continue
+        kept.append(task)
+    return kept, refused
+
+
 def state(ledger: Ledger, entry: Entry, at: int | None = None) -> TaskState:
     """The task's state after event ``at`` (the latest when None), checked (``verify.checked_state``)."""
     return verify.checked_state(ledger, entry.task_id, at, entry)
@@ -79,7 +103,7 @@ def state(ledger: Ledger, entry: Entry, at: int | None = None) -> TaskState:
 
 def position(ledger: Ledger, task_id: UUID, point: points.Point, number: int | None = None) -> int:
     """The position ``point`` (N, -N, a time, checkpoint:LABEL: ``points.parse``) names in a task."""
-    last = verify.checked_state(ledger, task_id).position
+    last = verify.checked_state(ledger, task_id, number=number).position
     events = verify.load_events(ledger, task_id, number) if point.needs_events else ()
     return points.locate(point, last, events)
 

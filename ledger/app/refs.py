@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from uuid import UUID
 
+from ledger.base import private
 from ledger.base.errors import Ambiguous, NotFound, StoreUnavailable
 from ledger.base.location import Location
 from ledger.domain.registry import Entry
@@ -99,7 +100,7 @@ def clear(location: Location, task_id: UUID) -> None:
 def _write_pointers(location: Location, pointers: dict[str, str]) -> None:
     path = _active_file(location)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private.folder(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".active.")
         with os.fdopen(fd, "w") as handle:
             json.dump(pointers, handle, indent=1)

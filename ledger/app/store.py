@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from ledger.app import verify
 from ledger.app.views import Views
+from ledger.base import private
 from ledger.base.errors import BadInput, BadSetting, NotFound, StoreUnavailable
 from ledger.base.ledger_file import foreign_tables
 from ledger.base.location import Location
@@ -510,6 +511,7 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
     """
     # A bad setting fails every command, so it is named before anything about the location.
     snapshot_interval(os.environ.get("TRAIL_SNAPSHOT_EVERY"))
+    private.tighten(str(location.home))  # what an older release left open to others (one stat when nothing is)
     if location.is_sqlite:
         path = location.sqlite_path
         env = {
@@ -522,6 +524,9 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
         held = path.resolve()
         if not _HELD[held]:
             _check_sqlite_path(path, create)
+            private.create_file(str(path))  # before SQLite makes it: its -wal and -shm take the file's mode
+            for kept in (path, Path(f"{path}.duckdb"), Path(f"{path}.archive")):
+                private.tighten(str(kept))
         ledger = _construct(ledger_class, env, location)
         ledger.__dict__["_held"] = held
         _HELD[held] += 1
@@ -578,7 +583,7 @@ def _check_sqlite_path(path: Path, create: Create) -> None:
     if create == "nothing":
         raise StoreUnavailable(f"no ledger at {path} (reads create nothing; `trail start` begins one)")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private.folder(path.parent)
         probe = path.parent / f".{path.name}.probe"
         probe.touch()
         probe.unlink()

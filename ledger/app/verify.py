@@ -484,14 +484,16 @@ def refusal(number: int | None, found: Break) -> LedgerBroken:
                         "run `trail verify` for the full check")
 
 
-def checked_state(ledger: Ledger, task_id: UUID, at: int | None = None, entry: Entry | None = None) -> TaskState:
+def checked_state(
+    ledger: Ledger, task_id: UUID, at: int | None = None, entry: Entry | None = None, number: int | None = None,
+) -> TaskState:
     """The task's view after event ``at`` (the latest when None), as reads load it, or ``LedgerBroken``.
 
     Cheap: besides the load, the snapshot used is read again with the event at its position
     (its ``head`` must be that event's hash), the latest load is held to the anchor, and the
     state's identity to the task list's entry and the opening event. Events between the snapshot
     and ``at`` are not re-hashed; `trail verify` does that."""
-    number = entry.number if entry is not None else None
+    number = entry.number if entry is not None else number
     # The snapshot the load will start from is checked first, so an unreadable one is named as such.
     if (found := _snapshot_problem(ledger, task_id, at)) is not None:
         raise refusal(number, found)
@@ -503,6 +505,10 @@ def checked_state(ledger: Ledger, task_id: UUID, at: int | None = None, entry: E
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise refusal(number, Break(at or 0, "undecodable", f"cannot be loaded: {reason(exc, 300)}")) from None
     found = _anchor_problem(ledger, task_id, task, at)
+    if found is None:
+        # What is shown is folded from the newest view snapshot (or the task's own) and the rows after it:
+        # those rows are re-hashed, so an edit in place of any of them is refused, not shown.
+        found = rows_problem(ledger, task_id, _fold_start(ledger, task_id, at), task.version)
     state = ledger.state_of(task) if found is None else None
     if state is not None and found is None:
         found = _view_problem(ledger, task_id, state)
@@ -516,6 +522,13 @@ def checked_state(ledger: Ledger, task_id: UUID, at: int | None = None, entry: E
         raise refusal(number, found)
     assert state is not None
     return state
+
+
+def _fold_start(ledger: Ledger, task_id: UUID, upto: int | None) -> int:
+    """The position the view's fold starts after: its newest view snapshot of this fold at or before
+    ``upto``, else 0 (a view an older release kept in the task's snapshot is re-hashed from the start)."""
+    found = ledger.store.view_snapshot(task_id, upto, FOLD_VERSION)
+    return found[0] if found is not None else 0
 
 
 def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break | None:
@@ -616,6 +629,47 @@ def _last_event_problem(ledger: Ledger, task_id: UUID, position: int) -> Break |
     return None
 
 
+def rows_problem(ledger: Ledger, task_id: UUID, after: int, upto: int | None) -> Break | None:
+    """The live rows ``after < position <= upto`` re-hashed, as the walk does them: each one's content against
+    its own hash, linked from the one before (the first from its live predecessor or the archive's head), no
+    position missing. A read checks the rows it folds or shows, so an edit in place of any of them is refused."""
+    rows = ledger.recorder.select_events(task_id, gt=after, lte=upto)
+    if not rows:
+        return None
+    mapper = cast(PydanticMapper, ledger.mapper)
+    position = rows[0].originator_version
+    try:
+        previous = _hash_before(ledger, task_id, position)
+        states = [mapper.decode_state(row.state) for row in rows]
+    except Exception as exc:  # any decoding failure is a finding, not a crash
+        return Break(position, "undecodable", f"cannot be read: {reason(exc, 300)}")
+    for index, (row, state) in enumerate(zip(rows, states, strict=True)):
+        position = row.originator_version
+        if index and position != rows[index - 1].originator_version + 1:
+            return Break(rows[index - 1].originator_version + 1, "missing",
+                         f"no event at position {rows[index - 1].originator_version + 1}")
+        stored = str(state.get("chain", ""))
+        if previous is not None and _link(previous, row, state) != stored:
+            following = index + 1 < len(rows) and _link(stored, rows[index + 1], states[index + 1]) == states[
+                index + 1].get("chain")
+            return Break(position, "altered", "content does not match its hash") if following else Break(
+                position, "out of place", "does not chain from the event before")
+        previous = stored
+    return None
+
+
+def _hash_before(ledger: Ledger, task_id: UUID, position: int) -> str | None:
+    """The chain hash of the event before ``position``: genesis, the live row's, or the archive's head there;
+    None when it is not at hand (the first row's link is then left to `trail verify`)."""
+    if position == 1:
+        return chain.GENESIS
+    rows = ledger.recorder.select_events(task_id, gt=position - 2, lte=position - 1)
+    if rows:
+        return str(cast(PydanticMapper, ledger.mapper).decode_state(rows[0].state).get("chain", ""))
+    found = [a for a in archive.archives(ledger, task_id) if a.last == position - 1]
+    return found[-1].head if found else None
+
+
 def check_events(ledger: Ledger, task_id: UUID, events: list[ev.TaskEvent], number: int | None = None) -> None:
     """Refuse (``LedgerBroken``) a task's whole timeline, as a read loaded it, when a position is
     missing, an output marked collected holds text, or its end is not where the anchor says."""
@@ -627,6 +681,8 @@ def check_events(ledger: Ledger, task_id: UUID, events: list[ev.TaskEvent], numb
             if isinstance(value, Bounded) and value.collected and value.tail:
                 raise refusal(number, Break(expected, "collected", f"{name} is marked collected but holds text"))
     found = end_problem(ledger, task_id, len(events), events[-1].chain if events else "")
+    if found is None:  # every event is shown: every live row is re-hashed (archives are held to their sha256)
+        found = rows_problem(ledger, task_id, 0, len(events))
     if found is not None:
         raise refusal(number, found)
 

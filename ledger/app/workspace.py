@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.base import private
 from ledger.base.errors import BadInput
 from ledger.domain.redact import redact_text
 
@@ -143,7 +144,7 @@ class BlobCache:
             return
         data = "".join(lines).encode("utf-8", "surrogatepass")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            private.folder(target.parent)
             tmp = target.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_bytes(data)
             os.replace(tmp, target)

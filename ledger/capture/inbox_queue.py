@@ -17,6 +17,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
+from ledger.base import private
 from ledger.base.caps import CUTS_KEY, cap_payload
 from ledger.base.home import home_dir
 from ledger.base.ledger_file import INBOX_DDL, foreign_tables, legacy_inbox_for_url, read_only_uri
@@ -73,7 +74,7 @@ def insert(path: str, agent: str, text: str, busy_s: float = 30.0) -> int:
     application's database, by the test ``open_ledger`` makes (``ledger.base.ledger_file``)."""
     fresh = not os.path.exists(path)
     if fresh:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        private.folder(os.path.dirname(path) or ".")
     # The last connection to close a WAL file checkpoints it and deletes the WAL: two fsyncs, more than
     # the rest of the hook. A read-only connection never checkpoints, so one holding the WAL open while
     # the row is written (and closing last) leaves the WAL for the ledger's next writer to fold in.

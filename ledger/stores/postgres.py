@@ -31,6 +31,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 from psycopg.rows import DictRow, tuple_row
 
+from ledger.base import private
 from ledger.base.errors import StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
 from ledger.base.oneline import one_line, reason
@@ -255,7 +256,7 @@ class PostgresStore(LedgerStore):
                      .format(self.archive_table), (archive.task_id, archive.first))
         if not rows:
             return
-        archive.path.parent.mkdir(parents=True, exist_ok=True)
+        private.folder(archive.path.parent)
         tmp = archive.path.with_name(f".{archive.path.name}.{os.getpid()}.tmp")
         tmp.write_bytes(bytes(rows[0][0]))
         os.replace(tmp, archive.path)

@@ -21,6 +21,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
+from ledger.base import private
 from ledger.base.location import Location
 from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, LINKED_SESSION_SQL, VIEWS, Key
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
@@ -503,7 +504,7 @@ class SQLiteStore(LedgerStore):
         staged = SQLiteStore(source).archive_dir()
         if staged.is_dir():
             archive_dir = SQLiteStore(path).archive_dir()
-            archive_dir.mkdir(exist_ok=True)
+            private.folder(archive_dir)
             for found in staged.iterdir():
                 os.replace(found, archive_dir / found.name)
         os.replace(source, path)

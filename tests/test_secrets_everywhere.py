@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,74 @@ def kinds(path: str) -> dict[str, tuple[str, list[str]]]:
     }
     out = {kind: (form.format(secret) if form else secret, [secret]) for kind, (secret, form) in table.items()}
     out["base64"][1].append(inner)
+    out.update(issue_23_kinds(s))
     out["private-key"] = (
         "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(key_lines) + "\n-----END RSA PRIVATE KEY-----",
         key_lines,
+    )
+    return out
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return [text[i : i + width] for i in range(0, len(text), width)]
+
+
+def issue_23_kinds(s: Callable[..., str]) -> dict[str, tuple[str, list[str]]]:
+    """The kinds issue 23's sweep found leaking: vendor tokens, command-line and file forms, wrapped
+    and split secrets. Kind -> (the text planted, the pieces that must not appear)."""
+    out: dict[str, tuple[str, list[str]]] = {}
+
+    def bare(kind: str, token: str, form: str = "{}") -> None:
+        out[kind] = (form.format(token), [token])
+
+    bare("gitlab-token", "glpat-" + s("gitlab", 20, ALNUM + "-_"))
+    bare("pypi-token", "pypi-AgEIcHlwaS5vcmc" + s("pypi", 70, ALNUM + "-_"), "twine upload -u __token__ {} dist/*")
+    bare("google-oauth-secret", "GOCSPX-" + s("gocspx", 28, ALNUM + "-_"))
+    bare("huggingface-token", "hf_" + s("hf", 34, ALNUM[:52]))
+    bare("sendgrid-key", "SG." + s("sg1", 22, ALNUM + "-_") + "." + s("sg2", 43, ALNUM + "-_"))
+    bare("discord-bot-token", "MT" + s("dc1", 22) + "." + s("dc2", 6) + "." + s("dc3", 38, ALNUM + "-_"),
+         "the bot runs as {} now")
+    bare("vault-token", "hvs." + s("vault", 90, ALNUM + "-_"), "VAULT_ADDR=https://vault:8200 vault login {}")
+    bare("digitalocean-token", "dop_v1_" + s("do", 64, HEXDIGITS), "doctl auth init -t {}")
+    bare("telegram-bot-token", s("tgid", 10, "123456789") + ":AA" + s("tg", 33, ALNUM + "-_"),
+         "curl https://api.telegram.org/bot{}/getMe")
+    pw = {k: s(k, 18) for k in ("netrc", "docker", "redis", "openssl", "envpw", "envpp", "cont1", "cont2")}
+    out["netrc"] = (f"machine api.example.com\n  login deploy\n  password {pw['netrc']}", [pw["netrc"]])
+    out["docker-login"] = (f"docker login -u deploy -p {pw['docker']} registry.example.com", [pw["docker"]])
+    out["redis-cli"] = (f"redis-cli -h cache.internal -a {pw['redis']} ping", [pw["redis"]])
+    out["openssl-passin"] = (f"openssl rsa -in k.pem -passin pass:{pw['openssl']} -out plain.pem", [pw["openssl"]])
+    words = [s(f"w{i}", 7, ALNUM[26:52]) for i in range(4)]
+    out["env-password-quoted"] = (f'export SMTP_RELAY_PASSWORD="{words[0]} {words[1]}!"', words[:2])
+    out["env-passphrase"] = (f"GPG_SIGNING_PASSPHRASE='{pw['envpp']} {words[2]}'", [pw["envpp"], words[2]])
+    skb = s("skb", 128, HEXDIGITS)
+    out["secret-key-base"] = (f"SECRET_KEY_BASE={skb}", [skb])
+    hexkey = s("hexkey", 64, HEXDIGITS)
+    out["hex-key"] = (f"ENCRYPTION_KEY={hexkey}", [hexkey])
+    phrase = [s(f"qp{i}", 8, ALNUM[26:52]) for i in range(3)]
+    out["quoted-passphrase"] = (f'ssh-keygen -p -N "{" ".join(phrase)}" -f id_ed25519', phrase)
+    jep = [s("jep1", 10), s("jep2", 10)]
+    out["json-escaped-password"] = ('{"db": {"password": "' + jep[0] + '\\"' + jep[1] + '"}}', jep)
+    cookie = s("cookie", 40)
+    out["session-cookie"] = (f"curl -H 'Cookie: theme=dark; sessionid={cookie}' https://app.example.com", [cookie])
+    hex_text = f"aws_secret_access_key = {s('hexw', 40, ALNUM + '+/')}\n".encode().hex()
+    hex_lines = _wrap(hex_text, 60)
+    out["hex-wrapped"] = ("\n".join(hex_lines), [s("hexw", 40, ALNUM + "+/"), *hex_lines])
+    b64_secret = s("b64w", 40)
+    b64_lines = _wrap(b64(f"# settings\nDATABASE_URL=postgres://db/app\nSTRIPE_SECRET_TOKEN={b64_secret}\n"), 76)
+    out["b64-wrapped"] = ("\n".join(b64_lines), [b64_secret, *b64_lines])
+    pem = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ" + s("pem0", 14, ALNUM + "+/")]
+    pem += [s(f"pem{i}", 64, ALNUM + "+/") for i in range(1, 6)] + [s("pemlast", 24, ALNUM + "+/") + "=="]
+    out["pem-body"] = ("\n".join(pem), pem)
+    ypp = [s(f"ypp{i}", 9, ALNUM[26:52]) for i in range(3)]
+    out["yaml-passphrase"] = ("signing:\n  key_passphrase: |\n    " + " ".join(ypp) + "\n  key_file: k.asc", ypp)
+    out["line-continuation"] = (f"pg_tool --host db --password {pw['cont1']}\\\n{pw['cont2']} --verbose",
+                                [pw["cont1"], pw["cont2"]])
+    putty = [s(f"putty{i}", 64, ALNUM + "+/") for i in range(3)]
+    out["putty-key"] = (
+        "PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy\nPublic-Lines: 1\n"
+        + "AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + "\nPrivate-Lines: 3\n" + "\n".join(putty)
+        + "\nPrivate-MAC: " + s("mac", 64, HEXDIGITS),
+        putty,
     )
     return out
 

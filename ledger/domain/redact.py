@@ -188,6 +188,37 @@ def _base64_secret(match: re.Match[str]) -> bool:
     return verdict
 
 
+def _wrapped_secret(match: re.Match[str]) -> bool:
+    """A block of equal-width lines of base64 or hex (``base64`` wraps at 76, PEM at 64, ``xxd -p`` at
+    60) that, joined, decodes to text holding a secret; or, base64 of 3+ lines of 60+ columns that is
+    no text, key material (a PEM body whose BEGIN and END lines are gone)."""
+    lines = [line.strip() for line in match.group(0).splitlines() if line.strip()]
+    variants = [lines]
+    if len({line[0] for line in lines}) == 1 and lines[0][0] in "+-":
+        variants.append([line[1:] for line in lines])  # a diff's marks
+    for body in variants:
+        width = len(body[0])
+        if any(len(line) != width for line in body[:-1]) or len(body[-1]) > width:
+            continue
+        joined = "".join(body)
+        if _HEX.fullmatch(joined):
+            if len(joined) % 2:
+                continue
+            raw = bytes.fromhex(joined)
+            text = raw.decode("utf-8", "replace") if raw.isascii() else None
+            if text and text.isprintable() or (text and all(c.isprintable() or c in "\n\r\t" for c in text)):
+                if _spans(text, _PLAIN):
+                    return True
+            continue
+        text = _decoded(joined.rstrip("="))
+        if text is not None:
+            if _spans(text, _PLAIN):
+                return True
+        elif len(body) >= 3 and width >= 60 and "=" not in joined.rstrip("="):
+            return True
+    return False
+
+
 _BASE64_VERDICTS: dict[str, bool] = {}
 """``_base64_secret`` by token: its verdict rests on the token alone, and runs recur from batch to
 batch (a batch's ``Redactor`` remembers only its own texts): the bench workload's 10 batches of
@@ -205,6 +236,8 @@ _KEY_WORDS = (
 )
 _PLACEHOLDER = r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)"
 _SEP = r"(?:\\[rn]|[\s\"'>|,-])+"  # between the lines of a key body: whitespace, escaped newlines, diff marks
+_QUOTED = r"([\"'])((?:(?!\1)[^\\]|\\.){1,200})\1"
+"""A quoted value (group 2 its inside), with backslash escapes; across lines (an argv split)."""
 _MYSQL = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
 
 _KEY_END = lazy(r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----")
@@ -294,6 +327,30 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("_auth", "_password"),
     ),
     Pattern("google-api-key", lazy(_GLUED + r"AIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
+    # Issue 23's vendor kinds, in the forms gitleaks' rules give them.
+    Pattern("google-oauth-secret", lazy(_GLUED + r"GOCSPX-[A-Za-z0-9_-]{28}"), hints=("gocspx-",)),
+    Pattern(
+        "gitlab-token",
+        lazy(_GLUED + r"gl(?:pat|dt|rt|ptt|cbt|imt|soat|ffct|agent|oas)-[A-Za-z0-9_-]{20,}"),
+        hints=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glsoat-", "glffct-", "glagent-", "gloas-"),
+    ),
+    Pattern("pypi-token", lazy(_GLUED + r"pypi-AgE[A-Za-z0-9_-]{50,}"), hints=("pypi-age",)),
+    Pattern("huggingface-token", lazy(_GLUED + r"(?:hf_|api_org_)[A-Za-z]{34}(?![A-Za-z0-9])"), hints=("hf_", "api_org_")),
+    Pattern(
+        "sendgrid-key", lazy(_GLUED + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"), hints=("sg.",)
+    ),
+    Pattern("vault-token", lazy(_GLUED + r"hv[sbr]\.[A-Za-z0-9_-]{24,}"), hints=("hvs.", "hvb.", "hvr.")),
+    Pattern("digitalocean-token", lazy(_GLUED + r"do[opr]_v1_[a-f0-9]{64}"), hints=("_v1_",)),
+    Pattern(
+        "telegram-bot-token", lazy(r"(?<![0-9])[0-9]{5,16}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"), hints=(":aa",)
+    ),
+    Pattern(
+        "discord-bot-token",
+        lazy(r"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![A-Za-z0-9_-])"),
+        needs=".",
+        # Led by a literal dot (a fast search), where the regex tries at every letter.
+        gate=lazy(r"\.[a-z0-9_-]{6}\.[a-z0-9_-]{27}"),
+    ),
     Pattern(
         "jwt",
         # The header ends at a dash or underscore before another "eyJ" (where the next try starts): else
@@ -363,6 +420,93 @@ BUILTIN: tuple[Pattern, ...] = (
         group=1,
         hints=("-u", "--user"),
     ),
+    Pattern(
+        "flag-password",  # a flag's quoted value holding spaces: --password "two words", ssh-keygen -N "a b c"
+        lazy(
+            r"(?i)(?:(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token)(?:=|\s+)|"
+            r"\bssh-keygen\b[^|;&]{0,200}?\s-[NP]\s*)" + _QUOTED
+        ),
+        group=2,
+        hints=("pass", "secret", "token", "ssh-keygen"),
+        needs="\"'",
+    ),
+    Pattern(
+        "flag-password",  # docker login -p X, podman login -p X (the flag is -p, not -p glued)
+        lazy(
+            r"(?i)\b(?:docker|podman|nerdctl|buildah|skopeo|oras|registry)\s+login\b[^|;&]{0,300}?\s-p(?:\s+|=)"
+            + _PLACEHOLDER + r"([^\s\"'|;&]+)"
+        ),
+        group=1,
+        hints=("login",),
+    ),
+    Pattern(
+        "flag-password",  # redis-cli -a X
+        lazy(r"\b(?:redis|valkey|keydb)-cli\b[^|;&]{0,300}?\s-a\s+" + _PLACEHOLDER + r"([^\s\"'|;&]+)"),
+        group=1,
+        hints=("-cli",),
+    ),
+    Pattern(
+        "flag-password",  # openssl -passin pass:X, -passout pass:X, -pass pass:X
+        lazy(r"(?i)(?<![\w-])-pass(?:in|out)?\s+[\"']?pass:" + _PLACEHOLDER + r"([^\s\"']+)"),
+        group=1,
+        hints=("pass:",),
+    ),
+    Pattern(
+        "netrc",  # machine HOST login USER password X (one line or several)
+        lazy(r"(?i)\b(?:machine|default|login|account)\s+\S+\s+password\s+" + _PLACEHOLDER + r"(\S+)"),
+        group=1,
+        hints=("password",),
+        gate=lazy(r"(?:machine|default|login|account)\s+\S+\s+password\s"),
+    ),
+    Pattern(
+        "session-cookie",  # Cookie: a=b; sessionid=X; Set-Cookie: ..., curl -b/--cookie 'sid=X'
+        lazy(
+            r"(?i)(?:\b(?:set-)?cookie[\"']?\s*:|(?<![\w-])(?:-b|--cookie)(?:\s+|=))\s*[\"']?"
+            r"((?:[^\s\"';=]+=[^\s\"';]+(?:;\s*)?)+)"
+        ),
+        group=1,
+        hints=("cookie", "-b"),
+        needs="=",
+    ),
+    Pattern(
+        "putty-key",  # a .ppk file's private lines
+        lazy(r"(?i)\bPrivate-Lines:\s*\d+((?:\s+[A-Za-z0-9+/=]{4,})+)"),
+        group=1,
+        hints=("private-lines",),
+    ),
+    Pattern(
+        "assignment",  # a YAML block scalar under a secret key: its lines, up to the next key or blank line
+        lazy(
+            r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*:[ \t]*[|>][-+0-9]*[ \t]*\r?\n"
+            r"((?:[ \t]*(?![A-Za-z0-9_.-]+:)\S[^\n]*(?:\r?\n|\Z)){1,20})"
+        ),
+        group=1,
+        hints=("passw", "passphrase", "secret", "token", "key", "credential"),
+        needs="|>",
+    ),
+    Pattern(
+        "assignment",  # keys that name key material: SECRET_KEY_BASE, ENCRYPTION_KEY, MASTER_KEY (hex included)
+        lazy(
+            r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*(?:SECRET_KEY_BASE|KEY_BASE|(?:ENCRYPTION|ENCRYPT|ENC|MASTER|"
+            r"SIGNING|CIPHER|AES|HMAC|CRYPTO|SESSION|COOKIE|JWT|DATA)[_-]?KEY)\b[\"']?\s*[:=]\s*[\"']?"
+            + _PLACEHOLDER + r"([^\s\"'`,;(){}]{8,}+)(?!\()"
+        ),
+        group=1,
+        hints=("key",),
+        needs=":=",
+        gate=lazy(r"key(?:_base)?[\"']?\s*[:=]"),
+    ),
+    Pattern(
+        "assignment",  # a quoted value under a secret key, to its closing quote: PASSWORD="two words", "a\"b"
+        lazy(
+            r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*" + _PLACEHOLDER[:-1]
+            + r"|[\"'](?:\[REDACTED|\$|<|\*\*\*))" + _QUOTED
+        ),
+        group=2,
+        hints=("passw", "passphrase", "secret", "token", "key", "credential"),
+        gate=lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]\s*[\"']"),
+        needs="\"'",
+    ),
     # .env-style or JSON/YAML assignments and headers whose key names a secret: KEY=value, "key": "value",
     # X-Api-Key: value.
     Pattern(
@@ -381,6 +525,16 @@ BUILTIN: tuple[Pattern, ...] = (
     # Any other assigned or quoted value random enough to be a key (detect-secrets' entropy measure).
     # Both scan the same runs of base64 characters (``_spans`` scans them once).
     Pattern("high-entropy", _RUN, check=_entropy_match),
+    Pattern(
+        "wrapped-secret",
+        lazy(
+            r"(?m)^[ \t]*[+-]?[A-Za-z0-9+/]{40,}={0,2}[ \t]*\r?\n"
+            r"(?:[ \t]*[+-]?[A-Za-z0-9+/]{4,}={0,2}[ \t]*(?:\r?\n|\Z))+"
+        ),
+        check=_wrapped_secret,
+        hints=("\n",),
+        gate=lazy(r"[a-z0-9+/]{40}={0,2}[ \t]*\r?\n"),
+    ),
     # A base64 run that decodes to text holding a secret (echo … | base64 -d, a k8s Secret's data).
     Pattern("base64-secret", _RUN, check=_base64_secret),
 )
@@ -606,13 +760,24 @@ Secret = tuple[int, int, str, str]
 def _secrets(text: str, patterns: Sequence[Pattern]) -> list[Secret]:
     """The secrets in ``text``, found as it is and, when it holds escapes (JSON dumped inside JSON, a
     tool's input kept as its JSON text), also with its escapes decoded: ``\\"api_key\\": \\"…`` is no
-    assignment until decoded, ``\\nsk-ant-…`` has no word boundary. Spans found either way merge."""
+    assignment until decoded, ``\\nsk-ant-…`` has no word boundary. A shell line continuation
+    (backslash, newline) is also read joined, as the shell reads it: ``--password ab\\<newline>cd``
+    is one word. Spans found any way merge."""
     found = [(start, end, kind, text[start:end]) for start, end, kind in _spans(text, patterns)]
     if "\\" not in text:
         return found
+    views: list[tuple[str, Callable[[int, bool], int]]] = []
+    if "\\\n" in text or "\\\r\n" in text:
+        views.append(_continued(text))
     view, to_raw = _unescaped(text)
+    views.append((view, to_raw))
+    if "\\\n" in view or "\\\r\n" in view:
+        joined, to_view = _continued(view)
+        views.append((joined, lambda i, end: to_raw(to_view(i, end), end)))
     decoded = [
-        (to_raw(start, False), to_raw(end, True), kind, view[start:end]) for start, end, kind in _spans(view, patterns)
+        (back(start, False), back(end, True), kind, seen[start:end])
+        for seen, back in views
+        for start, end, kind in _spans(seen, patterns)
     ]
     if not decoded:
         return found
@@ -625,6 +790,32 @@ def _secrets(text: str, patterns: Sequence[Pattern]) -> list[Secret]:
         else:
             merged.append(secret)
     return merged
+
+
+_CONTINUATION = re.compile(r"\\\r?\n")
+
+
+def _continued(raw: str) -> tuple[str, Callable[[int, bool], int]]:
+    """``raw`` with its line continuations (backslash, newline) removed, and the map of an index in
+    it (a span's start, or with True its end) back to ``raw``."""
+    parts: list[str] = []
+    cuts: list[int] = []  # the view index at which each continuation was removed
+    gone: list[int] = []  # characters removed up to and including that one
+    at = total = 0
+    for match in _CONTINUATION.finditer(raw):
+        parts.append(raw[at : match.start()])
+        total += match.end() - match.start()
+        cuts.append(match.start() - (total - (match.end() - match.start())))
+        gone.append(total)
+        at = match.end()
+    parts.append(raw[at:])
+
+    def to_raw(index: int, end: bool) -> int:
+        # A start keeps the removals at or before it; an end, those before its last character.
+        k = bisect.bisect_right(cuts, index - 1 if end else index) - 1
+        return index + (gone[k] if k >= 0 else 0)
+
+    return "".join(parts), to_raw
 
 
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)

@@ -78,9 +78,13 @@ INSTRUCTIONS = (
 
 def actor_for(client_name: str | None) -> str:
     """The agent's own actor for a client we know (``agent:codex`` for ``codex-mcp-client``, as its hooks
-    record it), else ``agent:<client name>``, the name made to fit the actor pattern ``agent:[^\\s]+``."""
+    record it), else ``agent:<client name>``, the name made to fit the actor pattern ``agent:[^\\s]+`` and
+    redacted (a token in it becomes a marker, which has no space either)."""
+    from ledger.domain.redact import redact_text
+
     name = re.sub(r"\s+", "-", (client_name or "").strip()).removeprefix("agent:")
-    return MCP_CLIENTS.get(name) or f"agent:{name or 'mcp-client'}"
+    # Redacted here, not only on append: the actor is also echoed in the tool's answer.
+    return MCP_CLIENTS.get(name) or f"agent:{redact_text(name) or 'mcp-client'}"
 
 
 def build(state: Context) -> "MCPServer[Any]":

@@ -15,8 +15,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -151,34 +153,72 @@ def text_for(path: str) -> str:
 
 
 class Sweep:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, ledger_url: str | None = None) -> None:
         self.home, self.data, self.work, self.out = tmp / "home", tmp / "data", tmp / "work", tmp / "exports"
         for folder in (self.home, self.data, self.work, self.out):
             folder.mkdir()
         self.db = str(self.data / "ledger.db")
+        self.url = ledger_url
+        """The PostgreSQL ledger's URL (None: SQLite, at ``db``)."""
         self.env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DB", "TRAIL_DATABASE_URL")}
-        self.env.update(TRAIL_HOME=str(self.home), TRAIL_DB=self.db, PYTHONPATH=str(REPO))
+        self.env.update(TRAIL_HOME=str(self.home), PYTHONPATH=str(REPO))
+        self.env.update({"TRAIL_DATABASE_URL": ledger_url} if ledger_url else {"TRAIL_DB": self.db})
         self.paths: list[str] = []
         self.single: dict[str, str] = {}
         """Entry paths that plant one kind only: path -> kind."""
-        self.said: list[str] = []  # what commands printed on stderr (error messages are written bytes too)
+        self.said: list[str] = []  # what commands printed (outputs and error messages are written bytes too)
 
     def plant(self, path: str) -> str:
         self.paths.append(path)
         return text_for(path)
 
-    def trail(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+    def plant_one(self, path: str, kind: str) -> str:
+        """The secret of one kind for an entry path that takes a single token (a file name, a client name)."""
+        self.single[path] = kind
+        return kinds(path)[kind][1][0]
+
+    def trail(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+              unset: tuple[str, ...] = ()) -> str:
+        run_env = {k: v for k, v in {**self.env, **(env or {})}.items() if k not in unset}
         done = subprocess.run(
             [sys.executable, "-c", "from cli.main import main; main()", *args],
-            input=stdin, cwd=self.work, env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=120,
+            input=stdin, cwd=self.work, env=run_env, capture_output=True, text=True, timeout=120,
         )
-        self.said.append(done.stderr)
+        if args[0] != "ran":  # trail ran passes its command's own output through, as the terminal shows it
+            self.said += [done.stdout, done.stderr]
         assert done.returncode == 0 or args[0] == "--db", (args[:2], done.stderr[-2000:])
         return done.stdout
 
-    def hook(self, payload: dict[str, object] | str, env: dict[str, str] | None = None) -> None:
+    def hook(self, payload: dict[str, object] | str, env: dict[str, str] | None = None,
+             unset: tuple[str, ...] = ()) -> None:
         raw = payload if isinstance(payload, str) else json.dumps(payload)
-        self.trail("hook", "claude-code", stdin=raw, env=env)
+        self.trail("hook", "claude-code", stdin=raw, env=env, unset=unset)
+
+    def mcp(self, client: str, body: Callable[[Any], Awaitable[None]]) -> None:
+        """A session with the MCP server as a client named ``client``; every answer is kept in ``said``."""
+        import anyio
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.types import Implementation
+
+        server = StdioServerParameters(command=sys.executable, args=["-c", "from cli.main import main; main()", "mcp"],
+                                       env=self.env, cwd=self.work)
+
+        async def main() -> None:
+            with open(self.data / "mcp.log", "w") as log:  # the server's log lines: scanned as a file
+                async with stdio_client(server, errlog=log) as (read, write), ClientSession(
+                    read, write, client_info=Implementation(name=client, version="1.0")
+                ) as session:
+                    await session.initialize()
+                    with anyio.fail_after(120):
+                        await body(session)
+
+        anyio.run(main)
+
+    async def call(self, session: Any, tool: str, **arguments: Any) -> None:
+        result = await session.call_tool(tool, arguments)
+        self.said.append(result.model_dump_json())
+        assert not result.is_error, (tool, result)
 
 
 SESSION = "55555555-eeee-4fff-8aaa-000000000005"
@@ -257,16 +297,41 @@ def _record_everything(sweep: Sweep) -> None:
     sweep.hook('{"a": ' + "[" * 100_000 + deep + "]" * 100_000 + "}")
     (sweep.data / "dir.db").mkdir()
     sweep.hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "cwd": cwd,
-                "prompt": sweep.plant("deadletter-unopenable")}, env={"TRAIL_DB": str(sweep.data / "dir.db")})
+                "prompt": sweep.plant("deadletter-unopenable")}, env={"TRAIL_DB": str(sweep.data / "dir.db")},
+               unset=("TRAIL_DATABASE_URL",))
     # A transcript imported after the fact.
     t("import", "claude-code", str(_transcript(sweep, sweep.plant("import"))))
+    # A file whose name holds a token: the path is in the event, the diff's header and the command's answer.
+    named = sweep.work / f"notes-{sweep.plant_one('changed-path', 'github-token')}.txt"
+    named.write_text("first\n")
+    t("changed", named.name)
+    named.write_text("second\n")
+    t("changed", named.name, "--json")
+    # The MCP server: a client whose name holds a token (it becomes the actor), and tool arguments.
+    client = "Client-" + sweep.plant_one("mcp-client", "github-token")
+
+    async def tools(session: Any) -> None:
+        await sweep.call(session, "record", kind="note", text=sweep.plant("mcp-note"))
+        await sweep.call(session, "record", kind="decision", text=sweep.plant("mcp-decision"),
+                         reason=sweep.plant("mcp-reason"), rejected=sweep.plant("mcp-rejected").splitlines())
+        await sweep.call(session, "resume_task")
+        await sweep.call(session, "log", limit=50)
+        await sweep.call(session, "query", sql="SELECT type, actor, payload FROM events", limit=500)
+
+    sweep.mcp(client, tools)
     # Reads that fold the inbox, build the read model, export.
     t("list")
     t("doctor")
     t("stats")
     t("query", "SELECT type, count(*) FROM events GROUP BY type")
+    t("query", "SELECT * FROM events")
+    t("resume")
     for task in json.loads(t("list", "--json")):
-        t("export", str(task["number"]), "--parquet", str(sweep.out))
+        number = str(task["number"])
+        t("export", number, "--parquet", str(sweep.out))
+        t("export", number, "--agent-trace", str(sweep.out / f"trace-{number}.jsonl"))
+        t("show", number, "--html", str(sweep.out / f"task-{number}.html"))
+        t("log", number, "--json")
     # An error that names the ledger URL.
     sweep.single["db-url-error"] = "query-password"
     password = kinds("db-url-error")["query-password"][1][0]
@@ -277,19 +342,53 @@ def _files(sweep: Sweep) -> list[Path]:
     return [p for root in (sweep.home, sweep.data, sweep.out) for p in sorted(root.rglob("*")) if p.is_file()]
 
 
-@pytest.mark.sqlite_only("reads the raw bytes of the SQLite file, its WAL and the read model")
-def test_no_planted_secret_in_any_byte(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sweep = Sweep(tmp_path)
+def _postgres_rows(url: str) -> bytes:
+    """Every row of every table of the ledger's schema, as text: the PostgreSQL side of "every byte"."""
+    from psycopg import sql
+
+    from ledger.base.location import resolve
+    from ledger.stores import postgres
+
+    location = resolve(url)
+    schema = parse_qs(urlsplit(url).query)["schema"][0]
+    out = []
+    with postgres.connect(location.postgres(), location.display) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))]
+        assert tables, schema
+        for table in tables:
+            query = sql.SQL("SELECT row_to_json(t)::text FROM {}.{} t").format(
+                sql.Identifier(schema), sql.Identifier(table))
+            out += [row[0] for row in conn.execute(query)]
+            # bytea columns show as hex in JSON: their bytes, decoded, too.
+            for (column,) in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+                "AND data_type = 'bytea'", (schema, table)):
+                q = sql.SQL("SELECT {} FROM {}.{}").format(
+                    sql.Identifier(column), sql.Identifier(schema), sql.Identifier(table))
+                out += [bytes(row[0]).decode("utf-8", "replace") for row in conn.execute(q) if row[0] is not None]
+    return "\n".join(out).encode()
+
+
+def test_no_planted_secret_in_any_byte(
+    tmp_path: Path, backend: str, new_store: Callable[[], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep = Sweep(tmp_path, new_store() if backend == "postgres" else None)
     _record_everything(sweep)
     files = _files(sweep)
     names = {p.name for p in files}
-    assert "ledger.db" in names and any(n.endswith(".parquet") for n in names), names
+    assert any(n.endswith(".parquet") for n in names) and any(n.endswith(".html") for n in names), names
     assert any(n.endswith(".duckdb") for n in names) and (sweep.home / "deadletter").is_dir(), names
     assert len(list((sweep.home / "deadletter").glob("*.json"))) == 3
     assert list((sweep.home / "blobs").rglob("*")), "trail changed kept a baseline"
     blob = b"".join(p.read_bytes() for p in files) + "\n".join(map(str, files)).encode()
     blob += "".join(sweep.said).encode()
+    if sweep.url:
+        blob += _postgres_rows(sweep.url)
+    else:
+        assert "ledger.db" in names
     assert b"[REDACTED:" in blob
+    assert b"agent:Client-[REDACTED:github-token:" in blob  # the MCP client's actor, recorded and redacted
 
     planted = held = 0
     leaks = []
@@ -307,5 +406,6 @@ def test_no_planted_secret_in_any_byte(tmp_path: Path, capsys: pytest.CaptureFix
             else:
                 held += 1
     with capsys.disabled():
-        print(f"\nsecrets planted: {planted}, held: {held} ({len(sweep.paths) + len(sweep.single)} entry paths)")
+        print(f"\nsecrets planted: {planted}, held: {held} ({len(sweep.paths) + len(sweep.single)} entry paths, "
+              f"{len(kinds('x'))} kinds, {backend})")
     assert leaks == [], "\n".join(leaks)

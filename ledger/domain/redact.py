@@ -189,34 +189,42 @@ def _base64_secret(match: re.Match[str]) -> bool:
 
 
 def _wrapped_secret(match: re.Match[str]) -> bool:
-    """A block of equal-width lines of base64 or hex (``base64`` wraps at 76, PEM at 64, ``xxd -p`` at
-    60) that, joined, decodes to text holding a secret; or, base64 of 3+ lines of 60+ columns that is
-    no text, key material (a PEM body whose BEGIN and END lines are gone)."""
+    """Lines of base64 or hex holding a wrapped block (``base64`` wraps at 76, PEM at 64, ``xxd -p`` at
+    60: equal widths, the last line shorter) that, joined, decodes to text holding a secret; or base64
+    of 3+ lines of 60+ columns that is no text, key material (a PEM body whose BEGIN and END lines are
+    gone). The whole run of lines is the match: blocks of other widths beside one are taken with it."""
     lines = [line.strip() for line in match.group(0).splitlines() if line.strip()]
-    variants = [lines]
     if len({line[0] for line in lines}) == 1 and lines[0][0] in "+-":
-        variants.append([line[1:] for line in lines])  # a diff's marks
-    for body in variants:
-        width = len(body[0])
-        if any(len(line) != width for line in body[:-1]) or len(body[-1]) > width:
-            continue
-        joined = "".join(body)
-        if _HEX.fullmatch(joined):
-            if len(joined) % 2:
-                continue
-            raw = bytes.fromhex(joined)
-            text = raw.decode("utf-8", "replace") if raw.isascii() else None
-            if text and text.isprintable() or (text and all(c.isprintable() or c in "\n\r\t" for c in text)):
-                if _spans(text, _PLAIN):
-                    return True
-            continue
-        text = _decoded(joined.rstrip("="))
-        if text is not None:
-            if _spans(text, _PLAIN):
-                return True
-        elif len(body) >= 3 and width >= 60 and "=" not in joined.rstrip("="):
+        # A diff's marks, or the block's own first characters: both readings are tried.
+        return _wrapped_blocks(lines) or _wrapped_blocks([line[1:] for line in lines])
+    return _wrapped_blocks(lines)
+
+
+def _wrapped_blocks(lines: list[str]) -> bool:
+    at = 0
+    while at < len(lines):
+        width, end = len(lines[at]), at + 1
+        while end < len(lines) and len(lines[end]) == width:
+            end += 1
+        if end < len(lines) and len(lines[end]) < width:
+            end += 1  # the block's last, shorter line
+        if end - at >= 2 and _wrapped_block("".join(lines[at:end]), end - at, width):
             return True
+        at = end
     return False
+
+
+def _wrapped_block(joined: str, count: int, width: int) -> bool:
+    if _HEX.fullmatch(joined):
+        if len(joined) % 2:
+            return False
+        raw = bytes.fromhex(joined)
+        # ASCII text only (hex of binary is a hash list or a dump, not an encoded secret).
+        return raw.isascii() and not raw.translate(None, _ASCII_PRINTABLE) and bool(_spans(raw.decode(), _PLAIN))
+    text = _decoded(joined.rstrip("="))
+    if text is not None:
+        return bool(_spans(text, _PLAIN))
+    return count >= 3 and width >= 60 and "=" not in joined.rstrip("=")
 
 
 _BASE64_VERDICTS: dict[str, bool] = {}
@@ -335,9 +343,13 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glsoat-", "glffct-", "glagent-", "gloas-"),
     ),
     Pattern("pypi-token", lazy(_GLUED + r"pypi-AgE[A-Za-z0-9_-]{50,}"), hints=("pypi-age",)),
-    Pattern("huggingface-token", lazy(_GLUED + r"(?:hf_|api_org_)[A-Za-z]{34}(?![A-Za-z0-9])"), hints=("hf_", "api_org_")),
     Pattern(
-        "sendgrid-key", lazy(_GLUED + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"), hints=("sg.",)
+        "huggingface-token", lazy(_GLUED + r"(?:hf_|api_org_)[A-Za-z]{34}(?![A-Za-z0-9])"), hints=("hf_", "api_org_")
+    ),
+    Pattern(
+        "sendgrid-key",
+        lazy(_GLUED + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+        hints=("sg.",),
     ),
     Pattern("vault-token", lazy(_GLUED + r"hv[sbr]\.[A-Za-z0-9_-]{24,}"), hints=("hvs.", "hvb.", "hvr.")),
     Pattern("digitalocean-token", lazy(_GLUED + r"do[opr]_v1_[a-f0-9]{64}"), hints=("_v1_",)),
@@ -453,10 +465,12 @@ BUILTIN: tuple[Pattern, ...] = (
     ),
     Pattern(
         "netrc",  # machine HOST login USER password X (one line or several)
-        lazy(r"(?i)\b(?:machine|default|login|account)\s+\S+\s+password\s+" + _PLACEHOLDER + r"(\S+)"),
+        # Between the words: white space, and on a new line a diff's or a quote's mark.
+        lazy(r"(?i)\b(?:machine|default|login|account)\s+[+>-]?\s*\S+\s+[+>-]?\s*password\s+[+>-]?\s*"
+             + _PLACEHOLDER + r"(\S+)"),
         group=1,
         hints=("password",),
-        gate=lazy(r"(?:machine|default|login|account)\s+\S+\s+password\s"),
+        gate=lazy(r"(?:machine|default|login|account)\s+[+>-]?\s*\S+\s+[+>-]?\s*password\s"),
     ),
     Pattern(
         "session-cookie",  # Cookie: a=b; sessionid=X; Set-Cookie: ..., curl -b/--cookie 'sid=X'
@@ -477,7 +491,7 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "assignment",  # a YAML block scalar under a secret key: its lines, up to the next key or blank line
         lazy(
-            r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*:[ \t]*[|>][-+0-9]*[ \t]*\r?\n"
+            r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*:\s*[|>][-+0-9]*[ \t]*\r?\n"
             r"((?:[ \t]*(?![A-Za-z0-9_.-]+:)\S[^\n]*(?:\r?\n|\Z)){1,20})"
         ),
         group=1,

@@ -61,8 +61,9 @@ class Pattern(NamedTuple):
     """Characters one of which every match contains, looked for (each with ``in``, far cheaper than
     any regex) before the gate: none in the text, the pattern is not run. Empty: no such test."""
     find: Callable[[str], list[Found]] | None = None
-    """A linear-time search giving the matches ``regex.finditer`` gives, for a regex Python's engine
-    runs in quadratic time on some text (None: ``regex`` itself is run)."""
+    """A search giving the matches ``regex.finditer`` gives that pass ``check``: a linear-time one for a
+    regex Python's engine runs in quadratic time on some text, or one that skips most texts at once
+    (None: ``regex`` itself is run, then ``check``)."""
 
 
 class Found(NamedTuple):
@@ -188,12 +189,28 @@ def _base64_secret(match: re.Match[str]) -> bool:
     return verdict
 
 
+_WRAPPED = lazy(
+    r"(?<![A-Za-z0-9+/=])[+-]?[A-Za-z0-9+/]{40,}={0,2}"
+    r"(?:(?:[ \t]*\r?\n[ \t]*|[ \t]+)[+-]?[A-Za-z0-9+/]{4,}={0,2}(?![A-Za-z0-9+/=]))+"
+)
+"""Lines of base64 or hex, the first of 40+ characters; apart on lines, or on one (``echo`` of them)."""
+_RUN40 = b"a" * 40
+
+
+def _wrapped(text: str) -> list[Found]:
+    """``_WRAPPED``'s matches that ``_wrapped_secret`` takes, looked for only where the text has a run of
+    40 base64 characters (one byte-map test: most texts have none)."""
+    if text.isascii() and _RUN40 not in text.encode("ascii").translate(_RUN_MARKS):
+        return []
+    return [Found(*m.span()) for m in _WRAPPED.finditer(text) if _wrapped_secret(m)]
+
+
 def _wrapped_secret(match: re.Match[str]) -> bool:
     """Lines of base64 or hex holding a wrapped block (``base64`` wraps at 76, PEM at 64, ``xxd -p`` at
     60: equal widths, the last line shorter) that, joined, decodes to text holding a secret; or base64
     of 3+ lines of 60+ columns that is no text, key material (a PEM body whose BEGIN and END lines are
     gone). The whole run of lines is the match: blocks of other widths beside one are taken with it."""
-    lines = [line.strip() for line in match.group(0).splitlines() if line.strip()]
+    lines = match.group(0).split()
     if len({line[0] for line in lines}) == 1 and lines[0][0] in "+-":
         # A diff's marks, or the block's own first characters: both readings are tried.
         return _wrapped_blocks(lines) or _wrapped_blocks([line[1:] for line in lines])
@@ -401,7 +418,7 @@ BUILTIN: tuple[Pattern, ...] = (
         lazy(
             r"(?i)(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token|api-?key|apikey|"
             r"access-?key|secret-?key|private-?key|credentials?)(?:=|\s+)[\"']?" + _PLACEHOLDER
-            + r"([^\s\"'-][^\s\"']{2,})"
+            + r"((?:\\.|[^\s\"'-])(?:\\.|[^\s\"']){2,})"  # a backslash escapes a space: one word
         ),
         group=1,
         hints=("-",),
@@ -491,7 +508,7 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "assignment",  # a YAML block scalar under a secret key: its lines, up to the next key or blank line
         lazy(
-            r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*:\s*[|>][-+0-9]*[ \t]*\r?\n"
+            r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*:\s*[|>][-+0-9]*(?:[ \t]*\r?\n|[ \t]+)"
             r"((?:[ \t]*(?![A-Za-z0-9_.-]+:)\S[^\n]*(?:\r?\n|\Z)){1,20})"
         ),
         group=1,
@@ -541,13 +558,10 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern("high-entropy", _RUN, check=_entropy_match),
     Pattern(
         "wrapped-secret",
-        lazy(
-            r"(?m)^[ \t]*[+-]?[A-Za-z0-9+/]{40,}={0,2}[ \t]*\r?\n"
-            r"(?:[ \t]*[+-]?[A-Za-z0-9+/]{4,}={0,2}[ \t]*(?:\r?\n|\Z))+"
-        ),
+        _WRAPPED,
         check=_wrapped_secret,
-        hints=("\n",),
-        gate=lazy(r"[a-z0-9+/]{40}={0,2}[ \t]*\r?\n"),
+        hints=(" ", "\n", "\t"),  # between its lines
+        find=_wrapped,
     ),
     # A base64 run that decodes to text holding a secret (echo … | base64 -d, a k8s Secret's data).
     Pattern("base64-secret", _RUN, check=_base64_secret),
@@ -649,8 +663,8 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
             start, end = match.span(pattern.group)
             if start < 0 or end <= start or text.startswith(MARKER_PREFIX, start):
                 continue
-            if pattern.check is not None and not pattern.check(match):
-                continue
+            if pattern.check is not None and pattern.find is None and not pattern.check(match):
+                continue  # (a find runs its pattern's check itself, on what its regex would match)
             found.append((start, end, rank))
     if not found:
         return []

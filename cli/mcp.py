@@ -29,6 +29,7 @@ from cli.context import Context, fails_cleanly, pass_context
 from ledger.base.agent_env import MCP_CLIENTS
 from ledger.base.errors import BadInput, BadSetting, TrailError
 from ledger.base.oneline import one_line, reason
+from ledger.domain import ruleset
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -421,6 +422,7 @@ def mcp_command(ctx: Context) -> None:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
         raise BadSetting(MISSING_SDK) from None
+    ruleset.enable()  # a long-lived server: the vendor ruleset's load is paid once
     build(ctx).run("stdio")
 
 

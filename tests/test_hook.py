@@ -56,7 +56,7 @@ def test_hook_path_imports_nothing_heavy(home: Path) -> None:
         "import sys; sys.argv = ['trail', 'hook', 'claude-code']\n"
         "from cli.main import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('click', 'pydantic', 'eventsourcing', 'duckdb', 'orjson') if m in sys.modules))"
+        "print(sorted(m for m in ('click', 'pydantic', 'eventsourcing', 'duckdb', 'orjson', 'betterleaks') if m in sys.modules))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", probe],

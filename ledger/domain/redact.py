@@ -32,13 +32,14 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ledger.base.errors import BadSetting, TrailError
 from ledger.base.home import home_dir
 from ledger.base.lazyregex import lazy
+from ledger.domain import ruleset
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -785,24 +786,27 @@ Secret = tuple[int, int, str, str]
 """(start, end, kind, the text its marker hashes) of a secret in a text."""
 
 
-def _secrets(text: str, patterns: Sequence[Pattern]) -> list[Secret]:
+def _secrets(text: str, patterns: Sequence[Pattern], known: Sequence[tuple[str, str]] = ()) -> list[Secret]:
     """The secrets in ``text``, found as it is and, when it holds escapes (JSON dumped inside JSON, a
     tool's input kept as its JSON text), also with its escapes decoded: ``\\"api_key\\": \\"…`` is no
     assignment until decoded, ``\\nsk-ant-…`` has no word boundary. A shell line continuation
     (backslash, newline) is also read joined, as the shell reads it: ``--password ab\\<newline>cd``
-    is one word. Spans found any way merge."""
+    is one word. ``known`` secrets (found by the vendor ruleset in the write's batch) are found where
+    they occur. Spans found any way merge."""
     found = [(start, end, kind, text[start:end]) for start, end, kind in _spans(text, patterns)]
-    if "\\" not in text:
+    decoded = [(at, at + len(secret), kind, secret) for secret, kind in known for at in _occurrences(text, secret)]
+    if "\\" not in text and not decoded:
         return found
     views: list[tuple[str, Callable[[int, bool], int]]] = []
     if "\\\n" in text or "\\\r\n" in text:
         views.append(_continued(text))
-    view, to_raw = _unescaped(text)
-    views.append((view, to_raw))
-    if "\\\n" in view or "\\\r\n" in view:
-        joined, to_view = _continued(view)
-        views.append((joined, lambda i, end: to_raw(to_view(i, end), end)))
-    decoded = [
+    if "\\" in text:
+        view, to_raw = _unescaped(text)
+        views.append((view, to_raw))
+        if "\\\n" in view or "\\\r\n" in view:
+            joined, to_view = _continued(view)
+            views.append((joined, lambda i, end: to_raw(to_view(i, end), end)))
+    decoded += [
         (back(start, False), back(end, True), kind, seen[start:end])
         for seen, back in views
         for start, end, kind in _spans(seen, patterns)
@@ -818,6 +822,16 @@ def _secrets(text: str, patterns: Sequence[Pattern]) -> list[Secret]:
         else:
             merged.append(secret)
     return merged
+
+
+def _occurrences(text: str, secret: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(secret)
+    while at >= 0:
+        if not text.startswith(MARKER_PREFIX, at):
+            found.append(at)
+        at = text.find(secret, at + len(secret))
+    return found
 
 
 _CONTINUATION = re.compile(r"\\\r?\n")
@@ -888,20 +902,24 @@ def _apply(text: str, secrets: list[Secret]) -> str:
     return "".join(out)
 
 
-def redact_text(text: str, patterns: tuple[Pattern, ...] | None = None) -> str:
+def redact_text(
+    text: str, patterns: tuple[Pattern, ...] | None = None, known: Sequence[tuple[str, str]] = ()
+) -> str:
     """``text`` with every secret replaced by its marker (the same object when it holds none)."""
-    secrets = _secrets(text, patterns if patterns is not None else patterns_for(home_dir()))
+    secrets = _secrets(text, patterns if patterns is not None else patterns_for(home_dir()), known)
     return _apply(text, secrets) if secrets else text
 
 
-def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = None) -> list[str]:
+def redact_strings(
+    items: Sequence[str], patterns: tuple[Pattern, ...] | None = None, known: Sequence[tuple[str, str]] = ()
+) -> list[str]:
     """Strings that belong together (an argv, a patch's lines), scanned as one text joined by newlines.
 
     A secret split across items is found on the joined text; each item it overlaps has its part
     replaced by the marker of the whole secret. Returns the items themselves when none holds one.
     """
     joined = "\n".join(items)
-    spans = _secrets(joined, patterns if patterns is not None else patterns_for(home_dir()))
+    spans = _secrets(joined, patterns if patterns is not None else patterns_for(home_dir()), known)
     if not spans:
         return list(items)
     out: list[str] = []
@@ -972,6 +990,8 @@ class Redactor:
     def __init__(self, patterns: tuple[Pattern, ...] | None = None) -> None:
         self.patterns = patterns if patterns is not None else patterns_for(home_dir())
         self._texts: dict[str, str] = {}
+        self.known: tuple[tuple[str, str], ...] = ()
+        """Secrets the vendor ruleset found in what ``prescan`` was given (``ledger.domain.ruleset``)."""
         # Imported here so the capture hook can use redact_text without loading pydantic.
         from pydantic import BaseModel
 
@@ -979,11 +999,42 @@ class Redactor:
 
         self._model, self._source = BaseModel, SourceKey
 
+    def prescan(self, values: Iterable[Any]) -> Redactor:
+        """Run the vendor ruleset, when this process runs it, over every string in ``values`` (a write's
+        batch) in one call; what it finds is redacted wherever it occurs in what this redactor is given."""
+        if ruleset.active():
+            strings: list[str] = []
+            for value in values:
+                self._collect(value, strings)
+            found = ruleset.vendor_secrets(strings)
+            if found:
+                self.known = tuple(dict.fromkeys((*self.known, *found)))
+                self._texts.clear()  # remembered before these were known
+        return self
+
+    def _collect(self, value: Any, into: list[str]) -> None:
+        kind = type(value)
+        if kind is str:
+            into.append(value)
+        elif kind in _AS_IS:
+            return
+        elif isinstance(value, self._source):
+            return  # not redacted (``value``)
+        elif isinstance(value, self._model):
+            for name in type(value).model_fields:
+                self._collect(value.__dict__[name], into)
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                self._collect(item, into)
+        elif isinstance(value, dict):
+            for item in value.values():
+                self._collect(item, into)
+
     def text(self, text: str) -> str:
         """``redact_text`` of ``text`` (the same object when it holds no secret)."""
         done = self._texts.get(text)
         if done is None:
-            done = redact_text(text, self.patterns)
+            done = redact_text(text, self.patterns, self.known)
             if len(text) < _MEMO_LIMIT:
                 self._texts[text] = done
         return text if done == text else done
@@ -1012,7 +1063,8 @@ class Redactor:
         if isinstance(value, self._source):
             return value  # identifiers, not content: redacting could merge or split source keys
         if isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
-            joint = redact_strings(value, self.patterns)  # an argv split across words, a key split across lines
+            # An argv split across words, a key split across lines: one text.
+            joint = redact_strings(value, self.patterns, self.known)
             return value if joint == list(value) else type(value)(joint)
         if isinstance(value, tuple):
             return tuple(self.value(v) for v in value)

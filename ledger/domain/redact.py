@@ -201,8 +201,10 @@ _RUN40 = b"a" * 40
 def _wrapped(text: str) -> list[Found]:
     """``_WRAPPED``'s matches that ``_wrapped_secret`` takes, looked for only where the text has a run of
     40 base64 characters (one byte-map test: most texts have none)."""
-    if text.isascii() and _RUN40 not in text.encode("ascii").translate(_RUN_MARKS):
-        return []
+    if text.isascii():
+        marks = _LAST_MARKS[1] if _LAST_MARKS[0] is text else text.encode("ascii").translate(_RUN_MARKS)
+        if _RUN40 not in marks:
+            return []
     return [Found(*m.span()) for m in _WRAPPED.finditer(text) if _wrapped_secret(m)]
 
 
@@ -358,7 +360,8 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "gitlab-token",
         lazy(_GLUED + r"gl(?:pat|dt|rt|ptt|cbt|imt|soat|ffct|agent|oas)-[A-Za-z0-9_-]{20,}"),
-        hints=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glsoat-", "glffct-", "glagent-", "gloas-"),
+        hints=("gl",),
+        gate=lazy(r"gl(?:pat|dt|rt|ptt|cbt|imt|soat|ffct|agent|oas)-"),
     ),
     Pattern("pypi-token", lazy(_GLUED + r"pypi-AgE[A-Za-z0-9_-]{50,}"), hints=("pypi-age",)),
     Pattern(
@@ -369,7 +372,7 @@ BUILTIN: tuple[Pattern, ...] = (
         lazy(_GLUED + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
         hints=("sg.",),
     ),
-    Pattern("vault-token", lazy(_GLUED + r"hv[sbr]\.[A-Za-z0-9_-]{24,}"), hints=("hvs.", "hvb.", "hvr.")),
+    Pattern("vault-token", lazy(_GLUED + r"hv[sbr]\.[A-Za-z0-9_-]{24,}"), hints=("hv",), gate=lazy(r"hv[sbr]\.")),
     Pattern("digitalocean-token", lazy(_GLUED + r"do[opr]_v1_[a-f0-9]{64}"), hints=("_v1_",)),
     Pattern(
         "telegram-bot-token", lazy(r"(?<![0-9])[0-9]{5,16}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"), hints=(":aa",)
@@ -467,7 +470,7 @@ BUILTIN: tuple[Pattern, ...] = (
             + _PLACEHOLDER + r"([^\s\"'|;&]+)"
         ),
         group=1,
-        hints=("login",),
+        hints=("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "registry"),  # not "login": too common
     ),
     Pattern(
         "flag-password",  # redis-cli -a X
@@ -487,8 +490,8 @@ BUILTIN: tuple[Pattern, ...] = (
         lazy(r"(?i)\b(?:machine|default|login|account)\s+[+>-]?\s*\S+\s+[+>-]?\s*password\s+[+>-]?\s*"
              + _PLACEHOLDER + r"(\S+)"),
         group=1,
-        hints=("password",),
-        gate=lazy(r"(?:machine|default|login|account)\s+[+>-]?\s*\S+\s+[+>-]?\s*password\s"),
+        hints=("machine", "default", "login", "account"),
+        gate=lazy(r"password\s"),  # led by a literal: the pattern's alternation is not
     ),
     Pattern(
         "session-cookie",  # Cookie: a=b; sessionid=X; Set-Cookie: ..., curl -b/--cookie 'sid=X'
@@ -497,7 +500,7 @@ BUILTIN: tuple[Pattern, ...] = (
             r"((?:[^\s\"';=]+=[^\s\"';]+(?:;\s*)?)+)"
         ),
         group=1,
-        hints=("cookie", "-b"),
+        hints=("cookie", "-b ", "-b="),
         needs="=",
     ),
     Pattern(
@@ -515,6 +518,7 @@ BUILTIN: tuple[Pattern, ...] = (
         group=1,
         hints=("passw", "passphrase", "secret", "token", "key", "credential"),
         needs="|>",
+        gate=lazy(r":\s*[|>]"),
     ),
     Pattern(
         "assignment",  # keys that name key material: SECRET_KEY_BASE, ENCRYPTION_KEY, MASTER_KEY (hex included)
@@ -561,8 +565,7 @@ BUILTIN: tuple[Pattern, ...] = (
         "wrapped-secret",
         _WRAPPED,
         check=_wrapped_secret,
-        hints=(" ", "\n", "\t"),  # between its lines
-        find=_wrapped,
+        find=_wrapped,  # always run, but only where a base64 run is (``_Plan.runs_only``)
     ),
     # A base64 run that decodes to text holding a secret (echo … | base64 -d, a k8s Secret's data).
     Pattern("base64-secret", _RUN, check=_base64_secret),
@@ -697,6 +700,8 @@ _RUN_MARKS = bytes(b"a"[0] if i in _RUN_CHARS else b"="[0] if i == b"="[0] else 
 _RUN_MARKED = re.compile(rb"aaaaaaaaaaaaaaaaa*={0,2}")
 """``_RUN`` over the marks, written with a literal head (the search jumps to each 16 run characters)."""
 _RUN_FLOOR = b"a" * 16
+_LAST_MARKS: tuple[str | None, bytes] = (None, b"")
+"""The text ``_runs`` last mapped and its marks: the wrapped-block search of the same text reuses them."""
 
 
 def _runs(text: str) -> list[re.Match[str]]:
@@ -705,7 +710,9 @@ def _runs(text: str) -> list[re.Match[str]]:
     short paths) hold no run at all, which one substring test of the marks tells."""
     if len(text) < 16:
         return []  # shorter than any run
+    global _LAST_MARKS
     marks = text.encode("ascii").translate(_RUN_MARKS)
+    _LAST_MARKS = (text, marks)
     if _RUN_FLOOR not in marks:
         return []
     return [_RUN.match(text, run.start()) for run in _RUN_MARKED.finditer(marks)]  # type: ignore[misc]
@@ -760,11 +767,14 @@ def _make_plan(patterns: Sequence[Pattern]) -> _Plan:
     always = frozenset(rank for rank, pattern in enumerate(patterns) if not pattern.hints)
     hex_quiet = all(
         (pattern.regex is _RUN and pattern.check in (_entropy_match, _base64_secret))
+        or pattern.find is _wrapped  # its lines are apart: hex digits alone are one line
         or (pattern.hints and not any(set(hint) <= _HEX_DIGITS for hint in pattern.hints))
         for pattern in patterns
     )
     runs_only = all(
-        patterns[rank].regex is _RUN and not patterns[rank].needs and patterns[rank].gate is None for rank in always
+        (patterns[rank].regex is _RUN or patterns[rank].find is _wrapped)  # a wrapped block is a run's lines
+        and not patterns[rank].needs and patterns[rank].gate is None
+        for rank in always
     )
     return _Plan(always, tuple((char, tuple(hinted)) for char, hinted in groups.items()), hex_quiet, runs_only)
 

@@ -306,6 +306,9 @@ def _key_bodies(text: str) -> list[Found]:
     return found
 
 
+_ASSIGNED = lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]")
+"""A key word's end, then [:=]: what every assignment to a secret key holds."""
+
 _GLUED = r"(?<![A-Za-z0-9])"
 """Before a vendor token: no letter or digit. Not ``\b``: a token glued to a word by an underscore
 (``key_ghp_…``, ``MY_sk-…``) has no word boundary before it, and was missed."""
@@ -380,7 +383,7 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "discord-bot-token",
         lazy(r"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![A-Za-z0-9_-])"),
-        needs=".",
+        hints=(".",),  # (a hint, so that a text of hex digits alone still skips every pattern)
         # Led by a literal dot (a fast search), where the regex tries at every letter.
         gate=lazy(r"\.[a-z0-9_-]{6}\.[a-z0-9_-]{27}"),
     ),
@@ -454,14 +457,22 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("-u", "--user"),
     ),
     Pattern(
-        "flag-password",  # a flag's quoted value holding spaces: --password "two words", ssh-keygen -N "a b c"
+        "flag-password",  # a flag's quoted value holding spaces: --password "two words"
         lazy(
-            r"(?i)(?:(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token)(?:=|\s+)|"
-            r"\bssh-keygen\b[^|;&]{0,200}?\s-[NP]\s*)" + _QUOTED
+            r"(?i)(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token)(?:=|\s+)"
+            + _QUOTED
         ),
         group=2,
-        hints=("pass", "secret", "token", "ssh-keygen"),
+        hints=("pass", "secret", "token"),
         needs="\"'",
+        # Led by a literal, as the unquoted flag pattern's gate: the pattern tries every word start.
+        gate=lazy(r"[-_](?:pass(?:word|wd|phrase)?|secret|token)(?:=|\s+)[\"']"),
+    ),
+    Pattern(
+        "flag-password",  # ssh-keygen -N "a b c", -P 'old'
+        lazy(r"\bssh-keygen\b[^|;&]{0,200}?\s-[NP]\s*" + _QUOTED),
+        group=2,
+        hints=("ssh-keygen",),
     ),
     Pattern(
         "flag-password",  # docker login -p X, podman login -p X (the flag is -p, not -p glued)
@@ -470,7 +481,7 @@ BUILTIN: tuple[Pattern, ...] = (
             + _PLACEHOLDER + r"([^\s\"'|;&]+)"
         ),
         group=1,
-        hints=("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "registry"),  # not "login": too common
+        hints=("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "registry"),  # not "login": common
     ),
     Pattern(
         "flag-password",  # redis-cli -a X
@@ -490,7 +501,7 @@ BUILTIN: tuple[Pattern, ...] = (
         lazy(r"(?i)\b(?:machine|default|login|account)\s+[+>-]?\s*\S+\s+[+>-]?\s*password\s+[+>-]?\s*"
              + _PLACEHOLDER + r"(\S+)"),
         group=1,
-        hints=("machine", "default", "login", "account"),
+        hints=("password",),
         gate=lazy(r"password\s"),  # led by a literal: the pattern's alternation is not
     ),
     Pattern(
@@ -540,7 +551,7 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=2,
         hints=("passw", "passphrase", "secret", "token", "key", "credential"),
-        gate=lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]\s*[\"']"),
+        gate=_ASSIGNED,  # the assignment pattern's own: ``_spans`` searches a gate once a text
         needs="\"'",
     ),
     # .env-style or JSON/YAML assignments and headers whose key names a secret: KEY=value, "key": "value",
@@ -555,7 +566,7 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("passw", "passphrase", "secret", "token", "key", "credential"),
         # The key word's end, then [:=]: the pattern tries every word start before it (most of the
         # write path's redaction time on prose that merely mentions a token or a key).
-        gate=lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]"),
+        gate=_ASSIGNED,
         needs=":=",
     ),
     # Any other assigned or quoted value random enough to be a key (detect-secrets' entropy measure).
@@ -641,6 +652,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], list[Any]] = {}  # patterns sharing a regex scan once
+    gated: dict[int, bool] = {}  # and a gate is searched once
     ranks = plan.ranks(lower)
     if ranks is plan.always and plan.runs_only and ascii_text:
         # No hint found, and what always runs scans base64 runs: a text without one (most) has none.
@@ -651,8 +663,12 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
         pattern = patterns[rank]
         if pattern.needs and not any(char in text for char in pattern.needs):
             continue
-        if pattern.gate is not None and ascii_text and pattern.gate.search(lower) is None:
-            continue
+        if pattern.gate is not None and ascii_text:
+            passed = gated.get(id(pattern.gate))
+            if passed is None:
+                passed = gated[id(pattern.gate)] = pattern.gate.search(lower) is not None
+            if not passed:
+                continue
         matches = scanned.get(pattern.regex)
         if matches is None:
             if pattern.regex is _RUN and ascii_text:

@@ -13,6 +13,7 @@ import click
 from cli.agent_group import AgentGroup
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
 from cli.install import install_group, uninstall_group  # `trail install` / `trail uninstall`
+from ledger.domain import ruleset
 
 # -- trail import -----------------------------------------------------------------------------------
 
@@ -54,6 +55,7 @@ def _run_import(
     from ledger.capture.agents import load
     from ledger.capture.importer import discover, import_files
 
+    ruleset.enable()  # a bulk write: the vendor ruleset's load is small beside it
     who = load(agent)
     files = discover(list(paths) or [who.transcripts], who.transcript_suffix)
     ledger = ctx.ledger()

@@ -29,6 +29,7 @@ from cli.context import Context, fails_cleanly, pass_context
 from ledger.base.agent_env import MCP_CLIENTS
 from ledger.base.errors import BadInput, BadSetting, TrailError
 from ledger.base.oneline import one_line, reason
+from ledger.domain import ruleset
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -78,9 +79,13 @@ INSTRUCTIONS = (
 
 def actor_for(client_name: str | None) -> str:
     """The agent's own actor for a client we know (``agent:codex`` for ``codex-mcp-client``, as its hooks
-    record it), else ``agent:<client name>``, the name made to fit the actor pattern ``agent:[^\\s]+``."""
+    record it), else ``agent:<client name>``, the name made to fit the actor pattern ``agent:[^\\s]+`` and
+    redacted (a token in it becomes a marker, which has no space either)."""
+    from ledger.domain.redact import redact_text
+
     name = re.sub(r"\s+", "-", (client_name or "").strip()).removeprefix("agent:")
-    return MCP_CLIENTS.get(name) or f"agent:{name or 'mcp-client'}"
+    # Redacted here, not only on append: the actor is also echoed in the tool's answer.
+    return MCP_CLIENTS.get(name) or f"agent:{redact_text(name) or 'mcp-client'}"
 
 
 def build(state: Context) -> "MCPServer[Any]":
@@ -421,6 +426,7 @@ def mcp_command(ctx: Context) -> None:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
         raise BadSetting(MISSING_SDK) from None
+    ruleset.enable()  # a long-lived server: the vendor ruleset's load is paid once
     build(ctx).run("stdio")
 
 

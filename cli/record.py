@@ -235,6 +235,7 @@ def changed(
     """Record that files changed: their new sha256 and a unified diff against the last recorded version."""
     from ledger.app.workspace import BlobCache, describe_change
     from ledger.domain.bounds import DIFF, bound
+    from ledger.domain.redact import redact_text
 
     entry = ctx.entry(task_ref)
     ledger = ctx.ledger()
@@ -250,9 +251,10 @@ def changed(
         if change.after_sha256 is not None and change.after_sha256 == change.before_sha256:
             # The same bytes as its baseline: an event would claim a change that did not happen.
             since = f"as recorded at [{last.position}]" if last else "as in git HEAD"
-            unchanged.append(path)
+            unchanged.append(redact_text(path))
             if not as_json:
-                click.echo(f"{path} is unchanged ({since}, sha256 {change.after_sha256[:12]}); nothing recorded")
+                click.echo(f"{redact_text(path)} is unchanged ({since}, sha256 {change.after_sha256[:12]}); "
+                           "nothing recorded")
             continue
         undiffed.append(change.undiffed)
         items.append(
@@ -275,7 +277,8 @@ def changed(
         return
     after = ledger.append_many(entry.task_id, items)  # all files or none
     first = after.position - len(items) + 1
-    recorded = [str(fields["path"]) for _, fields in items]
+    # Shown as stored: a path can hold a token (a file named after one), which the events hold redacted.
+    recorded = [redact_text(str(fields["path"])) for _, fields in items]
     if as_json:
         emit_json({"task": entry.number, "positions": list(range(first, after.position + 1)), "paths": recorded,
                    **({"unchanged": unchanged} if unchanged else {}),
@@ -284,7 +287,7 @@ def changed(
     else:
         for offset, ((_, fields), why) in enumerate(zip(items, undiffed, strict=True)):
             note = f" (no diff: {why})" if why else ""
-            click.echo(f"#{entry.number} [{first + offset}] {fields['operation']} {fields['path']}{note}")
+            click.echo(f"#{entry.number} [{first + offset}] {fields['operation']} {recorded[offset]}{note}")
 
 
 @click.command("tested")

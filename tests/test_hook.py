@@ -56,7 +56,8 @@ def test_hook_path_imports_nothing_heavy(home: Path) -> None:
         "import sys; sys.argv = ['trail', 'hook', 'claude-code']\n"
         "from cli.main import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('click', 'pydantic', 'eventsourcing', 'duckdb', 'orjson') if m in sys.modules))"
+        "heavy = ('click', 'pydantic', 'eventsourcing', 'duckdb', 'orjson', 'betterleaks')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", probe],

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from ledger.domain import redact
 from ledger.domain.redact import BUILTIN, MARKER_PREFIX, Pattern, Span, _spans, marker
 from tests.test_redact import CORPUS
+from tests.test_secrets_everywhere import ALNUM, issue_23_kinds, rnd
 
 # -- the references ------------------------------------------------------------------------------
 
@@ -111,6 +112,12 @@ _PIECES = [
     "[REDACTED:github-token:0123abcd]", marker("openai-key", "x"), "${PASSWORD}", "<redacted>", "***", "null",
     "the parser retries the token refresh until the cache expires", "max_tokens=4096", "key = value",
     "\u017fecret", "to\u212aen", "İ", "é", "naïve", "日本語", "\u2028", "\x1c", "\x00", "\x7f",
+    # Issue 23's kinds, whole and in pieces (their hints, their separators).
+    *(plant for plant, _ in issue_23_kinds(lambda kind, n=32, alphabet=ALNUM: rnd(f"eq/{kind}", n, alphabet)).values()),
+    "glpat-", "gldt-", "pypi-AgE", "GOCSPX-", "hf_", "SG.", "hvs.", "dop_v1_", ":AA", "MT", "machine", "login",
+    "password", "docker login", "-p", "redis-cli", "-a", "-passin", "pass:", "SECRET_KEY_BASE", "ENCRYPTION_KEY",
+    "ssh-keygen -N", "Cookie:", "-b", "sessionid=", "Private-Lines: 2", "key_passphrase: |", "\\\n", "\\ ",
+    "+" + "A" * 64, "0123456789abcdef" * 4,
 ]
 _GLUE = ["", " ", "  ", "\n", "\t", "=", " = ", ":", ": ", '"', "'", "`", "-", "--", "_", "/", ",", ";", "|", "&",
          "?", "\\n", "+", "==", "(", ")"]

@@ -4,7 +4,8 @@ Each entry path gets its own fake secret of each kind (derived from the path's n
 names both the path and the kind. After everything is recorded, folded, exported and queried,
 every file under ``TRAIL_HOME``, the ledger folder and the export folder is read whole (names
 too) and searched for each secret and its base64 form. The figures (planted / held) are
-printed, and the test fails on the first leak it lists.
+printed, and the test fails on the first leak it lists. On PostgreSQL (its own file, so the two
+run side by side), every row of every table of the ledger's schema is read too.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -73,9 +77,74 @@ def kinds(path: str) -> dict[str, tuple[str, list[str]]]:
     }
     out = {kind: (form.format(secret) if form else secret, [secret]) for kind, (secret, form) in table.items()}
     out["base64"][1].append(inner)
+    out.update(issue_23_kinds(s))
     out["private-key"] = (
         "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(key_lines) + "\n-----END RSA PRIVATE KEY-----",
         key_lines,
+    )
+    return out
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return [text[i : i + width] for i in range(0, len(text), width)]
+
+
+def issue_23_kinds(s: Callable[..., str]) -> dict[str, tuple[str, list[str]]]:
+    """The kinds issue 23's sweep found leaking: vendor tokens, command-line and file forms, wrapped
+    and split secrets. Kind -> (the text planted, the pieces that must not appear)."""
+    out: dict[str, tuple[str, list[str]]] = {}
+
+    def bare(kind: str, token: str, form: str = "{}") -> None:
+        out[kind] = (form.format(token), [token])
+
+    bare("gitlab-token", "glpat-" + s("gitlab", 20, ALNUM + "-_"))
+    bare("pypi-token", "pypi-AgEIcHlwaS5vcmc" + s("pypi", 70, ALNUM + "-_"), "twine upload -u __token__ {} dist/*")
+    bare("google-oauth-secret", "GOCSPX-" + s("gocspx", 28, ALNUM + "-_"))
+    bare("huggingface-token", "hf_" + s("hf", 34, ALNUM[:52]))
+    bare("sendgrid-key", "SG." + s("sg1", 22, ALNUM + "-_") + "." + s("sg2", 43, ALNUM + "-_"))
+    bare("discord-bot-token", "MT" + s("dc1", 22) + "." + s("dc2", 6) + "." + s("dc3", 38, ALNUM + "-_"),
+         "the bot runs as {} now")
+    bare("vault-token", "hvs." + s("vault", 90, ALNUM + "-_"), "VAULT_ADDR=https://vault:8200 vault login {}")
+    bare("digitalocean-token", "dop_v1_" + s("do", 64, HEXDIGITS), "doctl auth init -t {}")
+    bare("telegram-bot-token", s("tgid", 10, "123456789") + ":AA" + s("tg", 33, ALNUM + "-_"),
+         "curl https://api.telegram.org/bot{}/getMe")
+    pw = {k: s(k, 18) for k in ("netrc", "docker", "redis", "openssl", "envpw", "envpp", "cont1", "cont2")}
+    out["netrc"] = (f"machine api.example.com\n  login deploy\n  password {pw['netrc']}", [pw["netrc"]])
+    out["docker-login"] = (f"docker login -u deploy -p {pw['docker']} registry.example.com", [pw["docker"]])
+    out["redis-cli"] = (f"redis-cli -h cache.internal -a {pw['redis']} ping", [pw["redis"]])
+    out["openssl-passin"] = (f"openssl rsa -in k.pem -passin pass:{pw['openssl']} -out plain.pem", [pw["openssl"]])
+    words = [s(f"w{i}", 7, ALNUM[26:52]) for i in range(4)]
+    out["env-password-quoted"] = (f'export SMTP_RELAY_PASSWORD="{words[0]} {words[1]}!"', words[:2])
+    out["env-passphrase"] = (f"GPG_SIGNING_PASSPHRASE='{pw['envpp']} {words[2]}'", [pw["envpp"], words[2]])
+    skb = s("skb", 128, HEXDIGITS)
+    out["secret-key-base"] = (f"SECRET_KEY_BASE={skb}", [skb])
+    hexkey = s("hexkey", 64, HEXDIGITS)
+    out["hex-key"] = (f"ENCRYPTION_KEY={hexkey}", [hexkey])
+    phrase = [s(f"qp{i}", 8, ALNUM[26:52]) for i in range(3)]
+    out["quoted-passphrase"] = (f'ssh-keygen -p -N "{" ".join(phrase)}" -f id_ed25519', phrase)
+    jep = [s("jep1", 10), s("jep2", 10)]
+    out["json-escaped-password"] = ('{"db": {"password": "' + jep[0] + '\\"' + jep[1] + '"}}', jep)
+    cookie = s("cookie", 40)
+    out["session-cookie"] = (f"curl -H 'Cookie: theme=dark; sessionid={cookie}' https://app.example.com", [cookie])
+    hex_text = f"aws_secret_access_key = {s('hexw', 40, ALNUM + '+/')}\n".encode().hex()
+    hex_lines = _wrap(hex_text, 60)
+    out["hex-wrapped"] = ("\n".join(hex_lines), [s("hexw", 40, ALNUM + "+/"), *hex_lines])
+    b64_secret = s("b64w", 40)
+    b64_lines = _wrap(b64(f"STRIPE_SECRET_TOKEN={b64_secret}\n# settings\nDATABASE_URL=postgres://db/app\n"), 76)
+    out["b64-wrapped"] = ("\n".join(b64_lines), [b64_secret, *b64_lines])
+    pem = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ" + s("pem0", 14, ALNUM + "+/")]
+    pem += [s(f"pem{i}", 64, ALNUM + "+/") for i in range(1, 6)] + [s("pemlast", 24, ALNUM + "+/") + "=="]
+    out["pem-body"] = ("\n".join(pem), pem)
+    ypp = [s(f"ypp{i}", 9, ALNUM[26:52]) for i in range(3)]
+    out["yaml-passphrase"] = ("signing:\n  key_passphrase: |\n    " + " ".join(ypp) + "\n  key_file: k.asc", ypp)
+    out["line-continuation"] = (f"pg_tool --host db --password {pw['cont1']}\\\n{pw['cont2']} --verbose",
+                                [pw["cont1"], pw["cont2"]])
+    putty = [s(f"putty{i}", 64, ALNUM + "+/") for i in range(3)]
+    out["putty-key"] = (
+        "PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy\nPublic-Lines: 1\n"
+        + "AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + "\nPrivate-Lines: 3\n" + "\n".join(putty)
+        + "\nPrivate-MAC: " + s("mac", 64, HEXDIGITS),
+        putty,
     )
     return out
 
@@ -85,34 +154,72 @@ def text_for(path: str) -> str:
 
 
 class Sweep:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, ledger_url: str | None = None) -> None:
         self.home, self.data, self.work, self.out = tmp / "home", tmp / "data", tmp / "work", tmp / "exports"
         for folder in (self.home, self.data, self.work, self.out):
             folder.mkdir()
         self.db = str(self.data / "ledger.db")
+        self.url = ledger_url
+        """The PostgreSQL ledger's URL (None: SQLite, at ``db``)."""
         self.env = {k: v for k, v in os.environ.items() if k not in ("TRAIL_DB", "TRAIL_DATABASE_URL")}
-        self.env.update(TRAIL_HOME=str(self.home), TRAIL_DB=self.db, PYTHONPATH=str(REPO))
+        self.env.update(TRAIL_HOME=str(self.home), PYTHONPATH=str(REPO))
+        self.env.update({"TRAIL_DATABASE_URL": ledger_url} if ledger_url else {"TRAIL_DB": self.db})
         self.paths: list[str] = []
         self.single: dict[str, str] = {}
         """Entry paths that plant one kind only: path -> kind."""
-        self.said: list[str] = []  # what commands printed on stderr (error messages are written bytes too)
+        self.said: list[str] = []  # what commands printed (outputs and error messages are written bytes too)
 
     def plant(self, path: str) -> str:
         self.paths.append(path)
         return text_for(path)
 
-    def trail(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+    def plant_one(self, path: str, kind: str) -> str:
+        """The secret of one kind for an entry path that takes a single token (a file name, a client name)."""
+        self.single[path] = kind
+        return kinds(path)[kind][1][0]
+
+    def trail(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+              unset: tuple[str, ...] = ()) -> str:
+        run_env = {k: v for k, v in {**self.env, **(env or {})}.items() if k not in unset}
         done = subprocess.run(
             [sys.executable, "-c", "from cli.main import main; main()", *args],
-            input=stdin, cwd=self.work, env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=120,
+            input=stdin, cwd=self.work, env=run_env, capture_output=True, text=True, timeout=120,
         )
-        self.said.append(done.stderr)
+        if args[0] != "ran":  # trail ran passes its command's own output through, as the terminal shows it
+            self.said += [done.stdout, done.stderr]
         assert done.returncode == 0 or args[0] == "--db", (args[:2], done.stderr[-2000:])
         return done.stdout
 
-    def hook(self, payload: dict[str, object] | str, env: dict[str, str] | None = None) -> None:
+    def hook(self, payload: dict[str, object] | str, env: dict[str, str] | None = None,
+             unset: tuple[str, ...] = ()) -> None:
         raw = payload if isinstance(payload, str) else json.dumps(payload)
-        self.trail("hook", "claude-code", stdin=raw, env=env)
+        self.trail("hook", "claude-code", stdin=raw, env=env, unset=unset)
+
+    def mcp(self, client: str, body: Callable[[Any], Awaitable[None]]) -> None:
+        """A session with the MCP server as a client named ``client``; every answer is kept in ``said``."""
+        import anyio
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.types import Implementation
+
+        server = StdioServerParameters(command=sys.executable, args=["-c", "from cli.main import main; main()", "mcp"],
+                                       env=self.env, cwd=self.work)
+
+        async def main() -> None:
+            with open(self.data / "mcp.log", "w") as log:  # the server's log lines: scanned as a file
+                async with stdio_client(server, errlog=log) as (read, write), ClientSession(
+                    read, write, client_info=Implementation(name=client, version="1.0")
+                ) as session:
+                    await session.initialize()
+                    with anyio.fail_after(120):
+                        await body(session)
+
+        anyio.run(main)
+
+    async def call(self, session: Any, tool: str, **arguments: Any) -> None:
+        result = await session.call_tool(tool, arguments)
+        self.said.append(result.model_dump_json())
+        assert not result.is_error, (tool, result)
 
 
 SESSION = "55555555-eeee-4fff-8aaa-000000000005"
@@ -191,16 +298,40 @@ def _record_everything(sweep: Sweep) -> None:
     sweep.hook('{"a": ' + "[" * 100_000 + deep + "]" * 100_000 + "}")
     (sweep.data / "dir.db").mkdir()
     sweep.hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "cwd": cwd,
-                "prompt": sweep.plant("deadletter-unopenable")}, env={"TRAIL_DB": str(sweep.data / "dir.db")})
+                "prompt": sweep.plant("deadletter-unopenable")}, env={"TRAIL_DB": str(sweep.data / "dir.db")},
+               unset=("TRAIL_DATABASE_URL",))
     # A transcript imported after the fact.
     t("import", "claude-code", str(_transcript(sweep, sweep.plant("import"))))
+    # A file whose name holds a token: the path is in the event, the diff's header and the command's answer.
+    named = sweep.work / f"notes-{sweep.plant_one('changed-path', 'github-token')}.txt"
+    named.write_text("first\n")
+    t("changed", named.name)
+    named.write_text("second\n")
+    t("changed", named.name, "--json")
+    # The MCP server: a client whose name holds a token (it becomes the actor), and tool arguments.
+    client = "Client-" + sweep.plant_one("mcp-client", "github-token")
+
+    async def tools(session: Any) -> None:
+        await sweep.call(session, "record", kind="note", text=sweep.plant("mcp-note"))
+        await sweep.call(session, "record", kind="decision", text=sweep.plant("mcp-decision"),
+                         reason=sweep.plant("mcp-reason"), rejected=sweep.plant("mcp-rejected").splitlines())
+        await sweep.call(session, "resume_task")
+        await sweep.call(session, "log", limit=50)
+        await sweep.call(session, "query", sql="SELECT type, actor, payload FROM events", limit=500)
+
+    sweep.mcp(client, tools)
     # Reads that fold the inbox, build the read model, export.
     t("list")
     t("doctor")
     t("stats")
-    t("query", "SELECT type, count(*) FROM events GROUP BY type")
+    t("query", "SELECT * FROM events")
+    t("resume")
     for task in json.loads(t("list", "--json")):
-        t("export", str(task["number"]), "--parquet", str(sweep.out))
+        number = str(task["number"])
+        t("export", number, "--parquet", str(sweep.out))
+        t("export", number, "--agent-trace", str(sweep.out / f"trace-{number}.jsonl"))
+        t("show", number, "--html", str(sweep.out / f"task-{number}.html"))
+        t("log", number, "--json")
     # An error that names the ledger URL.
     sweep.single["db-url-error"] = "query-password"
     password = kinds("db-url-error")["query-password"][1][0]
@@ -211,19 +342,61 @@ def _files(sweep: Sweep) -> list[Path]:
     return [p for root in (sweep.home, sweep.data, sweep.out) for p in sorted(root.rglob("*")) if p.is_file()]
 
 
-@pytest.mark.sqlite_only("reads the raw bytes of the SQLite file, its WAL and the read model")
-def test_no_planted_secret_in_any_byte(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sweep = Sweep(tmp_path)
+def _postgres_rows(url: str) -> bytes:
+    """Every row of every table of the ledger's schema, as text: the PostgreSQL side of "every byte"."""
+    from psycopg import sql
+
+    from ledger.base.location import resolve
+    from ledger.stores import postgres
+
+    location = resolve(url)
+    schema = parse_qs(urlsplit(url).query)["schema"][0]
+    out = []
+    with postgres.connect(location.postgres(), location.display) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))]
+        assert tables, schema
+        for table in tables:
+            query = sql.SQL("SELECT row_to_json(t)::text FROM {}.{} t").format(
+                sql.Identifier(schema), sql.Identifier(table))
+            out += [row[0] for row in conn.execute(query)]
+            # bytea columns show as hex in JSON: their bytes, decoded, too.
+            for (column,) in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+                "AND data_type = 'bytea'", (schema, table)):
+                q = sql.SQL("SELECT {} FROM {}.{}").format(
+                    sql.Identifier(column), sql.Identifier(schema), sql.Identifier(table))
+                out += [bytes(row[0]).decode("utf-8", "replace") for row in conn.execute(q) if row[0] is not None]
+    return "\n".join(out).encode()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # PostgreSQL: test_secrets_everywhere_postgres.py
+def test_no_planted_secret_in_any_byte(
+    tmp_path: Path, backend: str, new_store: Callable[[], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep_every_byte(tmp_path, backend, new_store, capsys)
+
+
+def sweep_every_byte(
+    tmp_path: Path, backend: str, new_store: Callable[[], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Plant every kind through every entry path on ``backend``, then look for each in every byte."""
+    sweep = Sweep(tmp_path, new_store() if backend == "postgres" else None)
     _record_everything(sweep)
     files = _files(sweep)
     names = {p.name for p in files}
-    assert "ledger.db" in names and any(n.endswith(".parquet") for n in names), names
+    assert any(n.endswith(".parquet") for n in names) and any(n.endswith(".html") for n in names), names
     assert any(n.endswith(".duckdb") for n in names) and (sweep.home / "deadletter").is_dir(), names
     assert len(list((sweep.home / "deadletter").glob("*.json"))) == 3
     assert list((sweep.home / "blobs").rglob("*")), "trail changed kept a baseline"
     blob = b"".join(p.read_bytes() for p in files) + "\n".join(map(str, files)).encode()
     blob += "".join(sweep.said).encode()
+    if sweep.url:
+        blob += _postgres_rows(sweep.url)
+    else:
+        assert "ledger.db" in names
     assert b"[REDACTED:" in blob
+    assert b"agent:Client-[REDACTED:github-token:" in blob  # the MCP client's actor, recorded and redacted
 
     planted = held = 0
     leaks = []
@@ -241,5 +414,6 @@ def test_no_planted_secret_in_any_byte(tmp_path: Path, capsys: pytest.CaptureFix
             else:
                 held += 1
     with capsys.disabled():
-        print(f"\nsecrets planted: {planted}, held: {held} ({len(sweep.paths) + len(sweep.single)} entry paths)")
+        print(f"\nsecrets planted: {planted}, held: {held} ({len(sweep.paths) + len(sweep.single)} entry paths, "
+              f"{len(kinds('x'))} kinds, {backend})")
     assert leaks == [], "\n".join(leaks)

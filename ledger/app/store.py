@@ -83,7 +83,10 @@ class _Redacted:
     """A write's items, redacted once for all its attempts; and, when first asked, their values' ids."""
 
     def __init__(self, items: Iterable[Item]) -> None:
-        self.redactor = Redactor()  # one for the whole write: patterns looked up once, repeated texts scanned once
+        items = list(items)
+        # One for the whole write: patterns looked up once, repeated texts scanned once, the vendor ruleset
+        # (where this process runs it) called once over the whole batch.
+        self.redactor = Redactor().prescan(fields for _, fields in items)
         self.items = [(event_class, redact_fields(fields, self.redactor)) for event_class, fields in items]
         self._ids: set[int] | None = None
 
@@ -137,7 +140,7 @@ class Draft:
     def _clean(self, fields: dict[str, Any]) -> dict[str, Any]:
         # A value of the write's items is redacted already; anything else, from the caller, is redacted here.
         fresh = {name: value for name, value in fields.items() if not self._redacted.holds(value)}
-        return {**fields, **redact_fields(fresh, self._redacted.redactor)} if fresh else fields
+        return {**fields, **redact_fields(fresh, self._redacted.redactor.prescan([fresh]))} if fresh else fields
 
 
 class Ledger(Application[UUID]):
@@ -470,7 +473,8 @@ def _nothing(_: Draft) -> None:
 def _opening(new: NewTask) -> NewTask:
     """``new`` with its project filled in and every text redacted, as the first event will hold it."""
     project = project_of(new.cwd) if new.project is None else new.project
-    fields = redact_fields({"title": new.title, "cwd": new.cwd, "project": project})
+    given = {"title": new.title, "cwd": new.cwd, "project": project}
+    fields = redact_fields(given, Redactor().prescan([given]))
     # Stripped as the event's own validator strips it: the task list's entry must equal the opening's
     # title, and a redacted key block can end the title in a newline the raw title did not have.
     return NewTask(fields["title"].strip(), fields["cwd"], new.actor, fields["project"], new.timestamp)

@@ -27,6 +27,7 @@ from ledger.capture import agents
 from ledger.capture.detach import drain_lock
 from ledger.capture.inbox import Drained, drain
 from ledger.capture.inbox_queue import waiting
+from ledger.domain import ruleset
 from ledger.domain.redact import redact_text, safe_patterns
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ LOG_BYTES = 1 << 20
 def main() -> None:
     """The detached process's entry point: drain, keep, log; never raises."""
     signal.alarm(LIMIT_S)
+    ruleset.enable()  # detached: nobody waits on this process, so it runs the vendor ruleset too
     try:
         drained = run()
     except Exception as exc:

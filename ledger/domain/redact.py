@@ -32,13 +32,14 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ledger.base.errors import BadSetting, TrailError
 from ledger.base.home import home_dir
 from ledger.base.lazyregex import lazy
+from ledger.domain import ruleset
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -61,8 +62,9 @@ class Pattern(NamedTuple):
     """Characters one of which every match contains, looked for (each with ``in``, far cheaper than
     any regex) before the gate: none in the text, the pattern is not run. Empty: no such test."""
     find: Callable[[str], list[Found]] | None = None
-    """A linear-time search giving the matches ``regex.finditer`` gives, for a regex Python's engine
-    runs in quadratic time on some text (None: ``regex`` itself is run)."""
+    """A search giving the matches ``regex.finditer`` gives that pass ``check``: a linear-time one for a
+    regex Python's engine runs in quadratic time on some text, or one that skips most texts at once
+    (None: ``regex`` itself is run, then ``check``)."""
 
 
 class Found(NamedTuple):
@@ -188,6 +190,63 @@ def _base64_secret(match: re.Match[str]) -> bool:
     return verdict
 
 
+_WRAPPED = lazy(
+    r"(?<![A-Za-z0-9+/=])[+-]?[A-Za-z0-9+/]{40,}={0,2}"
+    r"(?:(?:[ \t]*\r?\n[ \t]*|[ \t]+)[+-]?[A-Za-z0-9+/]{4,}={0,2}(?![A-Za-z0-9+/=]))+"
+)
+"""Lines of base64 or hex, the first of 40+ characters; apart on lines, or on one (``echo`` of them)."""
+_RUN40 = b"a" * 40
+
+
+def _wrapped(text: str) -> list[Found]:
+    """``_WRAPPED``'s matches that ``_wrapped_secret`` takes, looked for only where the text has a run of
+    40 base64 characters (one byte-map test: most texts have none)."""
+    if text.isascii():
+        marks = _LAST_MARKS[1] if _LAST_MARKS[0] is text else text.encode("ascii").translate(_RUN_MARKS)
+        if _RUN40 not in marks:
+            return []
+    return [Found(*m.span()) for m in _WRAPPED.finditer(text) if _wrapped_secret(m)]
+
+
+def _wrapped_secret(match: re.Match[str]) -> bool:
+    """Lines of base64 or hex holding a wrapped block (``base64`` wraps at 76, PEM at 64, ``xxd -p`` at
+    60: equal widths, the last line shorter) that, joined, decodes to text holding a secret; or base64
+    of 3+ lines of 60+ columns that is no text, key material (a PEM body whose BEGIN and END lines are
+    gone). The whole run of lines is the match: blocks of other widths beside one are taken with it."""
+    lines = match.group(0).split()
+    if len({line[0] for line in lines}) == 1 and lines[0][0] in "+-":
+        # A diff's marks, or the block's own first characters: both readings are tried.
+        return _wrapped_blocks(lines) or _wrapped_blocks([line[1:] for line in lines])
+    return _wrapped_blocks(lines)
+
+
+def _wrapped_blocks(lines: list[str]) -> bool:
+    at = 0
+    while at < len(lines):
+        width, end = len(lines[at]), at + 1
+        while end < len(lines) and len(lines[end]) == width:
+            end += 1
+        if end < len(lines) and len(lines[end]) < width:
+            end += 1  # the block's last, shorter line
+        if end - at >= 2 and _wrapped_block("".join(lines[at:end]), end - at, width):
+            return True
+        at = end
+    return False
+
+
+def _wrapped_block(joined: str, count: int, width: int) -> bool:
+    if _HEX.fullmatch(joined):
+        if len(joined) % 2:
+            return False
+        raw = bytes.fromhex(joined)
+        # ASCII text only (hex of binary is a hash list or a dump, not an encoded secret).
+        return raw.isascii() and not raw.translate(None, _ASCII_PRINTABLE) and bool(_spans(raw.decode(), _PLAIN))
+    text = _decoded(joined.rstrip("="))
+    if text is not None:
+        return bool(_spans(text, _PLAIN))
+    return count >= 3 and width >= 60 and "=" not in joined.rstrip("=")
+
+
 _BASE64_VERDICTS: dict[str, bool] = {}
 """``_base64_secret`` by token: its verdict rests on the token alone, and runs recur from batch to
 batch (a batch's ``Redactor`` remembers only its own texts): the bench workload's 10 batches of
@@ -205,6 +264,8 @@ _KEY_WORDS = (
 )
 _PLACEHOLDER = r"(?!\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)\b)"
 _SEP = r"(?:\\[rn]|[\s\"'>|,-])+"  # between the lines of a key body: whitespace, escaped newlines, diff marks
+_QUOTED = r"([\"'])((?:(?!\1)[^\\]|\\.){1,200})\1"
+"""A quoted value (group 2 its inside), with backslash escapes; across lines (an argv split)."""
 _MYSQL = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
 
 _KEY_END = lazy(r"-----END[A-Z0-9\s]*PRIVATE\s+KEY[A-Z\s]*-----")
@@ -244,6 +305,9 @@ def _key_bodies(text: str) -> list[Found]:
         at = text.find("-----END", at + 1)
     return found
 
+
+_ASSIGNED = lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]")
+"""A key word's end, then [:=]: what every assignment to a secret key holds."""
 
 _GLUED = r"(?<![A-Za-z0-9])"
 """Before a vendor token: no letter or digit. Not ``\b``: a token glued to a word by an underscore
@@ -294,6 +358,35 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("_auth", "_password"),
     ),
     Pattern("google-api-key", lazy(_GLUED + r"AIza[0-9A-Za-z_-]{35,}"), hints=("aiza",)),
+    # Issue 23's vendor kinds, in the forms gitleaks' rules give them.
+    Pattern("google-oauth-secret", lazy(_GLUED + r"GOCSPX-[A-Za-z0-9_-]{28}"), hints=("gocspx-",)),
+    Pattern(
+        "gitlab-token",
+        lazy(_GLUED + r"gl(?:pat|dt|rt|ptt|cbt|imt|soat|ffct|agent|oas)-[A-Za-z0-9_-]{20,}"),
+        hints=("gl",),
+        gate=lazy(r"gl(?:pat|dt|rt|ptt|cbt|imt|soat|ffct|agent|oas)-"),
+    ),
+    Pattern("pypi-token", lazy(_GLUED + r"pypi-AgE[A-Za-z0-9_-]{50,}"), hints=("pypi-age",)),
+    Pattern(
+        "huggingface-token", lazy(_GLUED + r"(?:hf_|api_org_)[A-Za-z]{34}(?![A-Za-z0-9])"), hints=("hf_", "api_org_")
+    ),
+    Pattern(
+        "sendgrid-key",
+        lazy(_GLUED + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+        hints=("sg.",),
+    ),
+    Pattern("vault-token", lazy(_GLUED + r"hv[sbr]\.[A-Za-z0-9_-]{24,}"), hints=("hv",), gate=lazy(r"hv[sbr]\.")),
+    Pattern("digitalocean-token", lazy(_GLUED + r"do[opr]_v1_[a-f0-9]{64}"), hints=("_v1_",)),
+    Pattern(
+        "telegram-bot-token", lazy(r"(?<![0-9])[0-9]{5,16}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"), hints=(":aa",)
+    ),
+    Pattern(
+        "discord-bot-token",
+        lazy(r"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![A-Za-z0-9_-])"),
+        hints=(".",),  # (a hint, so that a text of hex digits alone still skips every pattern)
+        # Led by a literal dot (a fast search), where the regex tries at every letter.
+        gate=lazy(r"\.[a-z0-9_-]{6}\.[a-z0-9_-]{27}"),
+    ),
     Pattern(
         "jwt",
         # The header ends at a dash or underscore before another "eyJ" (where the next try starts): else
@@ -332,7 +425,7 @@ BUILTIN: tuple[Pattern, ...] = (
         lazy(
             r"(?i)(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token|api-?key|apikey|"
             r"access-?key|secret-?key|private-?key|credentials?)(?:=|\s+)[\"']?" + _PLACEHOLDER
-            + r"([^\s\"'-][^\s\"']{2,})"
+            + r"((?:\\.|[^\s\"'-])(?:\\.|[^\s\"']){2,})"  # a backslash escapes a space: one word
         ),
         group=1,
         hints=("-",),
@@ -363,6 +456,104 @@ BUILTIN: tuple[Pattern, ...] = (
         group=1,
         hints=("-u", "--user"),
     ),
+    Pattern(
+        "flag-password",  # a flag's quoted value holding spaces: --password "two words"
+        lazy(
+            r"(?i)(?<![\w-])--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|secret|token)(?:=|\s+)"
+            + _QUOTED
+        ),
+        group=2,
+        hints=("pass", "secret", "token"),
+        needs="\"'",
+        # Led by a literal, as the unquoted flag pattern's gate: the pattern tries every word start.
+        gate=lazy(r"[-_](?:pass(?:word|wd|phrase)?|secret|token)(?:=|\s+)[\"']"),
+    ),
+    Pattern(
+        "flag-password",  # ssh-keygen -N "a b c", -P 'old'
+        lazy(r"\bssh-keygen\b[^|;&]{0,200}?\s-[NP]\s*" + _QUOTED),
+        group=2,
+        hints=("ssh-keygen",),
+    ),
+    Pattern(
+        "flag-password",  # docker login -p X, podman login -p X (the flag is -p, not -p glued)
+        lazy(
+            r"(?i)\b(?:docker|podman|nerdctl|buildah|skopeo|oras|registry)\s+login\b[^|;&]{0,300}?\s-p(?:\s+|=)"
+            + _PLACEHOLDER + r"([^\s\"'|;&]+)"
+        ),
+        group=1,
+        hints=("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "registry"),  # not "login": common
+    ),
+    Pattern(
+        "flag-password",  # redis-cli -a X
+        lazy(r"\b(?:redis|valkey|keydb)-cli\b[^|;&]{0,300}?\s-a\s+" + _PLACEHOLDER + r"([^\s\"'|;&]+)"),
+        group=1,
+        hints=("-cli",),
+    ),
+    Pattern(
+        "flag-password",  # openssl -passin pass:X, -passout pass:X, -pass pass:X
+        lazy(r"(?i)(?<![\w-])-pass(?:in|out)?\s+[\"']?pass:" + _PLACEHOLDER + r"([^\s\"']+)"),
+        group=1,
+        hints=("pass:",),
+    ),
+    Pattern(
+        "netrc",  # machine HOST login USER password X (one line or several)
+        # Between the words: white space, and on a new line a diff's or a quote's mark.
+        lazy(r"(?i)\b(?:machine|default|login|account)\s+[+>-]?\s*\S+\s+[+>-]?\s*password\s+[+>-]?\s*"
+             + _PLACEHOLDER + r"(\S+)"),
+        group=1,
+        hints=("password",),
+        gate=lazy(r"password\s"),  # led by a literal: the pattern's alternation is not
+    ),
+    Pattern(
+        "session-cookie",  # Cookie: a=b; sessionid=X; Set-Cookie: ..., curl -b/--cookie 'sid=X'
+        lazy(
+            r"(?i)(?:\b(?:set-)?cookie[\"']?\s*:|(?<![\w-])(?:-b|--cookie)(?:\s+|=))\s*[\"']?"
+            r"((?:[^\s\"';=]+=[^\s\"';]+(?:;\s*)?)+)"
+        ),
+        group=1,
+        hints=("cookie", "-b ", "-b="),
+        needs="=",
+    ),
+    Pattern(
+        "putty-key",  # a .ppk file's private lines
+        lazy(r"(?i)\bPrivate-Lines:\s*\d+((?:\s+[A-Za-z0-9+/=]{4,})+)"),
+        group=1,
+        hints=("private-lines",),
+    ),
+    Pattern(
+        "assignment",  # a YAML block scalar under a secret key: its lines, up to the next key or blank line
+        lazy(
+            r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*:\s*[|>][-+0-9]*(?:[ \t]*\r?\n|[ \t]+)"
+            r"((?:[ \t]*(?![A-Za-z0-9_.-]+:)\S[^\n]*(?:\r?\n|\Z)){1,20})"
+        ),
+        group=1,
+        hints=("passw", "passphrase", "secret", "token", "key", "credential"),
+        needs="|>",
+        gate=lazy(r":\s*[|>]"),
+    ),
+    Pattern(
+        "assignment",  # keys that name key material: SECRET_KEY_BASE, ENCRYPTION_KEY, MASTER_KEY (hex included)
+        lazy(
+            r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*(?:SECRET_KEY_BASE|KEY_BASE|(?:ENCRYPTION|ENCRYPT|ENC|MASTER|"
+            r"SIGNING|CIPHER|AES|HMAC|CRYPTO|SESSION|COOKIE|JWT|DATA)[_-]?KEY)\b[\"']?\s*[:=]\s*[\"']?"
+            + _PLACEHOLDER + r"([^\s\"'`,;(){}]{8,}+)(?!\()"
+        ),
+        group=1,
+        hints=("key",),
+        needs=":=",
+        gate=lazy(r"key(?:_base)?[\"']?\s*[:=]"),
+    ),
+    Pattern(
+        "assignment",  # a quoted value under a secret key, to its closing quote: PASSWORD="two words", "a\"b"
+        lazy(
+            r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*" + _PLACEHOLDER[:-1]
+            + r"|[\"'](?:\[REDACTED|\$|<|\*\*\*))" + _QUOTED
+        ),
+        group=2,
+        hints=("passw", "passphrase", "secret", "token", "key", "credential"),
+        gate=_ASSIGNED,  # the assignment pattern's own: ``_spans`` searches a gate once a text
+        needs="\"'",
+    ),
     # .env-style or JSON/YAML assignments and headers whose key names a secret: KEY=value, "key": "value",
     # X-Api-Key: value.
     Pattern(
@@ -375,12 +566,18 @@ BUILTIN: tuple[Pattern, ...] = (
         hints=("passw", "passphrase", "secret", "token", "key", "credential"),
         # The key word's end, then [:=]: the pattern tries every word start before it (most of the
         # write path's redaction time on prose that merely mentions a token or a key).
-        gate=lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]"),
+        gate=_ASSIGNED,
         needs=":=",
     ),
     # Any other assigned or quoted value random enough to be a key (detect-secrets' entropy measure).
     # Both scan the same runs of base64 characters (``_spans`` scans them once).
     Pattern("high-entropy", _RUN, check=_entropy_match),
+    Pattern(
+        "wrapped-secret",
+        _WRAPPED,
+        check=_wrapped_secret,
+        find=_wrapped,  # always run, but only where a base64 run is (``_Plan.runs_only``)
+    ),
     # A base64 run that decodes to text holding a secret (echo … | base64 -d, a k8s Secret's data).
     Pattern("base64-secret", _RUN, check=_base64_secret),
 )
@@ -455,6 +652,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     ascii_text = text.isascii()
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], list[Any]] = {}  # patterns sharing a regex scan once
+    gated: dict[int, bool] = {}  # and a gate is searched once
     ranks = plan.ranks(lower)
     if ranks is plan.always and plan.runs_only and ascii_text:
         # No hint found, and what always runs scans base64 runs: a text without one (most) has none.
@@ -465,8 +663,12 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
         pattern = patterns[rank]
         if pattern.needs and not any(char in text for char in pattern.needs):
             continue
-        if pattern.gate is not None and ascii_text and pattern.gate.search(lower) is None:
-            continue
+        if pattern.gate is not None and ascii_text:
+            passed = gated.get(id(pattern.gate))
+            if passed is None:
+                passed = gated[id(pattern.gate)] = pattern.gate.search(lower) is not None
+            if not passed:
+                continue
         matches = scanned.get(pattern.regex)
         if matches is None:
             if pattern.regex is _RUN and ascii_text:
@@ -481,8 +683,8 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
             start, end = match.span(pattern.group)
             if start < 0 or end <= start or text.startswith(MARKER_PREFIX, start):
                 continue
-            if pattern.check is not None and not pattern.check(match):
-                continue
+            if pattern.check is not None and pattern.find is None and not pattern.check(match):
+                continue  # (a find runs its pattern's check itself, on what its regex would match)
             found.append((start, end, rank))
     if not found:
         return []
@@ -514,6 +716,8 @@ _RUN_MARKS = bytes(b"a"[0] if i in _RUN_CHARS else b"="[0] if i == b"="[0] else 
 _RUN_MARKED = re.compile(rb"aaaaaaaaaaaaaaaaa*={0,2}")
 """``_RUN`` over the marks, written with a literal head (the search jumps to each 16 run characters)."""
 _RUN_FLOOR = b"a" * 16
+_LAST_MARKS: tuple[str | None, bytes] = (None, b"")
+"""The text ``_runs`` last mapped and its marks: the wrapped-block search of the same text reuses them."""
 
 
 def _runs(text: str) -> list[re.Match[str]]:
@@ -522,7 +726,9 @@ def _runs(text: str) -> list[re.Match[str]]:
     short paths) hold no run at all, which one substring test of the marks tells."""
     if len(text) < 16:
         return []  # shorter than any run
+    global _LAST_MARKS
     marks = text.encode("ascii").translate(_RUN_MARKS)
+    _LAST_MARKS = (text, marks)
     if _RUN_FLOOR not in marks:
         return []
     return [_RUN.match(text, run.start()) for run in _RUN_MARKED.finditer(marks)]  # type: ignore[misc]
@@ -577,11 +783,14 @@ def _make_plan(patterns: Sequence[Pattern]) -> _Plan:
     always = frozenset(rank for rank, pattern in enumerate(patterns) if not pattern.hints)
     hex_quiet = all(
         (pattern.regex is _RUN and pattern.check in (_entropy_match, _base64_secret))
+        or pattern.find is _wrapped  # its lines are apart: hex digits alone are one line
         or (pattern.hints and not any(set(hint) <= _HEX_DIGITS for hint in pattern.hints))
         for pattern in patterns
     )
     runs_only = all(
-        patterns[rank].regex is _RUN and not patterns[rank].needs and patterns[rank].gate is None for rank in always
+        (patterns[rank].regex is _RUN or patterns[rank].find is _wrapped)  # a wrapped block is a run's lines
+        and not patterns[rank].needs and patterns[rank].gate is None
+        for rank in always
     )
     return _Plan(always, tuple((char, tuple(hinted)) for char, hinted in groups.items()), hex_quiet, runs_only)
 
@@ -603,16 +812,30 @@ Secret = tuple[int, int, str, str]
 """(start, end, kind, the text its marker hashes) of a secret in a text."""
 
 
-def _secrets(text: str, patterns: Sequence[Pattern]) -> list[Secret]:
+def _secrets(text: str, patterns: Sequence[Pattern], known: Sequence[tuple[str, str]] = ()) -> list[Secret]:
     """The secrets in ``text``, found as it is and, when it holds escapes (JSON dumped inside JSON, a
     tool's input kept as its JSON text), also with its escapes decoded: ``\\"api_key\\": \\"…`` is no
-    assignment until decoded, ``\\nsk-ant-…`` has no word boundary. Spans found either way merge."""
+    assignment until decoded, ``\\nsk-ant-…`` has no word boundary. A shell line continuation
+    (backslash, newline) is also read joined, as the shell reads it: ``--password ab\\<newline>cd``
+    is one word. ``known`` secrets (found by the vendor ruleset in the write's batch) are found where
+    they occur. Spans found any way merge."""
     found = [(start, end, kind, text[start:end]) for start, end, kind in _spans(text, patterns)]
-    if "\\" not in text:
+    decoded = [(at, at + len(secret), kind, secret) for secret, kind in known for at in _occurrences(text, secret)]
+    if "\\" not in text and not decoded:
         return found
-    view, to_raw = _unescaped(text)
-    decoded = [
-        (to_raw(start, False), to_raw(end, True), kind, view[start:end]) for start, end, kind in _spans(view, patterns)
+    views: list[tuple[str, Callable[[int, bool], int]]] = []
+    if "\\\n" in text or "\\\r\n" in text:
+        views.append(_continued(text))
+    if "\\" in text:
+        view, to_raw = _unescaped(text)
+        views.append((view, to_raw))
+        if "\\\n" in view or "\\\r\n" in view:
+            joined, to_view = _continued(view)
+            views.append((joined, lambda i, end: to_raw(to_view(i, end), end)))
+    decoded += [
+        (back(start, False), back(end, True), kind, seen[start:end])
+        for seen, back in views
+        for start, end, kind in _spans(seen, patterns)
     ]
     if not decoded:
         return found
@@ -625,6 +848,42 @@ def _secrets(text: str, patterns: Sequence[Pattern]) -> list[Secret]:
         else:
             merged.append(secret)
     return merged
+
+
+def _occurrences(text: str, secret: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(secret)
+    while at >= 0:
+        if not text.startswith(MARKER_PREFIX, at):
+            found.append(at)
+        at = text.find(secret, at + len(secret))
+    return found
+
+
+_CONTINUATION = re.compile(r"\\\r?\n")
+
+
+def _continued(raw: str) -> tuple[str, Callable[[int, bool], int]]:
+    """``raw`` with its line continuations (backslash, newline) removed, and the map of an index in
+    it (a span's start, or with True its end) back to ``raw``."""
+    parts: list[str] = []
+    cuts: list[int] = []  # the view index at which each continuation was removed
+    gone: list[int] = []  # characters removed up to and including that one
+    at = total = 0
+    for match in _CONTINUATION.finditer(raw):
+        parts.append(raw[at : match.start()])
+        total += match.end() - match.start()
+        cuts.append(match.start() - (total - (match.end() - match.start())))
+        gone.append(total)
+        at = match.end()
+    parts.append(raw[at:])
+
+    def to_raw(index: int, end: bool) -> int:
+        # A start keeps the removals at or before it; an end, those before its last character.
+        k = bisect.bisect_right(cuts, index - 1 if end else index) - 1
+        return index + (gone[k] if k >= 0 else 0)
+
+    return "".join(parts), to_raw
 
 
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
@@ -669,20 +928,24 @@ def _apply(text: str, secrets: list[Secret]) -> str:
     return "".join(out)
 
 
-def redact_text(text: str, patterns: tuple[Pattern, ...] | None = None) -> str:
+def redact_text(
+    text: str, patterns: tuple[Pattern, ...] | None = None, known: Sequence[tuple[str, str]] = ()
+) -> str:
     """``text`` with every secret replaced by its marker (the same object when it holds none)."""
-    secrets = _secrets(text, patterns if patterns is not None else patterns_for(home_dir()))
+    secrets = _secrets(text, patterns if patterns is not None else patterns_for(home_dir()), known)
     return _apply(text, secrets) if secrets else text
 
 
-def redact_strings(items: Sequence[str], patterns: tuple[Pattern, ...] | None = None) -> list[str]:
+def redact_strings(
+    items: Sequence[str], patterns: tuple[Pattern, ...] | None = None, known: Sequence[tuple[str, str]] = ()
+) -> list[str]:
     """Strings that belong together (an argv, a patch's lines), scanned as one text joined by newlines.
 
     A secret split across items is found on the joined text; each item it overlaps has its part
     replaced by the marker of the whole secret. Returns the items themselves when none holds one.
     """
     joined = "\n".join(items)
-    spans = _secrets(joined, patterns if patterns is not None else patterns_for(home_dir()))
+    spans = _secrets(joined, patterns if patterns is not None else patterns_for(home_dir()), known)
     if not spans:
         return list(items)
     out: list[str] = []
@@ -753,6 +1016,8 @@ class Redactor:
     def __init__(self, patterns: tuple[Pattern, ...] | None = None) -> None:
         self.patterns = patterns if patterns is not None else patterns_for(home_dir())
         self._texts: dict[str, str] = {}
+        self.known: tuple[tuple[str, str], ...] = ()
+        """Secrets the vendor ruleset found in what ``prescan`` was given (``ledger.domain.ruleset``)."""
         # Imported here so the capture hook can use redact_text without loading pydantic.
         from pydantic import BaseModel
 
@@ -760,11 +1025,42 @@ class Redactor:
 
         self._model, self._source = BaseModel, SourceKey
 
+    def prescan(self, values: Iterable[Any]) -> Redactor:
+        """Run the vendor ruleset, when this process runs it, over every string in ``values`` (a write's
+        batch) in one call; what it finds is redacted wherever it occurs in what this redactor is given."""
+        if ruleset.active():
+            strings: list[str] = []
+            for value in values:
+                self._collect(value, strings)
+            found = ruleset.vendor_secrets(strings)
+            if found:
+                self.known = tuple(dict.fromkeys((*self.known, *found)))
+                self._texts.clear()  # remembered before these were known
+        return self
+
+    def _collect(self, value: Any, into: list[str]) -> None:
+        kind = type(value)
+        if kind is str:
+            into.append(value)
+        elif kind in _AS_IS:
+            return
+        elif isinstance(value, self._source):
+            return  # not redacted (``value``)
+        elif isinstance(value, self._model):
+            for name in type(value).model_fields:
+                self._collect(value.__dict__[name], into)
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                self._collect(item, into)
+        elif isinstance(value, dict):
+            for item in value.values():
+                self._collect(item, into)
+
     def text(self, text: str) -> str:
         """``redact_text`` of ``text`` (the same object when it holds no secret)."""
         done = self._texts.get(text)
         if done is None:
-            done = redact_text(text, self.patterns)
+            done = redact_text(text, self.patterns, self.known)
             if len(text) < _MEMO_LIMIT:
                 self._texts[text] = done
         return text if done == text else done
@@ -793,7 +1089,8 @@ class Redactor:
         if isinstance(value, self._source):
             return value  # identifiers, not content: redacting could merge or split source keys
         if isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
-            joint = redact_strings(value, self.patterns)  # an argv split across words, a key split across lines
+            # An argv split across words, a key split across lines: one text.
+            joint = redact_strings(value, self.patterns, self.known)
             return value if joint == list(value) else type(value)(joint)
         if isinstance(value, tuple):
             return tuple(self.value(v) for v in value)

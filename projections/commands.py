@@ -202,3 +202,64 @@ def covers(passed: str, failed: str) -> bool:
     targets, failing = passed[len(runner) + 1:].split(), failed[len(runner) + 1:].split()
     # Every target the failed run named sits inside one the passing run named.
     return bool(failing) and all(any(f == t or f.startswith(t.rstrip("/") + "/") for t in targets) for f in failing)
+
+
+_ADDRESS = re.compile(
+    r"""^(?:[a-z][a-z0-9+.-]*://\S+|              # a URL
+        [\w.-]+@[\w.-]+:\S*|                      # git@host:path
+        (?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[\w-]+(?:\.[\w-]+)+)(?::\d+)?/\S*)$  # host[:port]/path""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_PACKAGE = re.compile(r"^(@?[\w.-]+(?:/[\w.-]+)?)(?:@|==|>=|<=|~=|!=|\^)\S+$")
+"""A package at a version (``left-pad@1.2``, ``requests==2.31``): its name, then what was asked of it."""
+
+
+def _work_words(line: str) -> list[str] | None:
+    """The first part of ``line`` that does work, from its program on (``cd x && VAR=1 uv run curl …``
+    -> ``curl …``); None when it cannot be read."""
+    tokens = _tokens(line)
+    if tokens is None:
+        return None
+    segments: list[list[str]] = [[]]
+    for token in tokens:
+        if token in _OPERATORS:
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    work = [s for s in segments if s and s[0] not in _SETUP and "=" not in s[0]]
+    if not work:
+        return None
+    words = work[0]
+    while words and ("=" in words[0] or words[0] in _WRAPPERS or words[0] == "run" or words[0].startswith("-")):
+        words = words[1:]
+    return words or None
+
+
+def _same_place(passed: str, failed: str) -> bool:
+    """Two arguments naming the same kind of remote place, one of them corrected: addresses (URLs,
+    ``host/path``, ``git@host:path``), or versions of one package."""
+    if _ADDRESS.match(passed) and _ADDRESS.match(failed):
+        return True
+    a, b = _PACKAGE.match(passed), _PACKAGE.match(failed)
+    return a is not None and b is not None and a.group(1) == b.group(1)
+
+
+@lru_cache(maxsize=1024)
+def readdresses(passed: str, failed: str) -> bool:
+    """Whether the passing command ``passed`` is the failed command ``failed`` run again with its address
+    or version corrected: the same program (and subcommand), the same arguments but for one or more that
+    name a remote place in both (``curl …/v1/user`` then ``curl …/v2/users``, ``pip install x==1.0``
+    then ``pip install x==1.2``). A local path changed is other work (``python a.py`` is not ``python
+    b.py``), so it never answers."""
+    p, f = _work_words(passed), _work_words(failed)
+    if p is None or f is None or p[0].rsplit("/", 1)[-1] != f[0].rsplit("/", 1)[-1]:
+        return False
+    p_args = [a for a in p[1:] if not a.startswith("-")]
+    f_args = [a for a in f[1:] if not a.startswith("-")]
+    if len(p_args) != len(f_args):
+        return False
+    differ = [(a, b) for a, b in zip(p_args, f_args, strict=True) if a != b]
+    program = p[0].rsplit("/", 1)[-1]
+    if program in _SUBCOMMANDED and p_args and p_args[0] != f_args[0]:
+        return False  # `git push` is not `git pull`
+    return bool(differ) and all(_same_place(a, b) for a, b in differ)

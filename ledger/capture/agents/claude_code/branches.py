@@ -1,0 +1,133 @@
+"""The shape of a transcript as a tree (``parentUuid``), and how it ended (pure; called by ``mapper``).
+
+Two things the record-by-record mapping cannot know until the file's end:
+
+- A rewind: the user went back to an earlier message and went on from there; the branch left behind
+  stays in the file (its records are the children of a message the kept branch also continues from).
+  Its prompts are no longer what the user asks for: they become notes, history, not requirements.
+- An open last action: the agent's last tool call got no result (the session ended mid-action). It is
+  where the work stopped, so it is kept as a ``ToolCalled`` with no result.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ledger.capture.items import Item, bounded, own_tool
+from ledger.capture.session import Session
+from ledger.domain import events as ev
+
+AGENT = "claude-code"
+ACTOR = f"agent:{AGENT}"
+_INTENTS = (ev.RequirementStated, ev.RequirementChanged, ev.CorrectionMade)
+REWOUND = "user, on a branch the user rewound from: "
+"""How an abandoned branch's prompt reads as a note."""
+
+
+class Branches:
+    """Sees every record (``see``) and, at the end (``finish``), rewrites the session's items: the prompts
+    of abandoned branches as notes, and the last tool call, when it is still open, as a ``ToolCalled``."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+        self.owner: dict[int, str] = {}
+        """``id()`` of each item -> the uuid of the record that made it."""
+        self.current: str | None = None
+        self.mark = 0
+        self.leaf: str | None = None
+        self.calls: list[tuple[str, str, Any, Any, str, int]] = []
+        """The main agent's tool calls: (call id, tool, input, time, record uuid, record count)."""
+        self.answered: set[str] = set()
+        self.spoke: list[tuple[str, int]] = []
+        """The user's own lines (not tool results): (uuid, record count)."""
+        self.count = 0
+
+    def see(self, record: dict[str, Any], items: list[Item]) -> None:
+        self._own(items)
+        self.count += 1
+        uuid = record.get("uuid")
+        self.current = str(uuid) if uuid else None
+        if not uuid:
+            return
+        uuid = str(uuid)
+        parent = record.get("parentUuid") or record.get("logicalParentUuid")  # a compaction links logically
+        if parent:
+            self.parent[uuid] = str(parent)
+        message = record.get("message")
+        kind, content = record.get("type"), message.get("content") if isinstance(message, dict) else None
+        if record.get("isSidechain") or kind not in ("user", "assistant"):
+            return
+        self.leaf = uuid
+        blocks = content if isinstance(content, list) else []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            if kind == "assistant" and block.get("type") == "tool_use" and block.get("id"):
+                self.calls.append((str(block["id"]), str(block.get("name", "?")), block.get("input"),
+                                   record.get("timestamp"), uuid, self.count))
+            elif block.get("type") == "tool_result":
+                self.answered.add(str(block.get("tool_use_id", "")))
+        if kind == "user" and not record.get("isMeta") and not any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks
+        ):
+            self.spoke.append((uuid, self.count))
+
+    def _own(self, items: list[Item]) -> None:
+        if self.current is not None:
+            for item in items[self.mark:]:
+                self.owner[id(item)] = self.current
+        self.mark = len(items)
+
+    def finish(self, session: Session, stem: str) -> None:
+        """Rewrite ``session.items`` now that the whole file is seen."""
+        self._own(session.items)
+        if session.is_subagent or self.leaf is None:
+            return
+        kept = self._path(self.leaf)
+        memo: dict[str, bool] = {}
+        for i, (cls, fields) in enumerate(session.items):
+            owner = self.owner.get(id(session.items[i]))
+            if cls in _INTENTS and fields.get("actor") == "user" and owner is not None and owner not in kept \
+                    and self._rewound(owner, kept, memo):
+                note = {k: v for k, v in fields.items() if k not in ("wrong", "supersedes")}
+                session.items[i] = (ev.NoteAdded, {**note, "text": REWOUND + str(fields.get("text", ""))})
+        open_call = self._open_call(kept, session.session_id or stem)
+        if open_call is not None:
+            session.items.append(open_call)
+
+    def _path(self, leaf: str) -> set[str]:
+        """The records from ``leaf`` back to the first: the conversation as the user left it."""
+        path: set[str] = set()
+        node: str | None = leaf
+        while node is not None and node not in path:
+            path.add(node)
+            node = self.parent.get(node)
+        return path
+
+    def _rewound(self, uuid: str, kept: set[str], memo: dict[str, bool]) -> bool:
+        """Whether ``uuid``, off the kept path, hangs from it (a branch the user rewound from). A chain that
+        breaks first (a parent not in this file, a record with none) proves nothing: not rewound."""
+        walked: list[str] = []
+        node: str | None = uuid
+        while node is not None and node not in kept and node not in memo and node not in walked:
+            walked.append(node)
+            node = self.parent.get(node)
+        found = node is not None and (node in kept or memo.get(node, False))
+        memo.update(dict.fromkeys(walked, found))
+        return found
+
+    def _open_call(self, kept: set[str], session: str) -> Item | None:
+        """The main agent's last tool call, when it got no result and the user did not speak after it."""
+        if not self.calls:
+            return None
+        call_id, tool, data, ts, uuid, at = self.calls[-1]
+        if call_id in self.answered or uuid not in kept or own_tool(tool):
+            return None
+        if any(u in kept and n > at for u, n in self.spoke):
+            return None  # the user spoke after it (an interrupt, a new request): not where it stopped
+        return (ev.ToolCalled, {
+            "tool": tool, "call_id": call_id, "input": bounded(json.dumps(data, default=str)) or bounded("{}"),
+            "actor": ACTOR, "timestamp": ts,
+            "source": ev.SourceKey(agent=AGENT, session=session, record=call_id + "#call"),
+        })

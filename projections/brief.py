@@ -144,8 +144,8 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
         step = (f"## Next step (asked at [{asked.position}], after every step of the plan at "
                 f"[{state.plan.position}] was done)\n{_clip(asked.text, 600)}")
     elif state.plan is not None and state.plan.steps:
-        step = (f"## Next step\n(none: every step of the plan at [{state.plan.position}] is done; confirm with the "
-                "user what comes next)")
+        step = (f"## Next step (the plan at [{state.plan.position}] is finished)\n(none: every step of the plan is "
+                "done; confirm with the user what comes next)")
     else:
         step = f"## Next step\n(none recorded: {hints.next_step})"
     add("next", step, KEEP)

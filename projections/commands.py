@@ -235,31 +235,42 @@ def _work_words(line: str) -> list[str] | None:
     return words or None
 
 
-def _same_place(passed: str, failed: str) -> bool:
-    """Two arguments naming the same kind of remote place, one of them corrected: addresses (URLs,
-    ``host/path``, ``git@host:path``), or versions of one package."""
-    if _ADDRESS.match(passed) and _ADDRESS.match(failed):
-        return True
-    a, b = _PACKAGE.match(passed), _PACKAGE.match(failed)
-    return a is not None and b is not None and a.group(1) == b.group(1)
+
+_RUNNERS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "tox", "nox", "ctest"})
+
+
+def _targets(args: list[str]) -> list[str] | None:
+    """What a command's arguments aim it at: its bare words and paths, in order. Options, a long option's
+    value (``--profile ollama``), free text (a message, a prompt: it has blanks), addresses and package
+    versions say how, not at what, and are left out. None when the line cannot be read."""
+    out: list[str] = []
+    value = False
+    for a in args:
+        if a.startswith("-"):
+            value = a.startswith("--") and "=" not in a
+            continue
+        package = _PACKAGE.match(a)
+        if package is not None:
+            out.append(package.group(1))  # the package is the target, its version how
+        elif not (value or any(c.isspace() for c in a) or _ADDRESS.match(a)):
+            out.append(a)
+        value = False
+    return out
 
 
 @lru_cache(maxsize=1024)
 def readdresses(passed: str, failed: str) -> bool:
-    """Whether the passing command ``passed`` is the failed command ``failed`` run again with its address
-    or version corrected: the same program (and subcommand), the same arguments but for one or more that
-    name a remote place in both (``curl …/v1/user`` then ``curl …/v2/users``, ``pip install x==1.0``
-    then ``pip install x==1.2``). A local path changed is other work (``python a.py`` is not ``python
-    b.py``), so it never answers."""
+    """Whether the passing command ``passed`` is the failed command ``failed`` run again with other
+    arguments at the same targets: the same program, the same bare words and paths, only its options and
+    their values, its free text, its addresses or its package versions changed (``curl …/v1/user`` then
+    ``curl …/v2/users``, ``pip install x==1.0`` then ``x==1.2``, ``tool --task "…"`` then ``tool --profile
+    ollama --task "…"``). Another target is other work (``python a.py`` is not ``python b.py``, ``npm run
+    build`` not ``npm run lint``), and a test runner's selection is its target whatever its shape (``pytest
+    -k a`` is not ``pytest -k b``), so those never answer."""
     p, f = _work_words(passed), _work_words(failed)
-    if p is None or f is None or p[0].rsplit("/", 1)[-1] != f[0].rsplit("/", 1)[-1]:
+    if p is None or f is None or p[0].rsplit("/", 1)[-1] != f[0].rsplit("/", 1)[-1] or p[1:] == f[1:]:
         return False
-    p_args = [a for a in p[1:] if not a.startswith("-")]
-    f_args = [a for a in f[1:] if not a.startswith("-")]
-    if len(p_args) != len(f_args):
+    runner = command_head(failed).split()[:2]
+    if runner and (runner[0] in _RUNNERS or "test" in runner or "check" in runner):
         return False
-    differ = [(a, b) for a, b in zip(p_args, f_args, strict=True) if a != b]
-    program = p[0].rsplit("/", 1)[-1]
-    if program in _SUBCOMMANDED and p_args and p_args[0] != f_args[0]:
-        return False  # `git push` is not `git pull`
-    return bool(differ) and all(_same_place(a, b) for a, b in differ)
+    return _targets(p[1:]) == _targets(f[1:])

@@ -74,16 +74,24 @@ def test_a_call_that_passes_with_its_address_corrected_is_no_longer_failing(
     t.bash("curl -sf https://api.example.com/v2/users -o users.json")
     t.bash("pip install httpx==9.9", 1, "ERROR: No matching distribution found for httpx==9.9")
     t.bash("pip install httpx==0.27")
+    t.bash('codemie-codex --task "Calculate 5 factorial, step by step"', 1, "Codex requires compatible models")
+    t.bash('codemie-codex --profile ollama --task "Calculate 5 factorial"')  # its options and free text changed
     t.bash("python scripts/load.py", 1, "KeyError: 'id'")
     t.bash("python scripts/show.py")  # another script passing says nothing of load.py
+    t.bash("npm run build", 1, "Type error")
+    t.bash("npm run lint")  # another script of the same runner
+    t.bash("pytest -k test_parse_empty", 1, "1 failed")
+    t.bash("pytest -k test_parse_full")  # a test runner's selection is its target
     brief, state = _brief(ledger, location, t.write(tmp_path / "address.jsonl"))
     failing = _section(brief, "## Failing now")
-    assert "python scripts/load.py" in failing
-    assert "curl" not in failing and "pip install" not in failing
+    assert "python scripts/load.py" in failing and "npm run build" in failing and "test_parse_empty" in failing
+    assert "curl" not in failing and "pip install" not in failing and "codemie-codex" not in failing
     fixed = _section(brief, "## Failed earlier, passing since")
     assert "curl -sf https://api.example.com/v1/user -o users.json: failed at" in fixed
     assert "pip install httpx==9.9: failed at" in fixed
-    assert [f.what for f in state.failures if f.resolved_at is None] == ["python scripts/load.py"]
+    assert "codemie-codex --task" in fixed
+    open_ = [f.what for f in state.failures if f.resolved_at is None]
+    assert "python scripts/load.py" in open_ and "npm run build" in open_ and len(open_) == 3, open_
 
 
 # -- item 2: an approach the user prescribed that failed ------------------------------------------------

@@ -22,6 +22,7 @@ AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"
 _INTENTS = (ev.RequirementStated, ev.RequirementChanged, ev.CorrectionMade)
 REWOUND = "user, on a branch the user rewound from: "
+_ECHOES = ("<bash-", "<local-command-", "<command-name>", "<command-message>", "Caveat: The messages below")
 """How an abandoned branch's prompt reads as a note."""
 
 
@@ -41,7 +42,10 @@ class Branches:
         self.answered: set[str] = set()
         self.spoke: list[tuple[str, int]] = []
         """The user's own lines (not tool results): (uuid, record count)."""
+        self.typed: set[str] = set()
+        """The user's prompts among them: not a local command's echo (`!ls`, `/clear`), not an interrupt."""
         self.count = 0
+        self.kept_child: dict[str, str] = {}
 
     def see(self, record: dict[str, Any], items: list[Item]) -> None:
         self._own(items)
@@ -58,8 +62,15 @@ class Branches:
         kind, content = record.get("type"), message.get("content") if isinstance(message, dict) else None
         if record.get("isSidechain") or kind not in ("user", "assistant"):
             return
-        self.leaf = uuid
         blocks = content if isinstance(content, list) else []
+        text = content if isinstance(content, str) else " ".join(
+            str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        if kind == "user" and text.lstrip().startswith(_ECHOES):
+            # Claude Code hangs a local command's lines from wherever it likes (the first record): they
+            # are no turn of the conversation, so they neither end it nor fork it.
+            self.spoke.append((uuid, self.count))
+            return
+        self.leaf = uuid
         for block in blocks:
             if not isinstance(block, dict):
                 continue
@@ -72,6 +83,8 @@ class Branches:
             isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks
         ):
             self.spoke.append((uuid, self.count))
+            if text.strip() and not text.lstrip().startswith("[Request interrupted"):
+                self.typed.add(uuid)
 
     def _own(self, items: list[Item]) -> None:
         if self.current is not None:
@@ -84,7 +97,7 @@ class Branches:
         self._own(session.items)
         if session.is_subagent or self.leaf is None:
             return
-        kept = self._path(self.leaf)
+        kept, self.kept_child = self._path(self.leaf)
         memo: dict[str, bool] = {}
         for i, (cls, fields) in enumerate(session.items):
             owner = self.owner.get(id(session.items[i]))
@@ -96,24 +109,33 @@ class Branches:
         if open_call is not None:
             session.items.append(open_call)
 
-    def _path(self, leaf: str) -> set[str]:
-        """The records from ``leaf`` back to the first: the conversation as the user left it."""
+    def _path(self, leaf: str) -> tuple[set[str], dict[str, str]]:
+        """The records from ``leaf`` back to the first (the conversation as the user left it), and each one's
+        child on that path."""
         path: set[str] = set()
+        child: dict[str, str] = {}
         node: str | None = leaf
         while node is not None and node not in path:
             path.add(node)
-            node = self.parent.get(node)
-        return path
+            up = self.parent.get(node)
+            if up is not None:
+                child[up] = node
+            node = up
+        return path, child
 
     def _rewound(self, uuid: str, kept: set[str], memo: dict[str, bool]) -> bool:
-        """Whether ``uuid``, off the kept path, hangs from it (a branch the user rewound from). A chain that
-        breaks first (a parent not in this file, a record with none) proves nothing: not rewound."""
+        """Whether ``uuid``, off the kept path, hangs from it where the kept path goes on with a prompt of the
+        user's (the user went back there and asked again: a rewind). A chain that breaks first (a parent not
+        in this file, a record with none) proves nothing: not rewound."""
         walked: list[str] = []
         node: str | None = uuid
         while node is not None and node not in kept and node not in memo and node not in walked:
             walked.append(node)
             node = self.parent.get(node)
-        found = node is not None and (node in kept or memo.get(node, False))
+        if node is not None and node in kept:
+            found = self.kept_child.get(node) in self.typed
+        else:
+            found = node is not None and memo.get(node, False)
         memo.update(dict.fromkeys(walked, found))
         return found
 

@@ -12,6 +12,7 @@ Two things the record-by-record mapping cannot know until the file's end:
 from __future__ import annotations
 
 import json
+from collections.abc import MutableSequence
 from typing import Any
 
 from ledger.capture.items import Item, bounded, own_tool
@@ -33,13 +34,15 @@ class Branches:
     def __init__(self) -> None:
         self.parent: dict[str, str] = {}
         self.owner: dict[int, str] = {}
-        """``id()`` of each item -> the uuid of the record that made it."""
+        """Index of each item a prompt's record made -> that record's uuid (indices, not the items: a long
+        session's items sit in a file, ``ledger.capture.spool``, and are read back only when rewound)."""
         self.current: str | None = None
         self.mark = 0
         self.leaf: str | None = None
-        self.calls: list[tuple[str, str, Any, Any, str, int]] = []
-        """The main agent's tool calls: (call id, tool, input, time, record uuid, record count)."""
-        self.answered: set[str] = set()
+        self.call: tuple[str, str, Any, Any, str, int] | None = None
+        """The main agent's latest tool call: (call id, tool, input, time, record uuid, record count)."""
+        self.answered = False
+        """Whether that call got its result."""
         self.spoke: list[tuple[str, int]] = []
         """The user's own lines (not tool results): (uuid, record count)."""
         self.typed: set[str] = set()
@@ -47,11 +50,11 @@ class Branches:
         self.count = 0
         self.kept_child: dict[str, str] = {}
 
-    def see(self, record: dict[str, Any], items: list[Item]) -> None:
+    def see(self, record: dict[str, Any], items: MutableSequence[Item]) -> None:
         self._own(items)
         self.count += 1
         uuid = record.get("uuid")
-        self.current = str(uuid) if uuid else None
+        self.current = None  # only a prompt's items are owned: only a prompt can be rewound from
         if not uuid:
             return
         uuid = str(uuid)
@@ -75,21 +78,24 @@ class Branches:
             if not isinstance(block, dict):
                 continue
             if kind == "assistant" and block.get("type") == "tool_use" and block.get("id"):
-                self.calls.append((str(block["id"]), str(block.get("name", "?")), block.get("input"),
-                                   record.get("timestamp"), uuid, self.count))
-            elif block.get("type") == "tool_result":
-                self.answered.add(str(block.get("tool_use_id", "")))
+                self.call = (str(block["id"]), str(block.get("name", "?")), block.get("input"),
+                             record.get("timestamp"), uuid, self.count)
+                self.answered = False
+            elif block.get("type") == "tool_result" and self.call is not None:
+                self.answered = self.answered or str(block.get("tool_use_id", "")) == self.call[0]
         if kind == "user" and not record.get("isMeta") and not any(
             isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks
         ):
             self.spoke.append((uuid, self.count))
             if text.strip() and not text.lstrip().startswith("[Request interrupted"):
                 self.typed.add(uuid)
+                self.current = uuid
 
-    def _own(self, items: list[Item]) -> None:
+    def _own(self, items: MutableSequence[Item]) -> None:
+        # Nothing is inserted before ``finish``, so an item keeps its index until then.
         if self.current is not None:
-            for item in items[self.mark:]:
-                self.owner[id(item)] = self.current
+            for i in range(self.mark, len(items)):
+                self.owner[i] = self.current
         self.mark = len(items)
 
     def finish(self, session: Session, stem: str) -> None:
@@ -99,10 +105,11 @@ class Branches:
             return
         kept, self.kept_child = self._path(self.leaf)
         memo: dict[str, bool] = {}
-        for i, (cls, fields) in enumerate(session.items):
-            owner = self.owner.get(id(session.items[i]))
-            if cls in _INTENTS and fields.get("actor") == "user" and owner is not None and owner not in kept \
-                    and self._rewound(owner, kept, memo):
+        for i, owner in self.owner.items():
+            if owner in kept or not self._rewound(owner, kept, memo):
+                continue
+            cls, fields = session.items[i]
+            if cls in _INTENTS and fields.get("actor") == "user":
                 note = {k: v for k, v in fields.items() if k not in ("wrong", "supersedes")}
                 session.items[i] = (ev.NoteAdded, {**note, "text": REWOUND + str(fields.get("text", ""))})
         open_call = self._open_call(kept, session.session_id or stem)
@@ -141,10 +148,10 @@ class Branches:
 
     def _open_call(self, kept: set[str], session: str) -> Item | None:
         """The main agent's last tool call, when it got no result and the user did not speak after it."""
-        if not self.calls:
+        if self.call is None:
             return None
-        call_id, tool, data, ts, uuid, at = self.calls[-1]
-        if call_id in self.answered or uuid not in kept or own_tool(tool):
+        call_id, tool, data, ts, uuid, at = self.call
+        if self.answered or uuid not in kept or own_tool(tool):
             return None
         if any(u in kept and n > at for u, n in self.spoke):
             return None  # the user spoke after it (an interrupt, a new request): not where it stopped

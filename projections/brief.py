@@ -12,11 +12,13 @@ of its lines does; the brief ends by saying what it left out and how to get it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ledger.base.oneline import one_line, quoted_line
-from projections.state import Requirement, TaskState
+from projections.claims import contradiction
+from projections.state import OpenCall, Requirement, TaskState
 from projections.summary import sections
 
 KEEP = 100
@@ -134,13 +136,16 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
             spoke = state.last_reply is not None and state.last_reply.position > state.next_step_position
             where = (f" (the open step of the agent's plan at [{state.next_step_position}]"
                      + ("; the agent spoke since: check its last words under Where it stopped)" if spoke else ")"))
+        if state.next_step_from != "plan" and state.next_step_position is not None:
+            where = f" (set at [{state.next_step_position}])"
         step = f"## Next step{where}\n{_clip(state.next_step, 600)}"
     elif state.plan is not None and state.plan.steps and (asked := _asked_after(state, state.plan.position)):
         # The plan was finished, then the user asked for more (deploy, push, open the PR): that is what is next.
         step = (f"## Next step (asked at [{asked.position}], after every step of the plan at "
                 f"[{state.plan.position}] was done)\n{_clip(asked.text, 600)}")
     elif state.plan is not None and state.plan.steps:
-        step = "## Next step\n(none: every step of the plan is done; confirm with the user what comes next)"
+        step = (f"## Next step (the plan at [{state.plan.position}] is finished)\n(none: every step of the plan is "
+                "done; confirm with the user what comes next)")
     else:
         step = f"## Next step\n(none recorded: {hints.next_step})"
     add("next", step, KEEP)
@@ -150,7 +155,8 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
         count = len(state.requirements)
         for i, r in enumerate(state.requirements):
             recent = i >= count - 3 or i == 0  # the first states the goal
-            changed = " (reworded)" if r.history else ""
+            changed = f" (reworded at [{r.changed_at}])" if r.history and r.changed_at else " (reworded)" if r.history \
+                else ""
             width = 1500 if i == count - 1 else 2000 if i == 0 else 400 if recent else 200
             add("requirements", f"- [{r.position}] {_clip(r.text, width)}{changed}",
                 REQUIREMENT if recent else REQUIREMENT - 15 - (count - i) // 10)
@@ -170,7 +176,7 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
 
     if state.withdrawn:
         # History, not current: said so a fresh agent does not take them up again.
-        heading("withdrawn", "## Withdrawn by the user (not current; do not pick these up)")
+        heading("withdrawn", "## Withdrawn by the user, or tried and failed (not current; do not pick these up)")
         for r in state.withdrawn[-5:]:
             why = f": {_clip(r.withdrawn_because, 160)}" if r.withdrawn_because else ""
             add("withdrawn", f"- [{r.position}] {_clip(r.text, 200)} (withdrawn at [{r.withdrawn_at}]{why})", LOW)
@@ -284,7 +290,20 @@ def _where_it_stopped(
     heading("stopped", "## Where it stopped")
     reply, compaction = state.last_reply, state.compaction
     if reply is not None and reply.text.strip():
-        add("stopped", f"- the agent's last words [{reply.position}]:\n{_block(reply.text, 3000)}", STOPPED)
+        said = contradiction(state)
+        if said is None:
+            label = f"- the agent's last words [{reply.position}]:"
+        else:
+            # Its words are quoted as its claim, with what the log says against them, never as the state.
+            claim, failure = said
+            what = f"$ {_clip(failure.what, 120)}" if failure.key.startswith("cmd:") else _clip(failure.what, 120)
+            label = (f"- the agent said [{reply.position}] (a claim the log contradicts: \"{_clip(claim, 80)}\", but "
+                     f"{what} failed at [{failure.position}] and has not passed since):")
+        add("stopped", f"{label}\n{_block(reply.text, 3000)}", STOPPED)
+    call = state.open_call
+    if call is not None and (reply is None or call.position > reply.position):
+        add("stopped", f"- [{call.position}] it stopped mid-action: its last call, {_call(call)}, got no result "
+                       "(the session ended before it returned: check whether it ran)", STOPPED)
     if compaction is not None:
         parts = sections(compaction.summary)
         newer_plan = state.plan is not None and state.plan.position > compaction.position
@@ -307,6 +326,21 @@ def _where_it_stopped(
         add("stopped", f"- checkpoint '{_clip(cp.label, 80)}'{git} [{cp.position}]{note}", MID)
     when = state.updated_at.strftime("%Y-%m-%d %H:%M UTC") if state.updated_at else "never"
     add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
+
+
+def _call(call: OpenCall) -> str:
+    """A tool call as a reader knows it: a command as ``$ line``, an edit by its file."""
+    try:
+        data = json.loads(call.input)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        if isinstance(data.get("command"), str):
+            return f"`$ {_clip(data['command'], 200)}`"
+        for key in ("file_path", "path", "url", "pattern", "description"):
+            if isinstance(data.get(key), str):
+                return f"{_clip(call.tool, 40)} {_clip(data[key], 200)}"
+    return f"{_clip(call.tool, 40)} {_clip(call.input, 160)}"
 
 
 def _asked_after(state: TaskState, position: int) -> Requirement | None:

@@ -202,3 +202,75 @@ def covers(passed: str, failed: str) -> bool:
     targets, failing = passed[len(runner) + 1:].split(), failed[len(runner) + 1:].split()
     # Every target the failed run named sits inside one the passing run named.
     return bool(failing) and all(any(f == t or f.startswith(t.rstrip("/") + "/") for t in targets) for f in failing)
+
+
+_ADDRESS = re.compile(
+    r"""^(?:[a-z][a-z0-9+.-]*://\S+|              # a URL
+        [\w.-]+@[\w.-]+:\S*|                      # git@host:path
+        (?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[\w-]+(?:\.[\w-]+)+)(?::\d+)?/\S*)$  # host[:port]/path""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_PACKAGE = re.compile(r"^(@?[\w.-]+(?:/[\w.-]+)?)(?:@|==|>=|<=|~=|!=|\^)\S+$")
+"""A package at a version (``left-pad@1.2``, ``requests==2.31``): its name, then what was asked of it."""
+
+
+def _work_words(line: str) -> list[str] | None:
+    """The first part of ``line`` that does work, from its program on (``cd x && VAR=1 uv run curl …``
+    -> ``curl …``); None when it cannot be read."""
+    tokens = _tokens(line)
+    if tokens is None:
+        return None
+    segments: list[list[str]] = [[]]
+    for token in tokens:
+        if token in _OPERATORS:
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    work = [s for s in segments if s and s[0] not in _SETUP and "=" not in s[0]]
+    if not work:
+        return None
+    words = work[0]
+    while words and ("=" in words[0] or words[0] in _WRAPPERS or words[0] == "run" or words[0].startswith("-")):
+        words = words[1:]
+    return words or None
+
+
+
+_RUNNERS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "tox", "nox", "ctest"})
+
+
+def _targets(args: list[str]) -> list[str] | None:
+    """What a command's arguments aim it at: its bare words and paths, in order. Options, a long option's
+    value (``--profile ollama``), free text (a message, a prompt: it has blanks), addresses and package
+    versions say how, not at what, and are left out. None when the line cannot be read."""
+    out: list[str] = []
+    value = False
+    for a in args:
+        if a.startswith("-"):
+            value = a.startswith("--") and "=" not in a
+            continue
+        package = _PACKAGE.match(a)
+        if package is not None:
+            out.append(package.group(1))  # the package is the target, its version how
+        elif not (value or any(c.isspace() for c in a) or _ADDRESS.match(a)):
+            out.append(a)
+        value = False
+    return out
+
+
+@lru_cache(maxsize=1024)
+def readdresses(passed: str, failed: str) -> bool:
+    """Whether the passing command ``passed`` is the failed command ``failed`` run again with other
+    arguments at the same targets: the same program, the same bare words and paths, only its options and
+    their values, its free text, its addresses or its package versions changed (``curl …/v1/user`` then
+    ``curl …/v2/users``, ``pip install x==1.0`` then ``x==1.2``, ``tool --task "…"`` then ``tool --profile
+    ollama --task "…"``). Another target is other work (``python a.py`` is not ``python b.py``, ``npm run
+    build`` not ``npm run lint``), and a test runner's selection is its target whatever its shape (``pytest
+    -k a`` is not ``pytest -k b``), so those never answer."""
+    p, f = _work_words(passed), _work_words(failed)
+    if p is None or f is None or p[0].rsplit("/", 1)[-1] != f[0].rsplit("/", 1)[-1] or p[1:] == f[1:]:
+        return False
+    runner = command_head(failed).split()[:2]
+    if runner and (runner[0] in _RUNNERS or "test" in runner or "check" in runner):
+        return False
+    return _targets(p[1:]) == _targets(f[1:])

@@ -11,6 +11,8 @@ read a prompt the same way and a re-fold of an old ledger applies the rules the 
 - ``says_failed``: "still doesn't work", "the redirect doesn't work": what the agent just changed did
   not do it.
 - ``pasted_output``: a log, trace or command output pasted without a word of the user's own.
+- ``prescribes``: "maybe we should use the https address?", "try a rewrite instead": a way to do the
+  work, not work to do; when what followed it failed, it is no longer current.
 """
 
 from __future__ import annotations
@@ -146,3 +148,22 @@ def pasted_output(text: str) -> bool:
     if len(rows) < 2 or not (_output_line(rows[0]) and _output_line(rows[-1])):
         return False
     return sum(map(_output_line, rows)) >= OUTPUT_SHARE * len(rows)
+
+
+_PRESCRIBES = re.compile(
+    _LEAD
+    + r"""(?:(?:this\s+is\s+\w+|that'?s\s+\w+)[\s,.!]+)?(?:maybe\s+|perhaps\s+|i\s+think\s+)?
+        (?:try(?:ing)?\b|let'?s\s+(?:try|use|go\s+with|switch|instead)\b|what\s+if\s+(?:we|you|i)\b|how\s+about\b|
+        switch\s+to\b|go\s+with\b|(?:we|you)\s+(?:should|could|might|can|need\s+to)\s+(?:try|use|switch|instead|go)\b|
+        (?:we|you)\s+(?:should|could|might)\s+(?:just\s+)?(?:use|try)\b)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_INSTEAD = re.compile(r"\binstead\b", re.IGNORECASE)
+
+
+def prescribes(text: str) -> bool:
+    """Whether ``text`` prescribes a way of doing the work rather than work to do ("maybe we should use the
+    https repo address?", "try a rewrite instead", "let's go with Vite"): an approach, which a failure
+    leaves behind."""
+    head = text[:300]
+    return _PRESCRIBES.match(head) is not None or _INSTEAD.search(head) is not None

@@ -17,12 +17,12 @@ from pydantic import BaseModel, ConfigDict
 
 from ledger.domain import events as ev
 from projections import facts
-from projections.commands import chain_heads, command_head, covers, is_probe
+from projections.commands import chain_heads, command_head, covers, is_probe, readdresses
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
-from projections.intent import says_failed, withdrawal
+from projections.intent import prescribes, says_failed, withdrawal
 
-FOLD_VERSION = 3
+FOLD_VERSION = 4
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -156,6 +156,16 @@ class Failure(Item):
     """A failed command's ``command_head``, taken once when it failed (a success is matched against it)."""
 
 
+class OpenCall(Item):
+    """The agent's latest tool call while no result of anything has come since: where it stopped, when the
+    session ended there (mid-action)."""
+
+    position: int
+    at: datetime
+    tool: str
+    input: str
+
+
 class Plan(Item):
     position: int
     at: datetime
@@ -251,6 +261,8 @@ class TaskState(Item):
     last_reply: Reply | None = None
     last_call: str | None = None
     """The latest tool call, as ``tool input`` (clipped): what a failed result was answering."""
+    open_call: OpenCall | None = None
+    """The latest tool call when nothing has happened since (no result, no reply, no prompt)."""
     read_only_commands: int = 0
     """Commands that only looked (ls, cat, sed -n, git status...): in the log, not in ``commands``."""
     notes: tuple[Note, ...] = ()
@@ -292,8 +304,9 @@ def _resolved(
     """``failures`` with the open ones of any of ``keys`` marked passing since ``position``; with the
     command ``line`` that passed, also commands of the same program and target run with other flags or
     paths (`ruff check a/b.py` then `ruff check /abs/a/b.py`), each part of an ``&&`` chain (`git pull
-    --rebase && git push` after a rejected `git push`) and narrower runs of a test runner run whole
-    (`pytest` after `pytest t.py::x`); with the ``test`` run that passed, the failing test runs it
+    --rebase && git push` after a rejected `git push`), narrower runs of a test runner run whole
+    (`pytest` after `pytest t.py::x`) and the same command with its address or version corrected (`curl
+    …/v2/users` after `curl …/v1/user`: ``readdresses``); with the ``test`` run that passed, the failing test runs it
     covers (`pytest tests` after `pytest tests/test_a.py`). One pass; ``failures`` itself when nothing
     changes."""
     heads = chain_heads(line) if line is not None else ()
@@ -303,7 +316,7 @@ def _resolved(
             return True
         if heads and f.key.startswith("cmd:"):
             failed = f.head or command_head(f.what)  # failures from older snapshots have no head kept
-            return any(covers(head, failed) for head in heads)
+            return any(covers(head, failed) for head in heads) or (line is not None and readdresses(line, f.what))
         return test is not None and f.key.startswith("test:") and covers(test, f.key[len("test:"):])
 
     hits = [i for i, f in enumerate(failures) if f.resolved_at is None and answered(f)]
@@ -336,7 +349,8 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
         # The events an agent session is mostly made of first: each case is an isinstance check.
         case ev.ToolCalled():
             called = " ".join(shown(event.input).split())
-            return {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}"}
+            return {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}",
+                    "open_call": OpenCall(position=pos, at=at, tool=event.tool, input=called[:400])}
         case ev.ToolResult():
             key = f"tool:{event.tool}"
             if event.ok:
@@ -432,6 +446,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             }
         case ev.RequirementStated():
             said = _user_said(state, event)
+            state = _after(state, said)
             latest = state.requirements[-1].position if state.requirements else None
             if latest is not None and said.get("withdraws") == "withdrawn":
                 return {**said["update"], **_withdrawn(state, latest, event)}
@@ -442,11 +457,13 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                     "last_intent": pos}
         case ev.RequirementChanged():
             said = _user_said(state, event)
+            state = _after(state, said)
             if said.get("withdraws") == "withdrawn":
                 return {**said["update"], **_withdrawn(state, event.supersedes, event)}
             return {**said["update"], "requirements": _reworded(state, event.supersedes, event), "last_intent": pos}
         case ev.CorrectionMade():
             said = _user_said(state, event)
+            state = _after(state, said)
             if said.get("withdraws") == "withdrawn" and state.requirements:
                 return {**said["update"], **_withdrawn(state, state.requirements[-1].position, event)}
             c = Correction(position=pos, text=event.text, wrong=event.wrong, at=at, actor=event.actor)
@@ -570,7 +587,31 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
                           ended_position=event.originator_version, ended_at=event.timestamp)
         update["attempts"] = _recent(state.attempts, attempt, RECENT_ATTEMPTS)
         update["attempts_failed"] = state.attempts_failed + 1
+        update.update(_approach_failed(state, start, event))
     return {"update": update, "withdraws": withdrawal(event.text)}
+
+
+def _approach_failed(state: TaskState, start: int, event: ev.TaskEvent) -> dict[str, Any]:
+    """When the user's last request before the failed change prescribed how to do it ("try the https
+    address", "use a rewrite instead") and is not the task's goal (the first), it is no longer current:
+    it was tried and failed, and what comes next replaces it. It moves to the withdrawn ones, the user's
+    words as why. A request of what to do ("also add a PDF export") stays, failing or not."""
+    if len(state.requirements) < 2:
+        return {}
+    latest = state.requirements[-1]
+    said = max(latest.position, latest.changed_at or 0)
+    if said != state.last_intent or said > start or not prescribes(latest.text):
+        return {}
+    moved = _withdrawn(state, latest.position, event)
+    moved["withdrawn"] = (*moved["withdrawn"][:-1], moved["withdrawn"][-1].model_copy(
+        update={"withdrawn_because": f"tried, and the user said it did not work: {getattr(event, 'text', '')}"}))
+    return moved
+
+
+def _after(state: TaskState, said: dict[str, Any]) -> TaskState:
+    """``state`` with what the user's words did besides their own kind, when that moved a requirement (the
+    event's own rule then works on what is current now)."""
+    return state.model_copy(update=said["update"]) if "requirements" in said["update"] else state
 
 
 def _short_path(path: str) -> str:
@@ -617,6 +658,10 @@ def _reclassified(state: TaskState, event: ev.IntentReclassified) -> dict[str, A
     return {"requirements": requirements, "corrections": corrections}
 
 
+_CALL_STAYS_OPEN = (ev.CheckpointMarked, ev.StatusChanged, ev.ConversationLinked, ev.TaskLinked)
+"""What an import or a person adds after a session's end: a call open before them stays open."""
+
+
 def fold(state: TaskState, event: ev.TaskEvent) -> TaskState:
     """The state after ``event``. Pure: ``state`` is left as it was."""
     return replay((event,), state)
@@ -637,6 +682,8 @@ def replay(events: Iterable[ev.TaskEvent], state: TaskState | None = None) -> Ta
         update = _fold_specific(current, last)
         values.update(update)
         fields_set.update(update)
+        if "open_call" not in update and current.open_call is not None and not isinstance(last, _CALL_STAYS_OPEN):
+            values["open_call"] = None  # something came after the call: it did not end the session
         name = type(last).__name__
         counts[name] = counts.get(name, 0) + 1
         # The latest time seen: a sub-agent's file imported after its session's brings earlier records.

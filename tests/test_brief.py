@@ -32,7 +32,7 @@ def test_sections_come_in_the_order_an_agent_needs(ledger: Ledger) -> None:
     assert "retry loop is in auth/refresh.py" in text
     assert "FAILED Raise the HTTP client timeout to 30 s: Timeout is not the cause" in text
     assert "checkpoint 'unit-tests-green'" in text
-    assert headings[1] == "## Next step"  # second, so no cut at the end can lose it
+    assert headings[1] == "## Next step (set at [18])"  # second, so no cut at the end can lose it; its position
     assert "Run the 3G network profile (tc netem, 2 s RTT) against staging login" in text
 
 

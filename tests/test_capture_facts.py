@@ -378,6 +378,7 @@ def test_real_import_gives_test_results_replies_and_deleted_files(home: Path) ->
         for cls, f in session.items:
             if cls is ev.FileChanged and f["operation"] in ("created", "modified"):
                 edited.add(f["path"])
+                removed.get(session.session_id, set()).discard(f["path"])  # made again (a submodule re-added)
             elif cls is ev.FileChanged and f["operation"] == "deleted" and f["path"] in edited:
                 removed.setdefault(session.session_id, set()).add(f["path"])
                 edited.discard(f["path"])

@@ -13,6 +13,7 @@ import pytest
 
 from ledger.app.store import Ledger
 from ledger.base.location import Location
+from ledger.capture.agents.claude_code.branches import REWOUND
 from ledger.capture.agents.claude_code.mapper import bare_feedback, slash_command
 from ledger.capture.agents.claude_code.refusals import NOT_RUN
 from ledger.capture.classify import classify, clean_prompt
@@ -285,11 +286,13 @@ def _check_real(path: Path, ledger: Ledger, location: Location, agent: str, want
     (number,) = report.tasks
     events = _events(ledger, number)
     # Prompts only: a tool use rejected with a reason is also a user correction ("…#correction").
+    # A prompt on a branch the user rewound from is kept as a note.
     prompts = [
         e
         for e in events
         if e.actor == "user"
-        and isinstance(e, ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade)
+        and (isinstance(e, ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade)
+             or (isinstance(e, ev.NoteAdded) and e.text.startswith(REWOUND)))
         and not (e.source and e.source.record.endswith("#correction"))
     ]
     assert sum(isinstance(e, ev.CommandRan) for e in events) == want["commands"]

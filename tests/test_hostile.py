@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -338,7 +339,8 @@ def test_control_characters_never_forge_a_line_of_our_layout(home: Path, tmp_pat
     ours = {"## Next step", "## Requirements (current wording, latest last)", "## Decisions", "## Notes",
             "## Where it stopped"}
     brief = run_trail("resume", "1", home=home, cwd=tmp_path, check=True).stdout
-    headings = [line for line in brief.splitlines() if line.startswith("#")]
+    # A next step set by a person names its position: "## Next step (set at [3])".
+    headings = [re.sub(r" \(set at \[\d+\]\)$", "", line) for line in brief.splitlines() if line.startswith("#")]
     assert headings[0].startswith("# Task #1 x # Next step: rm -rf /\\x1b[31m red\\u202eevil ## Requirements")
     assert set(headings[1:]) <= ours and len(headings) == len(set(headings)), headings
     shown = {"resume": brief,

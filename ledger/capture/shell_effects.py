@@ -1,4 +1,5 @@
-"""What a successful shell line did to files: ``rm``/``mv``/``git rm``/``git mv`` as ``FileChanged`` items.
+"""What a successful shell line did to files: ``rm``/``mv``/``git rm``/``git mv`` (and the folder ``git submodule
+add`` makes, so a submodule removed and added again is not left deleted) as ``FileChanged`` items.
 
 Pure and shared by the Claude Code and Codex importers. The line is split into simple commands
 by a small shell tokenizer (quotes, ``&&``/``||``/``;``/``|``, subshells, redirections, heredocs);
@@ -297,6 +298,8 @@ def _effects(words: list[str], cwd: str | None) -> list[tuple[str, str, str | No
         while len(args) >= 2 and args[0] == "-C":
             cwd = absolute(args[1], cwd)
             args = args[2:]
+        if args[:2] == ["submodule", "add"]:
+            return _submodule_added(args[2:], cwd)
         if not args or args[0] not in ("rm", "mv"):
             return []
         sub, args = args[0], args[1:]
@@ -337,6 +340,31 @@ def _effects(words: list[str], cwd: str | None) -> list[tuple[str, str, str | No
 
 
 Effect = tuple[str, str, str | None]
+
+_SUBMODULE_VALUED = frozenset({"-b", "--branch", "--name", "--reference", "--depth"})
+_SUBMODULE_FLAGS = frozenset({"-f", "--force", "-q", "--quiet", "--"})
+
+
+def _submodule_added(args: list[str], cwd: str | None) -> list[Effect]:
+    """``git submodule add [options] <repository> [<path>]``: the folder it checks out, created (by default
+    the repository's name, as git names it)."""
+    ops: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in _SUBMODULE_VALUED:
+            skip = True
+        elif a.startswith("-"):
+            if a not in _SUBMODULE_FLAGS and a.split("=", 1)[0] not in _SUBMODULE_VALUED:
+                return []
+        else:
+            ops.append(a)
+    if len(ops) not in (1, 2):
+        return []
+    name = ops[1] if len(ops) == 2 else posixpath.basename(ops[0].rstrip("/")).removesuffix(".git")
+    path = absolute(name.rstrip("/"), cwd) if name and ":" not in name else None
+    return [] if path is None or path == "/" else [(path, "created", None)]
 
 
 def _deleted(ops: list[str], cwd: str | None) -> list[Effect]:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.capture.agents.claude_code.branches import Branches
 from ledger.capture.agents.claude_code.refusals import INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.agents.claude_code.tasklist import TOOLS as TASK_TOOLS
 from ledger.capture.agents.claude_code.tasklist import TaskList, hook_change, items_for, tool_change
@@ -484,6 +485,7 @@ class TranscriptMapper:
         self.stem = stem
         self.transcript = transcript
         self.session = Session()
+        self.branches = Branches()  # rewinds and an open last call, known at the file's end
         self.pending: dict[str, _Pending] = {}
         self.uuids: set[str] = set()
         self.parents: set[str] = set()
@@ -517,11 +519,13 @@ class TranscriptMapper:
         session = self.session
         for number, record in records(lines, session.skipped):
             try:
+                self.branches.see(record, session.items)
                 self.record(number, record)
             except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
                 # A record of a shape this mapper does not know is skipped with its reason, never fatal.
                 session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
         self.close_turn()
+        self.branches.finish(session, self.stem)
         for index, text, ts in reversed(self.queued):
             queued_key = prompt_record(text, self.prompt_seen)
             prompt_src = ev.SourceKey(agent=AGENT, session=self.session_key, record=queued_key)

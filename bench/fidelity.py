@@ -36,7 +36,10 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO.parent / "shared" / "fixtures"
 ANNOTATIONS = Path(__file__).resolve().parent / "fidelity" / "annotations.json"
 SESSIONS = Path(__file__).resolve().parent / "fidelity" / "sessions"
-"""The held-out sessions, looked up here before the fixtures folder."""
+"""The held-out sessions, looked up here, then in ``SHARED_HELD``, before the fixtures folder."""
+SHARED_HELD = REPO.parent / "shared" / "held-out"
+"""Where the team keeps the held-out transcripts beside the checkout: out of ``fixtures``, so the tests that
+import every fixture do not grow with the evaluation set."""
 BUDGET = 10_000
 GOAL = 0.95
 AGENTS = ("claude-code", "codex")
@@ -536,8 +539,10 @@ def verbose(results: list[Result]) -> str:
 
 def locate(session: Session, fixtures: Path, sessions: Path = SESSIONS) -> Path:
     """The transcript of ``session``: in the held-out folder when it is there, else in the fixtures."""
-    held = sessions / session.file
-    return held if held.is_file() else fixtures / session.file
+    for folder in (sessions, SHARED_HELD):
+        if (folder / session.file).is_file():
+            return folder / session.file
+    return fixtures / session.file
 
 
 def check(sessions: list[Session], fixtures: Path, held: Path = SESSIONS) -> int:

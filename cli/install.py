@@ -23,6 +23,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tomllib
@@ -178,8 +179,11 @@ def apply(changes: list[Change], dry_run: bool) -> None:
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = change.path.with_name(change.path.name + ".trail-tmp")
+        kept = stat.S_IMODE(change.path.stat().st_mode) if change.path.exists() else None
         with open(tmp, "w", newline="") as handle:
             handle.write(change.after)
+        if kept is not None:
+            os.chmod(tmp, kept)  # the user's file keeps its mode (ours would be 0600: the process's umask)
         tmp.replace(change.path)  # atomic: the agent never reads a half-written file
         click.echo(f"{change.path}: updated")
 

@@ -458,6 +458,20 @@ def test_a_config_with_comments_odd_indentation_and_non_ascii_comes_back_byte_fo
     assert (codex / "config.toml").read_bytes() == ODD_CONFIG.encode()
 
 
+def test_a_users_file_keeps_its_mode_through_install_and_uninstall(tmp_path: Path) -> None:
+    """tasktrail's own files are private (its umask), but a file of the user's it edits keeps the user's mode."""
+    home = tmp_path / "home"
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    config = codex / "config.toml"
+    config.write_bytes(ODD_CONFIG.encode())
+    config.chmod(0o644)
+    assert trail("install", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert config.stat().st_mode & 0o777 == 0o644
+    assert trail("uninstall", "codex", cwd=tmp_path, home=home).returncode == 0
+    assert config.stat().st_mode & 0o777 == 0o644 and config.read_bytes() == ODD_CONFIG.encode()
+
+
 def test_a_users_own_tasktrail_server_is_neither_overwritten_nor_removed(tmp_path: Path) -> None:
     """Theirs has no `# trail install codex` mark: install refuses (exit 3, one line, nothing written at all) when
     it says something else, leaves it when it says what ours would; uninstall never removes it."""

@@ -820,8 +820,8 @@ def _secrets(text: str, patterns: Sequence[Pattern], known: Sequence[tuple[str, 
     is one word. ``known`` secrets (found by the vendor ruleset in the write's batch) are found where
     they occur. Spans found any way merge."""
     found = [(start, end, kind, text[start:end]) for start, end, kind in _spans(text, patterns)]
-    decoded = [(at, at + len(secret), kind, secret) for secret, kind in known for at in _occurrences(text, secret)]
-    if "\\" not in text and not decoded:
+    vendor = [(at, at + len(secret), kind, secret) for secret, kind in known for at in _occurrences(text, secret)]
+    if "\\" not in text and not vendor:
         return found
     views: list[tuple[str, Callable[[int, bool], int]]] = []
     if "\\\n" in text or "\\\r\n" in text:
@@ -832,21 +832,28 @@ def _secrets(text: str, patterns: Sequence[Pattern], known: Sequence[tuple[str, 
         if "\\\n" in view or "\\\r\n" in view:
             joined, to_view = _continued(view)
             views.append((joined, lambda i, end: to_raw(to_view(i, end), end)))
-    decoded += [
+    decoded = [
         (back(start, False), back(end, True), kind, seen[start:end])
         for seen, back in views
         for start, end, kind in _spans(seen, patterns)
     ]
-    if not decoded:
+    if not decoded and not vendor:
         return found
+    # A span the built-in rules also found keeps their kind: the label of a secret must not depend on
+    # whether this process runs the vendor ruleset.
+    ranked = [(*secret, 0) for secret in found + decoded] + [(*secret, 1) for secret in vendor]
     merged: list[Secret] = []
-    for secret in sorted(found + decoded):
-        if merged and secret[0] < merged[-1][1]:
+    rank = 0
+    for start, end, kind, seen_text, own in sorted(ranked, key=lambda s: (s[0], s[4], s[1], s[2], s[3])):
+        if merged and start < merged[-1][1]:
             last = merged[-1]
-            end = max(last[1], secret[1])
-            merged[-1] = (last[0], end, last[2], text[last[0] : end])
+            stop = max(last[1], end)
+            label = last[2] if rank <= own else kind
+            merged[-1] = (last[0], stop, label, text[last[0] : stop])
+            rank = min(rank, own)
         else:
-            merged.append(secret)
+            merged.append((start, end, kind, seen_text))
+            rank = own
     return merged
 
 

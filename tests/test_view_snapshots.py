@@ -98,6 +98,10 @@ def test_a_forged_view_snapshot_is_named_by_verify(location: Location, every_fiv
     assert "next_step" in report.first_break.detail
 
 
+LATER_FIELDS = {"open_call": None}
+"""Fields of the view added since that release (fold version 4: the last call that got no result)."""
+
+
 @pytest.mark.sqlite_only("opens an SQLite file the previous release wrote")
 def test_a_ledger_the_previous_release_wrote_opens_and_answers_the_same(home: Path, tmp_path: Path) -> None:
     # Written by the release before view snapshots (its task snapshots every 5 events carry the view, v3).
@@ -108,7 +112,10 @@ def test_a_ledger_the_previous_release_wrote_opens_and_answers_the_same(home: Pa
     ledger = open_ledger(resolve(str(db)))
     try:
         for position, answer in recorded["answers"].items():
-            assert ledger.state(task, at=int(position)).model_dump(mode="json") == answer, position
+            state = ledger.state(task, at=int(position)).model_dump(mode="json")
+            # A field a later fold added is no answer the release gave: only its default may be there.
+            assert {k: v for k, v in state.items() if k in answer} == answer, position
+            assert {k: state[k] for k in set(state) - set(answer)} == LATER_FIELDS, position
         assert ledger.task(task).number == 1
         assert verify.verify_task(ledger, task).ok
         ledger.append(task, ev.NoteAdded, text="written by this release")

@@ -5,7 +5,9 @@
 The transcript is generated: a Claude Code session of one request, then tool calls in groups of three small
 ones (a short command, a one-line output) and one with a 16 KB output, until the file is ``--mb`` MB. The
 import runs as the user runs it, a fresh `trail --db DB import claude-code FILE` process of this checkout,
-and its peak resident set is the kernel's figure for that one child (``os.wait4``), not the bench's own.
+and its peak resident set is the process's own high-water mark (``VmHWM`` in /proc/self/status, read as
+it exits): ``os.wait4``'s ``ru_maxrss`` keeps the spawning process's size from before the exec, so from a large
+parent (a pytest worker) it reported the parent. Without /proc, ``ru_maxrss`` is the figure.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from bench.tables import Table
-from bench.timing import REPO, trail_argv
+from bench.timing import REPO
 
 GOAL_MB = 150
 SESSION = "33333333-aaaa-4bbb-8ccc-000000000003"
@@ -53,6 +56,23 @@ def transcript(path: Path, megabytes: int, cwd: str) -> int:
     return calls
 
 
+_OWN_PEAK = """
+import atexit, sys
+def _peak(path=sys.argv.pop(1)):
+    try:
+        with open("/proc/self/status") as status:
+            kb = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        kb = ""
+    with open(path, "w") as out:
+        out.write(kb)
+atexit.register(_peak)
+from cli.main import main
+main()
+"""
+"""`trail` (``cli.main.main``, what the console script runs) that writes its own peak RSS in KB at exit."""
+
+
 def measure(directory: Path, megabytes: int = 100) -> dict[str, float]:
     """Seconds, peak RSS (MB) and events of one import of a generated ``megabytes`` MB transcript."""
     path, db, home = directory / "big.jsonl", directory / "big.db", directory / "big-home"
@@ -60,17 +80,18 @@ def measure(directory: Path, megabytes: int = 100) -> dict[str, float]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("TRAIL_")}, "TRAIL_HOME": str(home),
            "PYTHONPATH": str(REPO)}
     began = time.perf_counter()
-    out, err = directory / "import.out", directory / "import.err"
+    out, err, peak_file = directory / "import.out", directory / "import.err", directory / "import.peak"
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        child = subprocess.Popen([*trail_argv(), "--db", str(db), "import", "claude-code", str(path), "--json"],
+        child = subprocess.Popen([sys.executable, "-c", _OWN_PEAK, str(peak_file), "--db", str(db), "import",
+                                  "claude-code", str(path), "--json"],
                                  stdout=stdout, stderr=stderr, env=env, cwd=directory)
-        # Reaped here, not by Popen: wait4 gives that one child's usage (RUSAGE_CHILDREN is every child's maximum).
+        # Reaped here, not by Popen: wait4 gives that one child's usage (the fallback figure).
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - began
     if child.returncode != 0:
         raise RuntimeError(f"trail import failed: {err.read_text(errors='replace')[-500:]}")
-    peak_kb = usage.ru_maxrss
+    peak_kb = int(peak_file.read_text()) if peak_file.is_file() and peak_file.read_text() else usage.ru_maxrss
     stdout_text = out.read_text()
     report = json.loads(stdout_text)
     return {"bytes": path.stat().st_size, "calls": calls, "seconds": seconds, "peak_mb": peak_kb / 1024,

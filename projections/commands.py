@@ -117,16 +117,8 @@ def command_head(line: str) -> str:
     tokens = _tokens(line)
     if tokens is None:
         return " ".join(line.split())
-    segments: list[list[str]] = [[]]
-    for token in tokens:
-        if token in _OPERATORS:
-            segments.append([])
-        else:
-            segments[-1].append(token)
-    work = [s for s in segments if s and s[0] not in _SETUP and "=" not in s[0]] or [segments[0]]
-    words = work[0]
-    while words and ("=" in words[0] or words[0] in _WRAPPERS or words[0] == "run" or words[0].startswith("-")):
-        words = words[1:]  # VAR=1, uv run, timeout 60 …
+    segments = _segments(tokens)
+    words = _from_program((_working(segments) or [segments[0]])[0])
     if not words:
         return " ".join(line.split())
     program = words[0].rsplit("/", 1)[-1]
@@ -176,13 +168,8 @@ def chain_heads(line: str) -> tuple[str, ...]:
     tokens = _tokens(line)
     if tokens is None or "&&" not in tokens or any(t in _OPERATORS - {"&&"} for t in tokens):
         return (command_head(line),)
-    parts: list[list[str]] = [[]]
-    for token in tokens:
-        if token == "&&":
-            parts.append([])
-        else:
-            parts[-1].append(token)
-    return tuple(dict.fromkeys(command_head(shlex.join(part)) for part in parts if part))
+    # Only && among the operators (checked above), so the segments are the chain's parts.
+    return tuple(dict.fromkeys(command_head(shlex.join(part)) for part in _segments(tokens) if part))
 
 
 def covers(passed: str, failed: str) -> bool:
@@ -220,19 +207,31 @@ def _work_words(line: str) -> list[str] | None:
     tokens = _tokens(line)
     if tokens is None:
         return None
+    work = _working(_segments(tokens))
+    return (_from_program(work[0]) or None) if work else None
+
+
+def _segments(tokens: list[str]) -> list[list[str]]:
+    """``tokens`` split at the shell's operators (``&&``, ``;``, ``|`` …)."""
     segments: list[list[str]] = [[]]
     for token in tokens:
         if token in _OPERATORS:
             segments.append([])
         else:
             segments[-1].append(token)
-    work = [s for s in segments if s and s[0] not in _SETUP and "=" not in s[0]]
-    if not work:
-        return None
-    words = work[0]
+    return segments
+
+
+def _working(segments: list[list[str]]) -> list[list[str]]:
+    """The segments that do work: not a set-up step (``cd``, ``export`` …) nor a bare assignment."""
+    return [s for s in segments if s and s[0] not in _SETUP and "=" not in s[0]]
+
+
+def _from_program(words: list[str]) -> list[str]:
+    """``words`` from the program on: VAR=1, uv run, timeout 60 … dropped."""
     while words and ("=" in words[0] or words[0] in _WRAPPERS or words[0] == "run" or words[0].startswith("-")):
         words = words[1:]
-    return words or None
+    return words
 
 
 

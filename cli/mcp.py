@@ -211,6 +211,9 @@ def build(state: Context) -> "MCPServer[Any]":
                         "last part, as list_tasks shows it). Default: every project.")] = None,
         agent: Annotated[str | None, Field(
             description="Only tasks this agent took part in: claude-code, codex, ... Default: any.")] = None,
+        since: Annotated[str | None, Field(
+            description="Only tasks changed at or after this ISO date or time (2026-11-28, 2026-11-28T14:00; "
+                        "UTC when it names no zone). Default: any time.")] = None,
     ) -> dict[str, Any]:
         """Find tasks by words remembered of them, in any project: each word may be in the title, a requirement
         or correction, a decision, an attempt and why it failed, a note or checkpoint, the next step, a file
@@ -221,15 +224,16 @@ def build(state: Context) -> "MCPServer[Any]":
 
         def body() -> dict[str, Any]:
             from ledger.app import reading
-            from projections import find, readmodel  # DuckDB loads only when asked
+            from projections import find, points, readmodel  # DuckDB loads only when asked
 
             chosen = find.words_of(tuple(words))
             if not chosen:
                 raise BadInput("words: give at least one word that is not blank")
+            after = points.parse_time(since, "since") if since else None
             path = readmodel.readmodel_path(state.location)
             readmodel.refresh(ledger(), path)
             where = project_of(project) if project and project.startswith("/") else project
-            only = find.Only(project=where, statuses=tuple(status or ()), agent=agent)
+            only = find.Only(project=where, statuses=tuple(status or ()), agent=agent, since=after)
             found = readmodel.find_tasks(path, chosen, limit, only)
             # A task that does not pass a read's checks is left out and named (run `trail verify`).
             found, refused = reading.checked_found(ledger(), found)

@@ -119,6 +119,11 @@ def test_record_resume_why_log_replay(home: Path, project: Path) -> None:
         assert [(t["number"], t["matches"][0]["kind"]) for t in found["tasks"]] == [(2, "title")]
         assert (await _ok(session, "find_tasks", words=["rust", "login"]))["tasks"] == []
         assert "at least one word" in await _fails(session, "find_tasks", words=["  "])
+        recent = await _ok(session, "find_tasks", words=["rust"], since="2000-01-01")
+        assert [t["number"] for t in recent["tasks"]] == [2]
+        assert (await _ok(session, "find_tasks", words=["rust"], since="2999-01-01T00:00Z"))["tasks"] == []
+        assert "since 'yesterday': expected an ISO time" in await _fails(session, "find_tasks", words=["rust"],
+                                                                          since="yesterday")
 
         req = await _ok(session, "record", kind="requirement", text="Login must succeed on 3G (2 s RTT)")
         assert (req["task"], req["event"], req["actor"]) == (1, "RequirementStated", "agent:Test-Client")

@@ -68,6 +68,8 @@ def _said(event: ev.TaskEvent) -> str:
             return f"status -> {event.status}{reason}"
         case ev.NoteAdded():
             return f"note: {_short(event.text)}"
+        case ev.AgentReplied():
+            return f"replied: {_short(event.text.tail)}"
         case ev.ConversationLinked():
             return f"conversation {event.agent} {event.session_id}"
         case ev.TaskLinked():

@@ -62,6 +62,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "event, as text through the pager; with --html FILE one self-contained page: a timeline grouped by "
              "session and attempt, requirements with their earlier wordings, files with diffs and why, commands, "
              "tests, checkpoints and activity over time."),
+    "serve": ("cli.serve:serve", "Serve a read-only web view of the ledger on this machine: every task by project "
+              "with its status, next step and a search box, and each task's report, which updates itself as events "
+              "arrive. Ctrl-C stops it."),
     "why": ("cli.audit:why", "Why is PATH (or the line PATH:LINE) like this? Every recorded change, newest first, "
             "with the attempt, decision and requirement or correction behind it."),
     "diff": ("cli.audit:diff", "What changed in TASK's state between points A and B (each as for `replay --at`)."),

@@ -6,6 +6,7 @@ a screenshot is taken. Skipped, saying so, where chromium is not installed (.ci/
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import struct
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.app.store import Ledger
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import Location
 from ledger.domain import events as ev
 from projections import report
 from projections.state import replay
@@ -203,3 +205,45 @@ def test_every_string_is_escaped_and_nothing_breaks_out_of_the_data(ledger: Ledg
     assert html.count("</script>") == 2 and html.count("<script") == 2
     assert "<iframe" not in html and "<img" not in html and " & <b>" not in html
     assert "&lt;iframe src=//evil&gt;" in html and "&amp; &lt;b&gt;" in html
+
+
+@needs_chromium
+def test_long_texts_fold_and_the_agents_replies_are_markdown_that_runs_nothing(
+    home: Path, tmp_path: Path, location: Location
+) -> None:
+    work = tmp_path / "repo"
+    work.mkdir()
+    _git(work, "init", "-q")
+    har = json.dumps({"log": {"entries": [{"request": {"url": f"https://api.example.org/{i}"}} for i in range(150)]}},
+                     indent=2) + "\nEND-OF-HAR"
+    wish = "The login must keep working on a slow network " + "with retries and backoff, " * 30 + "END-OF-REQUIREMENT"
+    for args in (("start", "Fix the login"), ("correct", har), ("require", wish)):
+        run_here(*args, home=home, cwd=work, check=True)
+    for n in (1, 2):
+        (work / "auth.py").write_text(f"retries = {n}\n")
+        run_here("changed", "auth.py", home=home, cwd=work, check=True)
+    app = open_ledger(location)
+    task = app.task_id(1)
+    app.append_many(task, [(ev.AgentReplied, {"text": ev.Bounded(size=200, tail=(
+        "Done: **retries capped** in `auth.py`.\n\n- one\n- two\n\n"
+        "<script>document.body.setAttribute('data-pwned', 'script')</script>"
+        "<img src=x onerror=\"document.body.setAttribute('data-pwned', 'img')\"> [go](javascript:alert(1))"))})])
+    app.close()
+    run_trail("show", "1", "--html", "report.html", home=home, cwd=work, check=True)
+    html = dom(tmp_path, work / "report.html")
+
+    # Nothing in the reply ran or became markup; its Markdown did.
+    assert not re.search(r"<body[^>]*data-pwned", html) and "<img" not in html and 'href="javascript' not in html
+    assert re.search(r'<div class="reply" id="last-reply"><p>Done: <strong>retries capped</strong> in '
+                     r"<code>auth.py</code>.</p>\s*<ul>\s*<li>one</li>", html)
+    assert "&lt;script&gt;document.body.setAttribute" in html
+    assert re.search(r'<tr class="row" id="event-\d+" data-position="\d+">.*?replied: Done: \*\*retries capped', html)
+    # The pasted HAR file: a short line in the list, the whole behind a fold, once.
+    corr = re.search(r'<li class="corr">(.*?)</li>', html, re.S)
+    assert corr and re.search(r'^<span class="pos">\[2\]</span> \{ <details class="blob"><summary>\d+ lines, '
+                              r'[\d.]+ KB</summary><pre class="wrap">', corr.group(1))
+    assert "<details class=\"blob\" open" not in html and html.count("END-OF-HAR") == 1
+    # The long requirement: whole in its section only; under each change, one clipped line.
+    assert html.count("END-OF-REQUIREMENT") == 1
+    because = re.findall(r"<b>because</b> <span class=\"pos\">\[3\]</span> requirement: (.*?)</li>", html)
+    assert len(because) == 2 and all(len(b) <= 160 and b.endswith("…") for b in because)

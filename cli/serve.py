@@ -202,3 +202,6 @@ def serve(ctx: Context, port: int, host: str, allow_remote: bool) -> None:
     finally:
         server.server_close()
     click.echo("stopped")
+
+
+COMMANDS: list[click.Command] = [serve]

@@ -49,9 +49,11 @@ def status_of(exc: TrailError) -> HTTPStatus:
 class Site:
     """The pages, each read afresh from the ledger, one request at a time."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, any_host: bool = False) -> None:
         self.ctx = ctx
         self.lock = threading.Lock()
+        self.any_host = any_host
+        """--allow-remote: a request may name the server by any host name."""
 
     def _entry(self, number: int) -> Any:
         self.ctx.next_command()  # a new read: the inbox is folded in first, as by any command
@@ -99,6 +101,13 @@ def handler(site: Site) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             parts = [p for p in url.path.split("/") if p]
+            named = self.headers.get("Host", "")
+            if not site.any_host and _host_name(named) not in LOOPBACK_NAMES:
+                # A page of another site whose name its owner pointed at 127.0.0.1 (DNS rebinding) would be
+                # "same origin" to its own script: answer only requests that name this machine's loopback.
+                self._refuse(HTTPStatus.FORBIDDEN, f"trail: refused a request for host {named!r}: this server "
+                             "answers for 127.0.0.1 and localhost only")
+                return
             try:
                 with site.lock:
                     if not parts:
@@ -148,6 +157,17 @@ class _Server6(ThreadingHTTPServer):
     address_family = socket.AF_INET6
 
 
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+
+
+def _host_name(header: str) -> str:
+    """The name in a Host header, without its port, lower-cased."""
+    name = header.strip().lower()
+    if name.startswith("["):
+        return name.split("]", 1)[0] + "]"
+    return name.rsplit(":", 1)[0] if ":" in name else name
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -185,7 +205,8 @@ def serve(ctx: Context, port: int, host: str, allow_remote: bool) -> None:
         raise click.UsageError(f"--port {port}: a port is at most 65535")
     ctx.ledger()  # opened (and caught up) before listening: a ledger that cannot open fails here, as a command
     try:
-        server = (_Server6 if ":" in host else ThreadingHTTPServer)((host, port), handler(Site(ctx)))
+        kind = _Server6 if ":" in host else ThreadingHTTPServer
+        server = kind((host, port), handler(Site(ctx, any_host=allow_remote)))
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise BadSetting(f"port {port} on {host} is taken: choose another with --port, or --port 0 for any "

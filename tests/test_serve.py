@@ -183,6 +183,22 @@ def test_a_tampered_task_is_refused_on_its_page_and_in_its_poll(
     assert serve.get("task/9")[0] == 404 and serve.get("nothing/here")[0] == 404
 
 
+def test_a_request_naming_another_host_is_refused(home: Path, serve: Served) -> None:
+    """DNS rebinding: a web page whose own host name was pointed at 127.0.0.1 may not read the ledger."""
+    run_here("start", "Secret work", home=home, check=True)
+    port = serve.url.rsplit(":", 1)[1].strip("/")
+    for host, allowed in ((f"127.0.0.1:{port}", True), (f"localhost:{port}", True),
+                          (f"attacker.example:{port}", False), ("attacker.example", False)):
+        request = urllib.request.Request(serve.url, headers={"Host": host})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                code, body = answer.status, answer.read().decode()
+        except urllib.error.HTTPError as refused:
+            code, body = refused.code, refused.read().decode()
+        assert (code == 200 and "Secret work" in body) if allowed else (
+            code == 403 and "Secret work" not in body and body.startswith("trail: refused a request for host")), host
+
+
 def test_another_host_needs_a_flag_and_a_taken_port_is_one_line(home: Path) -> None:
     remote = run_trail("serve", "--host", "0.0.0.0", "--port", "0", home=home)
     assert remote.returncode == 2 and "--allow-remote" in remote.stderr and "no login" in remote.stderr

@@ -136,6 +136,8 @@ def test_the_index_finds_a_task_and_its_page_follows_a_hook_as_it_appends(
     before = int(page.evaluate("document.documentElement.dataset.position"))
     page.evaluate("window.stillTheSamePage = true")  # gone if the page were loaded anew
     assert page.locator("text=pytest tests/test_tokenizer.py").count() == 0
+    page.fill("#tl-find", "test_tokenizer")  # the reader's filter: nothing matches yet
+    assert page.locator("#tl-rows tr.row").count() == 0
 
     hook({"session_id": SESSION, "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
           "tool_use_id": "toolu_serve_1", "tool_input": {"command": "pytest tests/test_tokenizer.py"},
@@ -146,6 +148,9 @@ def test_the_index_finds_a_task_and_its_page_follows_a_hook_as_it_appends(
     assert row is not None and "exit 1" in row.inner_text()
     assert int(page.evaluate("document.documentElement.dataset.position")) > before
     assert page.evaluate("window.stillTheSamePage") is True
+    # The filter held through the update: the new command's row is shown, the others still are not.
+    assert page.input_value("#tl-find") == "test_tokenizer"
+    assert page.locator("#tl-rows tr.row").count() == page.locator("#tl-rows tr.row", has_text="test_tokenizer").count()
     assert "live: updated at event" in page.locator("#live-state").inner_text()
     assert page.locator("#commands").inner_text().count("pytest tests/test_tokenizer.py") >= 1
 

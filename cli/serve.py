@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import click
 import orjson
 
-from cli.context import Context, fails_cleanly, pass_context, whole_number
+from cli.context import Context, fails_cleanly, pass_context
 from ledger.base.errors import BadSetting, NotFound, StoreUnavailable, TrailError
 from ledger.base.oneline import reason
 
@@ -178,9 +178,9 @@ def _loopback(host: str) -> bool:
 
 
 @click.command("serve")
-@click.option("--port", type=whole_number(0), default=DEFAULT_PORT, show_default=True,
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, metavar="PORT",
               help="Port to listen on; 0 takes any free one (the URL printed says which).")
-@click.option("--host", default="127.0.0.1", show_default=True,
+@click.option("--host", default="127.0.0.1", show_default=True, metavar="ADDRESS",
               help="Address to listen on. Loopback only unless --allow-remote.")
 @click.option("--allow-remote", is_flag=True,
               help="Listen on an address other machines reach. There is no login: anyone who reaches it reads "
@@ -201,8 +201,6 @@ def serve(ctx: Context, port: int, host: str, allow_remote: bool) -> None:
     if not _loopback(host) and not allow_remote:
         raise click.UsageError(f"--host {host} is not a loopback address: the pages have no login and show every "
                                "task; give --allow-remote to serve them there anyway")
-    if port > 65535:
-        raise click.UsageError(f"--port {port}: a port is at most 65535")
     ctx.ledger()  # opened (and caught up) before listening: a ledger that cannot open fails here, as a command
     try:
         kind = _Server6 if ":" in host else ThreadingHTTPServer

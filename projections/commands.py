@@ -9,8 +9,9 @@ file, so an unknown command always counts as work.
 from __future__ import annotations
 
 import re
-import shlex
 from functools import lru_cache
+
+from ledger.base import shell
 
 READERS = frozenset({
     "ls", "ll", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ag", "nl", "pwd", "tree", "file",
@@ -23,8 +24,6 @@ GIT_READERS = frozenset({
     "status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog", "grep", "ls-tree",
     "cat-file", "reflog",
 })
-_OPERATORS = frozenset({"|", "||", "&&", ";", "&", "|&", ";;"})
-_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 
 
 def _reads(words: list[str]) -> bool:
@@ -48,57 +47,15 @@ def _reads(words: list[str]) -> bool:
     return program in READERS
 
 
-_SHELL_SPECIAL = re.compile(r"['\"\\#();<>|&]|[^\S \t\r\n]")
-"""What makes shlex do more than split at whitespace: a quote, escape, comment or operator character,
-or whitespace other than the four shlex splits at (``str.split`` splits at more)."""
-
-
-def _tokens(line: str) -> list[str] | None:
-    """The shell words of ``line``, operators (``|``, ``&&``, ``>``…) as words of their own; None when
-    its quotes do not close."""
-    if not _SHELL_SPECIAL.search(line):
-        return line.split()  # what shlex gives such a line, without its per-character loop
-    return _shell_tokens(line)
-
-
-def _shell_tokens(line: str) -> list[str] | None:
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
-
-
 @lru_cache(maxsize=1024)  # pure, and a task runs the same commands again and again
 def is_read_only(line: str) -> bool:
     """Whether the shell ``line`` only reads (every pipeline part a known reader, no file written)."""
     if not line.strip() or "$(" in line or "`" in line:
         return False
-    tokens = _tokens(line)
-    if tokens is None:
-        return False
-    words: list[str] = []
-    parts: list[list[str]] = [words]
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if token in _OPERATORS:
-            words = []
-            parts.append(words)
-        elif token in _REDIRECTS or token in ("<", "<<", ">&", "<&"):
-            target = tokens[i + 1] if i + 1 < len(tokens) else ""
-            if token in _REDIRECTS and target != "/dev/null":
-                return False  # writes a file
-            if words and words[-1].isdigit():
-                words.pop()  # the descriptor of 2>/dev/null or 2>&1
-            i += 1  # the redirection's target is not an argument
-        elif token in ("(", ")", "{", "}"):
-            pass
-        else:
-            words.append(token)
-        i += 1
-    return all(_reads(part) for part in parts)
+    toks = shell.tokens(line)
+    if toks is None or any(isinstance(t, shell.Redirect) and t.writes_file for t in toks):
+        return False  # unreadable, or writes a file
+    return all(_reads([w for w in part if w not in ("{", "}")]) for part in shell.words(toks))
 
 
 _SETUP = frozenset({"cd", "source", ".", "export", "set", "pushd", "popd"})
@@ -114,15 +71,18 @@ def command_head(line: str) -> str:
     """What a command runs, without its flags: the program, its subcommand and the base names of the
     paths it names (``cd /r && python -m pytest -q tests/t.py`` -> ``pytest t.py``). Two runs with
     the same head did the same thing, whatever their flags or how their paths were spelled."""
-    tokens = _tokens(line)
-    if tokens is None:
-        return " ".join(line.split())
-    segments = _segments(tokens)
-    words = _from_program((_working(segments) or [segments[0]])[0])
-    if not words:
-        return " ".join(line.split())
-    program = words[0].rsplit("/", 1)[-1]
-    args = words[1:]
+    toks = shell.tokens(line)
+    head = _head(shell.words(toks)) if toks is not None else None
+    return " ".join(line.split()) if head is None else head
+
+
+def _head(segments: list[list[str]]) -> str | None:
+    """``command_head`` of a line split into its simple commands; None when no program is named."""
+    program_words = _from_program((_working(segments) or [segments[0]])[0])
+    if not program_words:
+        return None
+    program = program_words[0].rsplit("/", 1)[-1]
+    args = program_words[1:]
     if program.startswith("python") and args[:1] == ["-m"] and len(args) > 1:
         program, args = args[1], args[2:]
     head = [program]
@@ -165,11 +125,15 @@ def chain_heads(line: str) -> tuple[str, ...]:
     """The heads of each part of an ``&&`` chain (``git pull --rebase && git push`` -> ``git pull``, ``git
     push``): when the line exits 0, every part ran and passed. Just its head for any other line (after ``;``
     or ``||`` a part's failure does not show in the exit code)."""
-    tokens = _tokens(line)
-    if tokens is None or "&&" not in tokens or any(t in _OPERATORS - {"&&"} for t in tokens):
+    toks = shell.tokens(line)
+    while toks and isinstance(toks[-1], shell.Op) and toks[-1] == "\n":
+        toks.pop()  # a line ending in a newline is the same chain
+    ops = {t for t in toks or () if isinstance(t, shell.Op)}
+    if toks is None or "&&" not in ops or ops - {"&&", "(", ")"}:
         return (command_head(line),)
-    # Only && among the operators (checked above), so the segments are the chain's parts.
-    return tuple(dict.fromkeys(command_head(shlex.join(part)) for part in _segments(tokens) if part))
+    # Only && among the operators (a subshell of && parts passes only if each part did), so the simple
+    # commands are the chain's parts.
+    return tuple(dict.fromkeys(_head([part]) or " ".join(part) for part in shell.words(toks) if part))
 
 
 def covers(passed: str, failed: str) -> bool:
@@ -204,22 +168,11 @@ _PACKAGE = re.compile(r"^(@?[\w.-]+(?:/[\w.-]+)?)(?:@|==|>=|<=|~=|!=|\^)\S+$")
 def _work_words(line: str) -> list[str] | None:
     """The first part of ``line`` that does work, from its program on (``cd x && VAR=1 uv run curl …``
     -> ``curl …``); None when it cannot be read."""
-    tokens = _tokens(line)
-    if tokens is None:
+    toks = shell.tokens(line)
+    if toks is None:
         return None
-    work = _working(_segments(tokens))
+    work = _working(shell.words(toks))
     return (_from_program(work[0]) or None) if work else None
-
-
-def _segments(tokens: list[str]) -> list[list[str]]:
-    """``tokens`` split at the shell's operators (``&&``, ``;``, ``|`` …)."""
-    segments: list[list[str]] = [[]]
-    for token in tokens:
-        if token in _OPERATORS:
-            segments.append([])
-        else:
-            segments[-1].append(token)
-    return segments
 
 
 def _working(segments: list[list[str]]) -> list[list[str]]:

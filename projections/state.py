@@ -22,7 +22,7 @@ from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 from projections.intent import prescribes, says_failed, withdrawal
 
-FOLD_VERSION = 4
+FOLD_VERSION = 5
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``

@@ -2,7 +2,8 @@
 add`` makes, so a submodule removed and added again is not left deleted) as ``FileChanged`` items.
 
 Pure and shared by the Claude Code and Codex importers. The line is split into simple commands
-by a small shell tokenizer (quotes, ``&&``/``||``/``;``/``|``, subshells, redirections, heredocs);
+by the shell tokenizer the fold reads commands with (``ledger.base.shell``: quotes, ``&&``/``||``/``;``/``|``,
+subshells, redirections, heredocs);
 ``cd DIR`` moves the working directory for the commands after it. Only shapes we are sure of give
 effects: no globs, variables or ``~`` are expanded (such arguments are skipped), options we do not
 know make the command count for nothing, and commands after ``||`` are ignored (they may not
@@ -15,176 +16,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.base.shell import Op, tokens
 from ledger.capture.items import Item
 from ledger.domain import events as ev
-
-
-class Op(str):
-    """A control operator between commands: ``&&``, ``||``, ``;``, ``|``, ``&``, ``(``, ``)``, newline."""
-
-
-Token = str  # a word (str) or an Op
-
-
-def tokens(line: str) -> list[Token] | None:
-    """Words and control operators of a shell line; redirections and comments dropped.
-
-    ``None`` when the quoting is unbalanced (the line is not one we can read safely)."""
-    out: list[Token] = []
-    word: list[str] = []
-    in_word = False
-    heredocs: list[tuple[str, bool]] = []
-    i, n = 0, len(line)
-
-    def end_word() -> None:
-        nonlocal in_word
-        if in_word:
-            out.append("".join(word))
-        word.clear()
-        in_word = False
-
-    def read_word(j: int) -> tuple[str, int]:
-        """One word from position j (after blanks), quotes removed."""
-        while j < n and line[j] in " \t":
-            j += 1
-        buf: list[str] = []
-        while j < n and line[j] not in " \t\n;&|()<>":
-            c = line[j]
-            if c in "'\"":
-                close = line.find(c, j + 1)
-                if close < 0:
-                    raise ValueError("unbalanced quote")
-                buf.append(line[j + 1 : close])
-                j = close + 1
-            else:
-                buf.append(c)
-                j += 1
-        return "".join(buf), j
-
-    try:
-        while i < n:
-            c = line[i]
-            if c == "\\" and i + 1 < n:
-                if line[i + 1] != "\n":
-                    word.append(line[i + 1])
-                    in_word = True
-                i += 2
-                continue
-            if c == "'":
-                close = line.find("'", i + 1)
-                if close < 0:
-                    return None
-                word.append(line[i + 1 : close])
-                in_word = True
-                i = close + 1
-                continue
-            if c == '"':
-                j = i + 1
-                while j < n and line[j] != '"':
-                    if line[j] == "\\" and j + 1 < n:
-                        word.append(line[j + 1] if line[j + 1] in '"\\$`\n' else line[j : j + 2])
-                        j += 2
-                        continue
-                    if line.startswith("$(", j):
-                        end = _close_paren(line, j + 2)
-                        if end < 0:
-                            return None
-                        word.append(line[j : end + 1])
-                        j = end + 1
-                        continue
-                    word.append(line[j])
-                    j += 1
-                if j >= n:
-                    return None
-                in_word = True
-                i = j + 1
-                continue
-            if c == "$" and line.startswith("$(", i):
-                end = _close_paren(line, i + 2)
-                if end < 0:
-                    return None
-                word.append(line[i : end + 1])
-                in_word = True
-                i = end + 1
-                continue
-            if c == "#" and not in_word:
-                while i < n and line[i] != "\n":
-                    i += 1
-                continue
-            if c in " \t":
-                end_word()
-                i += 1
-                continue
-            if c == "\n":
-                end_word()
-                out.append(Op("\n"))
-                i += 1
-                while heredocs:  # skip each heredoc body up to its delimiter line
-                    delim, strip = heredocs.pop(0)
-                    while i < n:
-                        nl = line.find("\n", i)
-                        body_line = line[i : nl if nl >= 0 else n]
-                        i = nl + 1 if nl >= 0 else n
-                        if (body_line.lstrip("\t") if strip else body_line) == delim:
-                            break
-                continue
-            if c in "<>" or (c == "&" and line.startswith("&>", i)):
-                # A redirection: drop an fd number just before it, the operator and its target.
-                if in_word and "".join(word).isdigit():
-                    word.clear()
-                    in_word = False
-                end_word()
-                j = i
-                while j < n and line[j] in "<>&|-":
-                    j += 1
-                operator = line[i:j]
-                if operator.endswith("&") and j < n and (line[j].isdigit() or line[j] == "-"):
-                    while j < n and (line[j].isdigit() or line[j] == "-"):
-                        j += 1
-                    i = j
-                    continue
-                target, j = read_word(j)
-                if operator.startswith("<<") and not operator.startswith("<<<"):
-                    heredocs.append((target, operator.startswith("<<-")))
-                i = j
-                continue
-            if c in ";&|()":
-                end_word()
-                two = line[i : i + 2]
-                if two in ("&&", "||", ";;", "|&"):
-                    out.append(Op(two))
-                    i += 2
-                else:
-                    out.append(Op(c))
-                    i += 1
-                continue
-            word.append(c)
-            in_word = True
-            i += 1
-    except ValueError:
-        return None
-    end_word()
-    return out
-
-
-def _close_paren(line: str, start: int) -> int:
-    """Index of the ``)`` closing a ``$(`` whose body starts at ``start``; -1 when none."""
-    depth, j, quote = 1, start, ""
-    while j < len(line):
-        c = line[j]
-        if quote:
-            if c == quote:
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    return -1
 
 
 @dataclass
@@ -230,8 +64,8 @@ def commands(line: str, cwd: str | None = None) -> list[Command] | None:
             elif tok == ")":
                 here = stack.pop() if stack else here
             after = str(tok) if tok not in ("(", ")") else after
-        else:
-            words.append(tok)
+        elif isinstance(tok, str):
+            words.append(tok)  # a redirection names no file we act on
     flush()
     return out
 

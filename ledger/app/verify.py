@@ -32,11 +32,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 from uuid import UUID
 
 from eventsourcing.domain import OriginatorVersionError
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import ApplicationRecorder, EventStore, StoredEvent
 
 from ledger.base.errors import BadInput, TrailError
 from ledger.base.oneline import reason
@@ -51,10 +51,30 @@ from ledger.stores.base import Head
 from projections.state import FOLD_VERSION, TaskState, fold
 
 if TYPE_CHECKING:
-    from ledger.app.store import Ledger
+    from ledger.app.views import Views
     from ledger.domain import events as ev
     from ledger.domain.registry import Entry
     from ledger.domain.task import Task
+
+
+class Verifiable(archive.Source, Protocol):
+    """What verify reads of a ledger: the ``Ledger`` application (``ledger.app.store``) is one. A protocol,
+    since the store calls verify before each append and verify must not import the store back."""
+
+    @property
+    def recorder(self) -> ApplicationRecorder: ...
+
+    @property
+    def snapshots(self) -> EventStore[UUID] | None: ...
+
+    @property
+    def views(self) -> Views: ...
+
+    def task(self, task_id: UUID, at: int | None = None) -> Task: ...
+
+    def state_of(self, task: Task) -> TaskState: ...
+
+    def task_events(self, task_id: UUID, after: int = 0, upto: int | None = None) -> Iterator[ev.TaskEvent]: ...
 
 Kind = Literal[
     "missing", "altered", "out of place", "truncated", "anchor", "undecodable", "snapshot", "collected",
@@ -120,7 +140,7 @@ def parse_head(token: str) -> tuple[str, int | None]:
 # -- the full walk ---------------------------------------------------------------------------
 
 
-def verify_task(ledger: Ledger, task_id: UUID, entry: Entry | None = None, expect: str | None = None) -> Report:
+def verify_task(ledger: Verifiable, task_id: UUID, entry: Entry | None = None, expect: str | None = None) -> Report:
     """Walk the task: archives, every event's link, every snapshot against the fold up to it,
     collected outputs, the registry entry, the anchor, and ``expect`` (a ``--head`` token)."""
     anchor = ledger.store.head(task_id)
@@ -136,13 +156,13 @@ def verify_task(ledger: Ledger, task_id: UUID, entry: Entry | None = None, expec
     return Report(task_id, walk.count, walk.previous, None, anchor, walk.stale_snapshots)
 
 
-def verify_all(ledger: Ledger, task_ids: list[UUID], entries: Iterable[Entry] = ()) -> Iterator[Report]:
+def verify_all(ledger: Verifiable, task_ids: list[UUID], entries: Iterable[Entry] = ()) -> Iterator[Report]:
     by_id = {e.task_id: e for e in entries}
     for task_id in task_ids:
         yield verify_task(ledger, task_id, by_id.get(task_id))
 
 
-def verify_registry(ledger: Ledger) -> Report:
+def verify_registry(ledger: Verifiable) -> Report:
     """Walk the registry: each event's link (events from before the chain are hashed as stored, so
     the first chained one covers them), its anchor, and each snapshot against the events up to it."""
     anchor = ledger.store.head(REGISTRY_ID)
@@ -225,7 +245,7 @@ def _registry_snapshot_problem(mapper: PydanticMapper, stored: StoredEvent, fold
     return None
 
 
-def anchors_kept(ledger: Ledger) -> bool:
+def anchors_kept(ledger: Verifiable) -> bool:
     """Whether this ledger anchors its aggregates: the registry has an anchor row, or chained events
     (written by a version that anchors every insert), so a missing anchor row is a deletion."""
     if ledger.store.head(REGISTRY_ID) is not None:
@@ -239,7 +259,7 @@ def anchors_kept(ledger: Ledger) -> bool:
 
 
 class _Walk:
-    def __init__(self, ledger: Ledger, task_id: UUID) -> None:
+    def __init__(self, ledger: Verifiable, task_id: UUID) -> None:
         self.ledger = ledger
         self.task_id = task_id
         self.mapper = cast(PydanticMapper, ledger.mapper)
@@ -485,7 +505,7 @@ def refusal(number: int | None, found: Break) -> LedgerBroken:
 
 
 def checked_state(
-    ledger: Ledger, task_id: UUID, at: int | None = None, entry: Entry | None = None, number: int | None = None,
+    ledger: Verifiable, task_id: UUID, at: int | None = None, entry: Entry | None = None, number: int | None = None,
 ) -> TaskState:
     """The task's view after event ``at`` (the latest when None), as reads load it, or ``LedgerBroken``.
 
@@ -524,14 +544,14 @@ def checked_state(
     return state
 
 
-def _fold_start(ledger: Ledger, task_id: UUID, upto: int | None) -> int:
+def _fold_start(ledger: Verifiable, task_id: UUID, upto: int | None) -> int:
     """The position the view's fold starts after: its newest view snapshot of this fold at or before
     ``upto``, else 0 (a view an older release kept in the task's snapshot is re-hashed from the start)."""
     found = ledger.store.view_snapshot(task_id, upto, FOLD_VERSION)
     return found[0] if found is not None else 0
 
 
-def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break | None:
+def _snapshot_problem(ledger: Verifiable, task_id: UUID, upto: int | None) -> Break | None:
     if ledger.snapshots is None:
         return None
     used = ledger.snapshots.recorder.select_events(task_id, lte=upto, desc=True, limit=1)
@@ -563,7 +583,7 @@ def _snapshot_problem(ledger: Ledger, task_id: UUID, upto: int | None) -> Break 
     return None
 
 
-def _view_problem(ledger: Ledger, task_id: UUID, state: TaskState) -> Break | None:
+def _view_problem(ledger: Verifiable, task_id: UUID, state: TaskState) -> Break | None:
     """The view's identity against the opening event: the view starts from a view snapshot, a cache
     outside the chain, and one edited to another title must not reach a brief."""
     opened = ledger.recorder.select_events(task_id, lte=1)
@@ -576,11 +596,11 @@ def _view_problem(ledger: Ledger, task_id: UUID, state: TaskState) -> Break | No
     return None
 
 
-def _anchor_problem(ledger: Ledger, task_id: UUID, task: Task, at: int | None) -> Break | None:
+def _anchor_problem(ledger: Verifiable, task_id: UUID, task: Task, at: int | None) -> Break | None:
     return None if at is not None else end_problem(ledger, task_id, task.version, task.head)
 
 
-def end_problem(ledger: Ledger, task_id: UUID, version: int, head: str) -> Break | None:
+def end_problem(ledger: Verifiable, task_id: UUID, version: int, head: str) -> Break | None:
     """A latest load (``version`` events, the last with hash ``head``) held to the anchor: its end where
     the anchor says, and its last event's content re-hashed, so a one-row edit or insert of the latest
     event (the row a brief is made from) is refused."""
@@ -605,7 +625,7 @@ def end_problem(ledger: Ledger, task_id: UUID, version: int, head: str) -> Break
     return _last_event_problem(ledger, task_id, anchor.version)
 
 
-def _last_event_problem(ledger: Ledger, task_id: UUID, position: int) -> Break | None:
+def _last_event_problem(ledger: Verifiable, task_id: UUID, position: int) -> Break | None:
     """The last event's stored content against its own hash (one row and its predecessor's hash)."""
     rows = ledger.recorder.select_events(task_id, gt=max(position - 2, 0), lte=position)
     if not rows or rows[-1].originator_version != position:
@@ -629,7 +649,7 @@ def _last_event_problem(ledger: Ledger, task_id: UUID, position: int) -> Break |
     return None
 
 
-def rows_problem(ledger: Ledger, task_id: UUID, after: int, upto: int | None) -> Break | None:
+def rows_problem(ledger: Verifiable, task_id: UUID, after: int, upto: int | None) -> Break | None:
     """The live rows ``after < position <= upto`` re-hashed, as the walk does them: each one's content against
     its own hash, linked from the one before (the first from its live predecessor or the archive's head), no
     position missing. A read checks the rows it folds or shows, so an edit in place of any of them is refused."""
@@ -658,7 +678,7 @@ def rows_problem(ledger: Ledger, task_id: UUID, after: int, upto: int | None) ->
     return None
 
 
-def _hash_before(ledger: Ledger, task_id: UUID, position: int) -> str | None:
+def _hash_before(ledger: Verifiable, task_id: UUID, position: int) -> str | None:
     """The chain hash of the event before ``position``: genesis, the live row's, or the archive's head there;
     None when it is not at hand (the first row's link is then left to `trail verify`)."""
     if position == 1:
@@ -670,7 +690,7 @@ def _hash_before(ledger: Ledger, task_id: UUID, position: int) -> str | None:
     return found[-1].head if found else None
 
 
-def check_events(ledger: Ledger, task_id: UUID, events: list[ev.TaskEvent], number: int | None = None) -> None:
+def check_events(ledger: Verifiable, task_id: UUID, events: list[ev.TaskEvent], number: int | None = None) -> None:
     """Refuse (``LedgerBroken``) a task's whole timeline, as a read loaded it, when a position is
     missing, an output marked collected holds text, or its end is not where the anchor says."""
     for expected, event in enumerate(events, start=1):
@@ -687,7 +707,7 @@ def check_events(ledger: Ledger, task_id: UUID, events: list[ev.TaskEvent], numb
         raise refusal(number, found)
 
 
-def load_events(ledger: Ledger, task_id: UUID, number: int | None = None) -> list[ev.TaskEvent]:
+def load_events(ledger: Verifiable, task_id: UUID, number: int | None = None) -> list[ev.TaskEvent]:
     """Every event of the task (archived ones included), checked as ``check_events`` does."""
     try:
         events = list(ledger.task_events(task_id))

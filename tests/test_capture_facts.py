@@ -182,6 +182,12 @@ def test_unknown_shapes_give_nothing(line: str) -> None:
     assert _effects(line) == []
 
 
+def test_a_commit_message_from_a_heredoc_leaves_the_line_readable() -> None:
+    # The agents' usual commit: a quote in the heredoc's text inside $(...) opens nothing.
+    line = "git rm old.py && git commit -m \"$(cat <<'EOF'\nremove it: it isn't used\nEOF\n)\""
+    assert _effects(line) == [("/w/old.py", "deleted", None)]
+
+
 def test_relative_paths_need_a_cwd() -> None:
     assert _effects("rm a.txt", cwd=None) == []
     assert _effects("cd /repo && rm a.txt", cwd=None) == [("/repo/a.txt", "deleted", None)]

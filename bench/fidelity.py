@@ -86,6 +86,13 @@ class Session:
     note: str = ""
     stale: tuple[Fact, ...] = ()
     """What must not be presented as current at the end (kinds in STALE_KINDS)."""
+    part: str = ""
+    """A held-out session's part when it is not the first one (see PARTS); "" for the first."""
+
+    @property
+    def group(self) -> str:
+        """The part of the table the session is reported in."""
+        return "held-out" if self.held_out and not self.part else self.part or "annotated-seen"
 
     @property
     def name(self) -> str:
@@ -120,10 +127,13 @@ def parse_annotations(doc: object) -> list[Session]:
             raise ValueError(f"{where}: needs a non-empty 'facts' list")
         if not isinstance(raw.get("stale", []), list):
             raise ValueError(f"{where}: stale must be a list")
+        part = raw.get("part", "")
+        if part and (part not in _HELD_PARTS or not raw.get("held_out")):
+            raise ValueError(f"{where}: part must be one of {', '.join(_HELD_PARTS)}, on a held_out session")
         facts = _facts(raw["facts"], KINDS, f"{where} facts")
         stale = _facts(raw.get("stale", []), STALE_KINDS, f"{where} stale")
         sessions.append(Session(raw["file"], raw["agent"], facts, raw.get("held_out", False),
-                                str(raw.get("note", "")), stale))
+                                str(raw.get("note", "")), stale, part))
     return sessions
 
 
@@ -414,11 +424,7 @@ def _mean(values: list[float]) -> float | None:
 
 
 def summary(results: list[Result]) -> dict[str, dict[str, Any]]:
-    groups = {
-        "all": results,
-        "annotated-seen": [r for r in results if not r.session.held_out],
-        "held-out": [r for r in results if r.session.held_out],
-    }
+    groups = {"all": results, **{name: [r for r in results if r.session.group == name] for name, _ in _PARTS}}
     return {
         name: {"sessions": len(rs), "facts": sum(len(r.session.facts) for r in rs),
                "stale": sum(len(r.session.stale) for r in rs),
@@ -436,7 +442,9 @@ def _cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-_PARTS = (("annotated-seen", "the sessions the rules were written on"), ("held-out", "held out from rule-writing"))
+_PARTS = (("annotated-seen", "the sessions the rules were written on"), ("held-out", "held out from rule-writing"),
+          ("held-out-new", "held out, added at fold version 5 once the first held-out part had been looked at"))
+_HELD_PARTS = ("held-out", "held-out-new")
 
 
 def table(results: list[Result], budget: int) -> Table:
@@ -447,7 +455,7 @@ def table(results: list[Result], budget: int) -> Table:
     )
     groups = summary(results)
     for part, label in _PARTS:
-        rows = [r for r in results if r.session.held_out == (part == "held-out")]
+        rows = [r for r in results if r.session.group == part]
         if not rows:
             continue
         t.add(f"*{label}*", "", "", "", "", "", "", "", "")
@@ -502,6 +510,7 @@ def as_json(results: list[Result], budget: int, fixtures: Path, annotations: Pat
                 "file": r.session.file,
                 "agent": r.session.agent,
                 "held_out": r.session.held_out,
+                "part": r.session.group,
                 "facts": len(r.session.facts),
                 "stale": len(r.session.stale),
                 "brief_score": r.brief_score,

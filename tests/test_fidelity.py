@@ -60,6 +60,24 @@ def test_annotations_parse_into_sessions_and_facts() -> None:
     assert session.facts[1].ref == "L9"
 
 
+def test_a_later_held_out_part_is_reported_apart_and_only_for_held_out_sessions() -> None:
+    doc = json.loads(json.dumps(ANNOTATION))
+    doc["sessions"][0]["part"] = "held-out-new"
+    (session,) = fid.parse_annotations(doc)
+    assert session.group == "held-out-new" and _session().group == "held-out"
+    seen, old, new = (fid.Result(fid.Session(f"claude-code/{n}.jsonl", "claude-code", session.facts, held_out=h,
+                                             part=p))
+                      for n, h, p in (("a", False, ""), ("b", True, ""), ("c", True, "held-out-new")))
+    for r in (seen, old, new):
+        r.brief = BRIEF
+    groups = fid.summary([seen, old, new])
+    assert [groups[g]["sessions"] for g in ("annotated-seen", "held-out", "held-out-new", "all")] == [1, 1, 1, 3]
+    assert "held out, added at fold version 5" in fid.table([seen, old, new], 10_000).markdown()
+    doc["sessions"][0]["held_out"] = False
+    with pytest.raises(ValueError, match=r"demo-session.jsonl\): part must be one of held-out, held-out-new"):
+        fid.parse_annotations(doc)
+
+
 def test_matching_is_case_insensitive_and_whitespace_normalised() -> None:
     edited, correction, *_ = _session().facts
     assert fid.fact_present(edited, BRIEF)  # SRC/App.py
@@ -226,7 +244,7 @@ def test_real_run_on_two_sessions_prints_scores_as_json() -> None:
         assert 0.0 <= r["brief_score"] <= 1.0 and 0.0 <= r["baseline_score"] <= 1.0
         assert r["facts"] >= 1 and r["tasks"] and 0 < r["brief_chars"] <= 10_000, r
         assert isinstance(r["missing_in_brief"], list) and isinstance(r["missing_in_baseline"], list)
-    assert set(doc["means"]) == {"all", "annotated-seen", "held-out"}
+    assert set(doc["means"]) == {"all", "annotated-seen", "held-out", "held-out-new"}
     assert doc["means"]["all"]["sessions"] == 2
     assert 0.0 <= doc["means"]["all"]["brief"] <= 1.0
 

@@ -186,8 +186,11 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
         done = sum(1 for s in plan.steps if s.status == "completed")
         heading("plan", f"## Plan ({done} of {len(plan.steps)} done, as of [{plan.position}])")
         marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-        for s in plan.steps:
-            add("plan", f"- {marks[s.status]} {_clip(s.text, 200)}", PLAN_OPEN if s.status != "completed" else LOW)
+        for i, s in enumerate(plan.steps):
+            # Where the step took its status, so a reader can check it (a plan from an older view: its own).
+            since = plan.since[i] if i < len(plan.since) else plan.position
+            add("plan", f"- {marks[s.status]} {_clip(s.text, 200)} [{since}]",
+                PLAN_OPEN if s.status != "completed" else LOW)
 
     # Commands and tests only: a tool call that erred (an Edit's stale match, a fetch's 404) is the
     # agent's own stumble, already behind it, and would crowd out what is really broken.

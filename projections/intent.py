@@ -13,6 +13,10 @@ read a prompt the same way and a re-fold of an old ledger applies the rules the 
 - ``pasted_output``: a log, trace or command output pasted without a word of the user's own.
 - ``prescribes``: "maybe we should use the https address?", "try a rewrite instead": a way to do the
   work, not work to do; when what followed it failed, it is no longer current.
+- ``enquiry``: "explain what X does", "Is everything OK? Do the tests pass?": asks for an answer or a
+  check, names no change; once answered and the user asks for work, it is no longer current.
+- ``acknowledgement``: "Thanks, that works", "perfect, that fixed it": the user says what the agent did
+  is fine; nothing to do.
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ _ASKS = re.compile(
 )
 _ACTION = re.compile(
     r"\b(?:add|fix|chang|updat|implement|creat|writ|remov|delet|renam|refactor|mak|use|using|run|commit|push|"
-    r"deploy|mov|replac|install|build|set|put|edit|migrat|convert|generat)\w{0,4}\b",
+    r"deploy|mov|replac|install|build|set|put|edit|migrat|convert|generat|stor|sav)\w{0,4}\b",
     re.IGNORECASE,
 )
 """A verb of work, in any of its forms ("add", "adding", "made"): a question that names one asks for work."""
@@ -167,3 +171,49 @@ def prescribes(text: str) -> bool:
     leaves behind."""
     head = text[:300]
     return _PRESCRIBES.match(head) is not None or _INSTEAD.search(head) is not None
+
+
+_ENQUIRES = re.compile(
+    r"""\b(?:explain|describe|summari[sz]e|tell\s+me|show\s+me|walk\s+me\s+through|what|why|how|which|where|who|
+        is\s+(?:there|it|this|that|everything)|are\s+(?:there|the|all)|do(?:es)?\s+(?:all|the|it|this|that|we)|
+        did\s+(?:all|the|it|you)|can\s+(?:it|this|that))\b|^\W*(?:please\s+)?(?:show|list)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+ENQUIRY_MAX = 400
+"""Longer prompts carry context and requests the shape of a few words cannot rule out."""
+
+
+def names_work(text: str) -> bool:
+    """Whether ``text`` names a verb of work anywhere ("replace them with a link", "add a test")."""
+    return _ACTION.search(text) is not None
+
+
+def enquiry(text: str) -> bool:
+    """Whether ``text`` asks for an answer or a check and for no change: one short paragraph that asks
+    (``question``, or an "explain", "what does", "is everything OK", "do all the tests pass" anywhere in
+    it) and names no verb of work ("explain X and then fix it" asks for work). Pushback ("but why do
+    you think X?") asks the agent to reconsider, which is not answered by an answer."""
+    text = text.strip()
+    if not text or len(text) > ENQUIRY_MAX or "\n\n" in text or _PUSHBACK.match(text):
+        return False
+    if question(text):
+        return True
+    return _ENQUIRES.search(text) is not None and _ACTION.search(text) is None
+
+
+_THANKS = re.compile(
+    _LEAD
+    + r"""(?:(?:thanks?|thank\s+you|thx|ty|great|perfect|nice|cool|awesome|excellent|brilliant|good|yes|yay|
+        ok(?:ay)?|lovely|sweet)\b[\s,.!:;-]*)+
+        (?:(?:that|it|this|everything)(?:'s|\s+is|\s+was)?\s+(?:now\s+)?(?:works?|worked|working|fixed(?:\s+it)?|
+            did\s+(?:it|the\s+trick)|does\s+it|looks\s+(?:good|great|right|fine)|(?:all\s+)?good|fine|right|done)
+         |(?:works?|worked|fixed|solved)(?:\s+(?:now|fine|perfectly|great))?|(?:looks\s+)?good|lgtm|all\s+good)
+        (?:\s+(?:now|fine|perfectly|great|again|for\s+me))?[\s,.!:;)(-]*(?:thanks?|thank\s+you|!|:\)|\s)*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def acknowledgement(text: str) -> bool:
+    """Whether ``text`` only tells the agent that what it did is fine ("Thanks, that works", "perfect, that
+    fixed it!", "great, works now"): nothing new to do. A request after it ("thanks, now add X") is one."""
+    return len(text) <= 120 and _THANKS.match(text.strip()) is not None

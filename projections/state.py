@@ -15,12 +15,13 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from ledger.base.oneline import one_line
 from ledger.domain import events as ev
 from projections import facts
 from projections.commands import chain_heads, command_head, covers, is_probe, readdresses
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
-from projections.intent import prescribes, says_failed, withdrawal
+from projections.intent import acknowledgement, enquiry, names_work, prescribes, says_failed, withdrawal
 
 FOLD_VERSION = 5
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
@@ -170,6 +171,15 @@ class Plan(Item):
     position: int
     at: datetime
     steps: tuple[ev.PlanStep, ...]
+    since: tuple[int, ...] = ()
+    """For each step, the position of the plan update that gave it its status (where a reader checks it)."""
+
+
+class RefusedWrite(Item):
+    """The user refused the agent's Write of a file the task had not touched: what it was about to create."""
+
+    position: int
+    path: str
 
 
 class Compaction(Item):
@@ -263,6 +273,8 @@ class TaskState(Item):
     """The latest tool call, as ``tool input`` (clipped): what a failed result was answering."""
     open_call: OpenCall | None = None
     """The latest tool call when nothing has happened since (no result, no reply, no prompt)."""
+    refused_write: RefusedWrite | None = None
+    """A new file's Write the user refused, until the user next speaks (``_turned_down``)."""
     read_only_commands: int = 0
     """Commands that only looked (ls, cat, sed -n, git status...): in the log, not in ``commands``."""
     notes: tuple[Note, ...] = ()
@@ -358,7 +370,11 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 return {"failures": _resolved(state.failures, (key, f"blocked:{state.last_call}"), pos)}
             output = shown(event.output)
             if event.refused == "stopped":
-                return {"tool_errors": state.tool_errors + 1}  # the user said no: a correction, not a failure
+                # The user said no: a correction, not a failure. A new file's Write refused is kept until the
+                # user speaks: if they then ask for something else, what it was for is no longer wanted.
+                path = _written_path(state.open_call) if event.tool == "Write" else None
+                refused = RefusedWrite(position=pos, path=path) if path and path not in state.files else None
+                return {"tool_errors": state.tool_errors + 1, "refused_write": refused}
             what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
             if event.refused == "not_run":
                 key = f"blocked:{what}"  # it never ran: it needs the user's permission
@@ -447,6 +463,11 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
         case ev.RequirementStated():
             said = _user_said(state, event)
             state = _after(state, said)
+            if said.get("acknowledges"):
+                # "Thanks, that works": the user confirms what was done; nothing new to do (older captures
+                # filed it as a requirement). Kept as a note, as capture keeps a reply, so it is not lost.
+                n = Note(position=pos, text=f"user: {event.text}", at=at, actor=event.actor)
+                return {**said["update"], "notes": _recent(state.notes, n, RECENT_NOTES)}
             latest = state.requirements[-1].position if state.requirements else None
             if latest is not None and said.get("withdraws") == "withdrawn":
                 return {**said["update"], **_withdrawn(state, latest, event)}
@@ -464,6 +485,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
         case ev.CorrectionMade():
             said = _user_said(state, event)
             state = _after(state, said)
+            if said.get("acknowledges"):
+                n = Note(position=pos, text=f"user: {event.text}", at=at, actor=event.actor)
+                return {**said["update"], "notes": _recent(state.notes, n, RECENT_NOTES)}
             if said.get("withdraws") == "withdrawn" and state.requirements:
                 return {**said["update"], **_withdrawn(state, state.requirements[-1].position, event)}
             c = Correction(position=pos, text=event.text, wrong=event.wrong, at=at, actor=event.actor)
@@ -511,7 +535,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             # The newest of a plan and a `trail next` wins; a finished plan leaves no next step.
             step = facts.next_step(event)
             return {
-                "plan": Plan(position=pos, at=at, steps=event.steps),
+                "plan": Plan(position=pos, at=at, steps=event.steps, since=_since(state.plan, event.steps, pos)),
                 "next_step": step.text,
                 "next_step_position": pos if step.text is not None else None,
                 "next_step_from": step.source,
@@ -569,9 +593,16 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
     """What the user's intent ``event`` does besides its own kind: ``withdraws`` (``projections.intent.withdrawal``)
     and, in ``update``, the agent's changes since the user last spoke closed, as a failed attempt with the user's
     words as its reason when those words say it does not work ("still doesn't work")."""
-    update: dict[str, Any] = {"changed_since_intent": (), "changes_since_intent": 0, "changed_since_position": None}
+    update: dict[str, Any] = {"changed_since_intent": (), "changes_since_intent": 0, "changed_since_position": None,
+                              "refused_write": None}
     if event.actor != "user":
         return {"update": {}}
+    if acknowledgement(event.text):
+        return {"update": update, "acknowledges": True}
+    moved = _answered(state, event) or _turned_down(state, event)
+    if moved:
+        update.update(moved)
+        state = state.model_copy(update=moved)
     start = state.changed_since_position
     if start is not None and state.open_attempt is None and says_failed(event.text):
         # An edit, then "still doesn't work": the change was an approach, and it failed (a fresh agent must
@@ -589,6 +620,80 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
         update["attempts_failed"] = state.attempts_failed + 1
         update.update(_approach_failed(state, start, event))
     return {"update": update, "withdraws": withdrawal(event.text)}
+
+
+def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+              ) -> dict[str, Any]:
+    """When the user asks for work, the current requirements that only asked for an answer or a check
+    (``projections.intent.enquiry``: "explain what X does", "Is everything OK? Do the tests pass?") and that
+    the agent has answered since are no longer current: they move to the withdrawn ones, as answered. The
+    user asks for work when the words name some ("replace them with a link", "add tar support"); another
+    question ("no, I meant the other function", "list its weak points") builds on the answer, which stays.
+    A withdrawal is its own rule."""
+    reply = state.last_reply
+    if reply is None or withdrawal(event.text) is not None or not names_work(event.text):
+        return {}
+    done = [r for r in state.requirements
+            if max(r.position, r.changed_at or 0) < reply.position and enquiry(r.text)]
+    if not done:
+        return {}
+    pos = event.originator_version
+    why = f"answered at [{reply.position}] (it asked for an answer, not a change); the user asked for more at [{pos}]"
+    gone = {r.position for r in done}
+    return {
+        "requirements": tuple(r for r in state.requirements if r.position not in gone),
+        "withdrawn": (*state.withdrawn, *(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})
+                                         for r in done))[-RECENT_WITHDRAWN:],
+    }
+
+
+def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+                 ) -> dict[str, Any]:
+    """The user refused the agent's Write of a new file, and their next words ask for something else (they
+    name no part of that file's name): what the latest requirement asked that file for is not wanted. It
+    moves to the withdrawn ones; words that come back to the file ("save that test as a unit test")
+    keep it."""
+    refused = state.refused_write
+    if refused is None or not state.requirements or withdrawal(event.text) is not None:
+        return {}
+    latest = state.requirements[-1]
+    if max(latest.position, latest.changed_at or 0) > refused.position:
+        return {}
+    words = {w for w in re.split(r"[^a-z0-9]+", refused.path.rsplit("/", 1)[-1].lower()) if len(w) >= 3}
+    said = set(re.split(r"[^a-z0-9]+", event.text.lower()))
+    if words & said or "file" in said:
+        return {}
+    name = refused.path.rsplit("/", 1)[-1]
+    moved = _withdrawn(state, latest.position, event)
+    moved["withdrawn"] = (*moved["withdrawn"][:-1], moved["withdrawn"][-1].model_copy(update={
+        "withdrawn_because": f"the user refused its Write of {name} at [{refused.position}] and asked for "
+                             f"something else: {one_line(event.text, 120)}"}))
+    moved.pop("last_intent", None)
+    return moved
+
+
+_WRITTEN = re.compile(r'"file_path":\s*"((?:[^"\\]|\\.)+)"')
+
+
+def _written_path(call: OpenCall | None) -> str | None:
+    """The file a Write call (its input as the fold keeps it: clipped JSON) was to create."""
+    match = _WRITTEN.search(call.input) if call is not None and call.tool == "Write" else None
+    return match.group(1) if match else None
+
+
+def _since(plan: Plan | None, steps: tuple[ev.PlanStep, ...], position: int) -> tuple[int, ...]:
+    """Where each of ``steps`` took its status: the earlier plan's position for a step it already had with the
+    same text and status (by id where the agent gives one), else ``position``."""
+    before: dict[tuple[str | None, str], tuple[str, int]] = {}
+    if plan is not None:
+        for i, s in enumerate(plan.steps):
+            at = plan.since[i] if i < len(plan.since) else plan.position
+            before.setdefault((s.id, s.text if s.id is None else ""), (s.status, at))
+    out = []
+    for s in steps:
+        was = before.get((s.id, s.text if s.id is None else ""))
+        out.append(was[1] if was is not None and was[0] == s.status else position)
+    return tuple(out)
 
 
 def _approach_failed(state: TaskState, start: int, event: ev.TaskEvent) -> dict[str, Any]:

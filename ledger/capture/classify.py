@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from projections.intent import pasted_output, question, withdrawal
+from projections.intent import acknowledgement, pasted_output, question, withdrawal
 
 Kind = Literal["requirement", "change", "correction", "reply", "question", "output"]
 
@@ -247,8 +247,8 @@ def classify(text: str, *, first: bool, after_interrupt: bool = False, resent: b
         return "output"  # a log or a trace with no word of the user's: what they saw, not what they ask
     if first:
         return "requirement"
-    if _ACK.match(clean_prompt(text)[:80]):
-        # "proceed", "thanks!", a menu letter: an answer to the agent, not a new requirement.
+    if _ACK.match(clean_prompt(text)[:80]) or acknowledgement(clean_prompt(text)):
+        # "proceed", "thanks!", "Thanks, that works", a menu letter: an answer to the agent, not a new requirement.
         return "reply"
     if withdrawal(clean_prompt(text)) is not None:
         return "change"  # the fold withdraws the latest requirement, or rewords it with what follows

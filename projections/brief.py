@@ -338,8 +338,11 @@ def _call(call: OpenCall) -> str:
     except ValueError:
         data = None
     if isinstance(data, dict):
-        if isinstance(data.get("command"), str):
-            return f"`$ {_clip(data['command'], 200)}`"
+        command = data.get("command", data.get("cmd"))  # Claude Code's Bash, Codex's exec_command and shell
+        if isinstance(command, list) and all(isinstance(part, str) for part in command):
+            command = " ".join(command)
+        if isinstance(command, str):
+            return f"`$ {_clip(command, 200)}`"
         for key in ("file_path", "path", "url", "pattern", "description"):
             if isinstance(data.get(key), str):
                 return f"{_clip(call.tool, 40)} {_clip(data[key], 200)}"

@@ -5,14 +5,19 @@ ledger and the brief."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledger.app.store import Ledger
 from ledger.base.location import Location
+from ledger.capture.agents.codex.mapper import map_rollout
 from ledger.capture.classify import classify
+from ledger.capture.importer import import_files
 from ledger.domain import events as ev
+from projections.brief import render
 from projections.intent import acknowledgement, enquiry
 from tests.test_fidelity_rules import _brief, _section, _Transcript
 
@@ -155,3 +160,34 @@ def test_every_plan_step_says_where_it_took_its_status(ledger: Ledger, location:
     assert state.plan.since == (plans[1], plans[1])
     plan = _section(brief, "## Plan")
     assert f"- [x] Write the exporter [{plans[1]}]" in plan and f"- [>] Add the button [{plans[1]}]" in plan
+
+
+def _rollout(path: Path, *, answered: bool) -> Path:
+    """A Codex rollout that ends on a call with no output (``answered``: the agent spoke after it)."""
+    records: list[dict[str, Any]] = [
+        {"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "s-open", "cwd": "/w"}},
+        {"timestamp": "2026-01-01T00:00:01Z", "type": "event_msg",
+         "payload": {"type": "user_message", "message": "build the release binary"}},
+        {"timestamp": "2026-01-01T00:00:02Z", "type": "response_item",
+         "payload": {"type": "function_call", "name": "exec_command", "arguments": '{"cmd": "cargo build --release"}',
+                     "call_id": "c1"}},
+    ]
+    if answered:
+        records.append({"timestamp": "2026-01-01T00:00:03Z", "type": "response_item",
+                        "payload": {"type": "message", "role": "assistant",
+                                    "content": [{"type": "output_text", "text": "Building now."}]}})
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_a_codex_rollout_that_ends_on_a_call_stops_mid_action(ledger: Ledger, location: Location,
+                                                              tmp_path: Path) -> None:
+    report = import_files(ledger, location, "codex", [_rollout(tmp_path / "open.jsonl", answered=False)])
+    (number,) = report.tasks
+    state = ledger.state(ledger.task_id(number))
+    assert state.open_call is not None and state.open_call.tool == "exec_command"
+    stopped = _section(render(state), "## Where it stopped")
+    assert "it stopped mid-action: its last call, `$ cargo build --release`, got no result" in stopped
+    session = map_rollout(enumerate(_rollout(tmp_path / "said.jsonl", answered=True).read_text().splitlines(), 1),
+                          "said")
+    assert not [f for cls, f in session.items if cls is ev.ToolCalled]  # the agent spoke after it

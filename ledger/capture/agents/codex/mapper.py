@@ -35,7 +35,7 @@ from ledger.capture.agents.codex.outcomes import CHANGES_KEY, OUTCOME_KEY
 from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
 from ledger.capture.inbox_queue import HUNKS_KEY
-from ledger.capture.items import Item, bounded, plan_items, prompt_item, prompt_record, title_from, title_rank
+from ledger.capture.items import Item, bounded, own_tool, plan_items, prompt_item, prompt_record, title_from, title_rank
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.session import Session
 from ledger.capture.testruns import command_facts
@@ -377,6 +377,8 @@ class RolloutMapper:
         self.tokens: int | None = None
         self.last_prompt: str | None = None
         """The user's previous request: the same text again is a request re-sent."""
+        self.latest_call: str | None = None
+        """The agent's latest call, until anything answers it or comes after it (``open_call``)."""
 
     def map(self, lines: Iterable[tuple[int, str]]) -> Session:
         session = self.session
@@ -390,6 +392,9 @@ class RolloutMapper:
                 # A record of a shape this mapper does not know is skipped with its reason, never fatal.
                 session.skipped.append(Skipped(number, f"unexpected record shape ({type(exc).__name__}: {exc})"))
         self.flush_reply()  # where the rollout stops: the agent's last words so far
+        open_call = self.open_call()
+        if open_call is not None:
+            session.items.append(open_call)
         for call_id, (name, args, ts) in self.calls.items():
             if name == "update_plan":  # the rollout stops before its answer: no refusal seen, the plan stands
                 key = ev.SourceKey(agent=AGENT, session=self.origin or session.session_id or self.stem, record=call_id)
@@ -411,6 +416,23 @@ class RolloutMapper:
             self.has_user_events = self.has_user_events or (t == "event_msg" and p.get("type") == "user_message")
             self.has_assistant_items = self.has_assistant_items or (
                 t == "response_item" and p.get("type") == "message" and p.get("role") == "assistant")
+
+    def open_call(self) -> Item | None:
+        """The agent's last call when the rollout ends before its output and nothing came after it (no reply, no
+        prompt): where the work stopped, mid-action, kept as a ``ToolCalled`` with no result (as for Claude Code,
+        ``claude_code.branches``). A plan update or a poll of a running process is no action of its own."""
+        call_id = self.latest_call
+        if call_id is None or call_id not in self.calls or call_id in self.ended or call_id in self.patched:
+            return None
+        name, args, ts = self.calls[call_id]
+        if name in ("update_plan", "write_stdin") or own_tool(name):
+            return None
+        where = self.origin or self.session.session_id or self.stem
+        return (ev.ToolCalled, {
+            "tool": name, "call_id": call_id, "input": bounded(json.dumps(args, default=str)) or bounded("{}"),
+            "actor": ACTOR, "timestamp": ts,
+            "source": ev.SourceKey(agent=AGENT, session=where, record=call_id + "#call"),
+        })
 
     def keyed(self, prefix: str, text: str, where: str) -> ev.SourceKey:
         record = prompt_record(text, self.seen.setdefault(f"{where} {prefix}", {}))
@@ -511,6 +533,7 @@ class RolloutMapper:
         if not cleaned:
             return
         self.flush_reply()
+        self.latest_call = None  # the user spoke after it: not where the work stopped
         self.prompts += 1
         resent = cleaned == self.last_prompt  # the same request again: the agent missed it
         self.last_prompt = cleaned
@@ -632,6 +655,7 @@ class RolloutMapper:
             text = _message_text(payload)
             if text.strip():
                 self.reply = _Reply(text, ts, where)
+                self.latest_call = None  # the agent spoke after it
         elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
             self.call(ptype, payload, src, ts)
         elif ptype in ("function_call_output", "custom_tool_call_output"):
@@ -647,6 +671,7 @@ class RolloutMapper:
         if ptype == "local_shell_call":
             args = payload.get("action") or {}
         self.calls[call_id] = (name, args, ts)
+        self.latest_call = call_id
         if name in SHELL_TOOLS:
             shell, argv = _shell_line(args.get("cmd") or args.get("command"))
             self.last_action = f"ran {(shell or shlex.join(argv or ()))[:200]}"

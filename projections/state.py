@@ -180,6 +180,7 @@ class RefusedWrite(Item):
 
     position: int
     path: str
+    """"" when the call's input kept too little of itself to say (the correction's ``wrong`` may)."""
 
 
 class Compaction(Item):
@@ -372,8 +373,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             if event.refused == "stopped":
                 # The user said no: a correction, not a failure. A new file's Write refused is kept until the
                 # user speaks: if they then ask for something else, what it was for is no longer wanted.
-                path = _written_path(state.open_call) if event.tool == "Write" else None
-                refused = RefusedWrite(position=pos, path=path) if path and path not in state.files else None
+                # A long Write keeps only its input's tail: the path may come with the user's words instead.
+                path = _written_path(state.open_call.input) if event.tool == "Write" and state.open_call else ""
+                refused = RefusedWrite(position=pos, path=path or "") if event.tool == "Write" else None
                 return {"tool_errors": state.tool_errors + 1, "refused_write": refused}
             what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
             if event.refused == "not_run":
@@ -656,14 +658,15 @@ def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementC
     refused = state.refused_write
     if refused is None or not state.requirements or withdrawal(event.text) is not None:
         return {}
+    path = refused.path or _written_path(getattr(event, "wrong", None) or "")
     latest = state.requirements[-1]
-    if max(latest.position, latest.changed_at or 0) > refused.position:
+    if not path or path in state.files or max(latest.position, latest.changed_at or 0) > refused.position:
         return {}
-    words = {w for w in re.split(r"[^a-z0-9]+", refused.path.rsplit("/", 1)[-1].lower()) if len(w) >= 3}
+    words = {w for w in re.split(r"[^a-z0-9]+", path.rsplit("/", 1)[-1].lower()) if len(w) >= 3}
     said = set(re.split(r"[^a-z0-9]+", event.text.lower()))
     if words & said or "file" in said:
         return {}
-    name = refused.path.rsplit("/", 1)[-1]
+    name = path.rsplit("/", 1)[-1]
     moved = _withdrawn(state, latest.position, event)
     moved["withdrawn"] = (*moved["withdrawn"][:-1], moved["withdrawn"][-1].model_copy(update={
         "withdrawn_because": f"the user refused its Write of {name} at [{refused.position}] and asked for "
@@ -675,10 +678,11 @@ def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementC
 _WRITTEN = re.compile(r'"file_path":\s*"((?:[^"\\]|\\.)+)"')
 
 
-def _written_path(call: OpenCall | None) -> str | None:
-    """The file a Write call (its input as the fold keeps it: clipped JSON) was to create."""
-    match = _WRITTEN.search(call.input) if call is not None and call.tool == "Write" else None
-    return match.group(1) if match else None
+def _written_path(call: str) -> str:
+    """The file a Write call was to create, read from its input as the fold keeps it (clipped JSON), or from
+    a correction's ``wrong`` (``Write {"file_path": ...``); "" when neither says."""
+    match = _WRITTEN.search(call)
+    return match.group(1) if match else ""
 
 
 def _since(plan: Plan | None, steps: tuple[ev.PlanStep, ...], position: int) -> tuple[int, ...]:

@@ -82,10 +82,10 @@ def test_an_answered_enquiry_is_not_current_once_the_user_asks_for_work(
     assert {r.text[:13] for r in state.withdrawn} == {"please explai", "Is everything"}
 
 
-def _refused_write(t: _Transcript, path: str) -> None:
+def _refused_write(t: _Transcript, path: str, content: str = "# Tools\n") -> None:
     call = f"toolu_{len(t.lines)}"
     t._add("assistant", {"role": "assistant", "content": [
-        {"type": "tool_use", "id": call, "name": "Write", "input": {"file_path": path, "content": "# Tools\n"}}]})
+        {"type": "tool_use", "id": call, "name": "Write", "input": {"file_path": path, "content": content}}]})
     t._add("user", {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": call, "is_error": True,
          "content": "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
@@ -95,12 +95,13 @@ def _refused_write(t: _Transcript, path: str) -> None:
     t.user("[Request interrupted by user for tool use]")
 
 
+@pytest.mark.parametrize("content", ["# Tools\n", "# Tools\n" + "- a tool\n" * 20_000])
 def test_a_refused_new_file_then_another_request_leaves_what_it_was_for(
-    ledger: Ledger, location: Location, tmp_path: Path
+    ledger: Ledger, location: Location, tmp_path: Path, content: str
 ) -> None:
     t = _Transcript()
     t.user("list the tools and keep the list in a markdown document")
-    _refused_write(t, "/work/site/available-tools.md")
+    _refused_write(t, "/work/site/available-tools.md", content)  # a long one's input keeps only its tail
     t.user("explore more of the current repo")
     brief, state = _brief(ledger, location, t.write(tmp_path / "refused.jsonl"))
     assert "keep the list in a markdown" not in _section(brief, "## Requirements")

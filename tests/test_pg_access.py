@@ -217,8 +217,11 @@ def test_grants_are_listed_changed_and_revoked_by_the_owner_only(shared: Shared)
 
     _ok(s.trail("owner", "grant", s.roles["reader"], "--project", str(s.b), "--read"))
     assert B_CANARY in _ok(s.trail("reader", "list"))
+    assert B_CANARY in _ok(s.trail("reader", "query", "SELECT title FROM tasks"))
     _ok(s.trail("owner", "revoke", s.roles["reader"], "--project", str(s.b)))
     assert B_CANARY not in _ok(s.trail("reader", "list")) and B_CANARY not in _all_rows(s.reader, s.schema)
+    # What the reader's own read model copied while it had the grant goes with a rebuild (docs/backends.md).
+    assert B_CANARY not in _ok(s.trail("reader", "query", "--rebuild", "SELECT title FROM tasks"))
     _ok(s.trail("owner", "revoke", s.roles["reader"]))
     assert "no grant" in _one_line(s.trail("reader", "list"), 4)
     assert _all_rows(s.reader, s.schema) == ""
@@ -278,3 +281,24 @@ def test_sqlite_refuses_grants_in_one_line(tmp_path: Path, command: tuple[str, .
     line = _one_line(run_here(*command, home=home, cwd=tmp_path), 3)
     assert "needs a PostgreSQL ledger" in line and "0600" in line
     assert os.stat(home / "ledger.db").st_mode & 0o077 == 0
+
+
+def test_a_writers_new_entries_pass_the_task_lists_snapshot_points(shared: Shared) -> None:
+    from ledger.app.store import Ledger, open_ledger
+    from ledger.base.location import resolve
+    from ledger.domain.registry import Registry
+    from ledger.domain.task import Task
+
+    class Often(Ledger):
+        snapshotting_intervals = {Task: 500, Registry: 2}
+
+    s = shared
+    _set_up(s)
+    writer = open_ledger(resolve(s.writer), Often)
+    try:
+        numbers = [writer.open_task(f"alpha {n}", str(s.a)).number for n in range(3)]
+    finally:
+        writer.close()
+    assert numbers == [3, 4, 5]  # past B's #2, and no snapshot of a task list the writer sees only part of
+    verified = _ok(s.trail("owner", "verify"))
+    assert verified.count(" ok: ") == 6 and "task list ok" in verified

@@ -353,6 +353,8 @@ class Ledger(Application[UUID]):
         offered: ModelSnapshot | None = self._offered.__dict__.get("snapshots", {}).pop((aggregate_id, version), None)
         if offered is not None:
             return
+        if aggregate_id == REGISTRY_ID and not self.sees_all:
+            return  # a grantee's registry lacks the other projects' entries; the owner's saves snapshot it
         super().take_snapshot(aggregate_id, version, projector_func)
 
     @cached_property

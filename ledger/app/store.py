@@ -276,8 +276,7 @@ class Ledger(Application[UUID]):
                                    "(`trail access` lists grants); nothing was written") from None
 
     def _project_of(self, task_id: UUID) -> str:
-        store: Any = self.store
-        return str(store.task_projects().get(task_id, "?")) if hasattr(store, "task_projects") else "?"
+        return self.store.task_projects().get(task_id, "?")
 
     def _check_end(self, task: Task) -> None:
         """Refuse to chain from a last event that is not what was recorded: an append after an edit or

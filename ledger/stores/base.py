@@ -111,6 +111,10 @@ class LedgerStore(ABC):
         """Whether this connection sees every row: always on a file, whose only reader is its owner."""
         return True
 
+    def task_projects(self) -> dict[UUID, str]:
+        """Each task's project as the access policies know it: none on a file, which has no policies."""
+        return {}
+
     def next_number(self) -> int:
         """The ledger's next free task number, whatever this connection may see (only asked when it
         does not see everything)."""

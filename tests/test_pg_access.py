@@ -215,6 +215,8 @@ def test_grants_are_listed_changed_and_revoked_by_the_owner_only(shared: Shared)
     assert "only the ledger's owner" in _one_line(
         s.trail("writer", "grant", s.roles["writer"], "--project", str(s.b), "--write"), 4)
 
+    missing = s.roles["nobody"] + "_gone"
+    assert "no role" in _one_line(s.trail("owner", "grant", missing, "--project", str(s.b), "--read"), 2)
     _ok(s.trail("owner", "grant", s.roles["reader"], "--project", str(s.b), "--read"))
     assert B_CANARY in _ok(s.trail("reader", "list"))
     assert B_CANARY in _ok(s.trail("reader", "query", "SELECT title FROM tasks"))

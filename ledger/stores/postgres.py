@@ -32,7 +32,7 @@ from psycopg import sql
 from psycopg.rows import DictRow, tuple_row
 
 from ledger.base import private
-from ledger.base.errors import PermissionDenied, StoreUnavailable
+from ledger.base.errors import BadInput, PermissionDenied, StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
 from ledger.base.oneline import one_line, reason
 from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, Key
@@ -280,6 +280,9 @@ class PostgresStore(LedgerStore):
         removed (None; every project when ``project`` is None), and its table privileges to match."""
         grants = _table(self.schema, pgaccess.GRANTS)
         with self._conn() as conn, conn.transaction():
+            exists = bool(_rows(conn, sql.SQL("SELECT 1 FROM pg_roles WHERE rolname = %s"), (role,)))
+            if not exists and writing is not None:
+                raise BadInput(f"no role {role!r} on the server: create it first (CREATE ROLE {role} LOGIN ...)")
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"tasktrail:{self.schema}",))
             pgaccess.apply(conn, self.schema)
             with conn.cursor() as cur:
@@ -292,6 +295,8 @@ class PostgresStore(LedgerStore):
                                      " DO UPDATE SET can_write = EXCLUDED.can_write").format(grants),
                              (role, project, writing))
             left = _rows(conn, sql.SQL("SELECT bool_or(can_write) FROM {} WHERE role = %s").format(grants), (role,))
+            if not exists:  # a dropped role's grants go; it holds no privileges any more
+                return
             pgaccess.revoke_privileges(conn, self.schema, role)
             if left and left[0][0] is not None:
                 pgaccess.grant_privileges(conn, self.schema, role, bool(left[0][0]))

@@ -105,6 +105,21 @@ class LedgerStore(ABC):
     backend: str
     """``sqlite`` or ``postgres``."""
 
+    # -- who sees what (PostgreSQL's row-level security, ``pgaccess``) -----------------------
+
+    def sees_all(self) -> bool:
+        """Whether this connection sees every row: always on a file, whose only reader is its owner."""
+        return True
+
+    def task_projects(self) -> dict[UUID, str]:
+        """Each task's project as the access policies know it: none on a file, which has no policies."""
+        return {}
+
+    def next_number(self) -> int:
+        """The ledger's next free task number, whatever this connection may see (only asked when it
+        does not see everything)."""
+        raise NotImplementedError
+
     # -- archives of compacted events --------------------------------------------------
 
     @abstractmethod

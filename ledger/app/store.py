@@ -28,6 +28,7 @@ from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
 from ledger.app import verify
+from ledger.app.history import LogHistory
 from ledger.app.views import Views
 from ledger.base import private
 from ledger.base.errors import BadInput, BadSetting, NotFound, PermissionDenied, StoreUnavailable
@@ -35,7 +36,6 @@ from ledger.base.ledger_file import foreign_tables
 from ledger.base.location import Location
 from ledger.base.project import project_of
 from ledger.domain import events as ev
-from ledger.domain.decision_state import RulesView
 from ledger.domain.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.domain.redact import Redactor, redact_fields
 from ledger.domain.registry import REGISTRY_ID, Entry, Registry, Tombstone, head_of
@@ -119,10 +119,9 @@ class Draft:
         """The position of the task's last event (read or recorded)."""
         return self._task.version
 
-    @property
-    def rules(self) -> RulesView:
-        """The task's decision state as it advances through this write (``Task.rules``): read, never change."""
-        return self._task.rules
+    def latest_requirement(self) -> int | None:
+        """The position of the task's latest requirement in force, as this write leaves it so far."""
+        return self._task.latest_requirement()
 
     def record(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
         """Record an event under the Task aggregate's rules (``Task.record``)."""
@@ -476,7 +475,14 @@ class Ledger(Application[UUID]):
 
     def _loaded(self, task: Task) -> Task:
         task.snapshot_every = self.snapshotting_intervals.get(Task, 0)
+        task.history = self._history
+        if len(task.decision.reclassified) > TRIM_ABOVE:
+            task.trimmed()  # read from a snapshot of v4 or before, which listed every intent
         return task
+
+    @cached_property
+    def _history(self) -> LogHistory:
+        return LogHistory(self, self.recorder)
 
     def state(self, task_id: UUID, at: int | None = None) -> TaskState:
         """The task's view after event ``at`` (the latest when None, or when ``at`` is past it), from
@@ -506,6 +512,11 @@ class Ledger(Application[UUID]):
 
 _COPIED_NOT = frozenset({"originator_id", "originator_version", "chain"})
 """What a branch does not copy of an event: the new task gives each copy its own."""
+
+
+TRIM_ABOVE = 64
+"""More reclassified positions than this (a user reclassifies a handful) are an upcast state's list of
+every intent: the task trims them on load (``Task.trimmed``)."""
 
 
 def _nothing(_: Draft) -> None:

@@ -172,8 +172,8 @@ def from_view(view: dict[str, Any]) -> dict[str, Any]:
     """A v2 decision state (sets of positions) derived from a stored v1 snapshot's view (the only
     state v1 kept); ``from_sets`` takes it on to today's form.
 
-    Exact for tasks within the view's windows; beyond them v1 had already forgotten the older
-    positions, so they stay unknown, as they were to v1's rules.
+    Exact for tasks within the view's windows. Beyond them v1 had forgotten the older positions;
+    they are now the log's to say (``Task.kind_of``), save a reclassification v1 had forgotten too.
     """
 
     def positions(key: str) -> list[int]:

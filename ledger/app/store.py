@@ -476,7 +476,7 @@ class Ledger(Application[UUID]):
     def _loaded(self, task: Task) -> Task:
         task.snapshot_every = self.snapshotting_intervals.get(Task, 0)
         task.history = self._history
-        if len(task.decision.reclassified) > TRIM_ABOVE:
+        if len(task.rules.reclassified) > TRIM_ABOVE:
             task.trimmed()  # read from a snapshot of v4 or before, which listed every intent
         return task
 

@@ -482,7 +482,7 @@ class Ledger(Application[UUID]):
 
     @cached_property
     def _history(self) -> LogHistory:
-        return LogHistory(self, self.recorder)
+        return LogHistory(self)
 
     def state(self, task_id: UUID, at: int | None = None) -> TaskState:
         """The task's view after event ``at`` (the latest when None, or when ``at`` is past it), from

@@ -11,7 +11,7 @@ so no view window can change what a command may do.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal, Protocol
 from uuid import UUID
 
@@ -37,6 +37,10 @@ class History(Protocol):
 
     def type_at(self, task_id: UUID, position: int) -> type[ev.TaskEvent] | None:
         """The class of the stored event at ``position``, None when there is none."""
+        ...
+
+    def types_at(self, task_id: UUID, positions: Iterable[int]) -> dict[int, type[ev.TaskEvent] | None]:
+        """``type_at`` of each of ``positions``, in one look-up."""
         ...
 
     def earlier(self, task_id: UUID, event_class: type[ev.TaskEvent], before: int) -> Iterator[int]:

@@ -213,7 +213,11 @@ class Task(Aggregate):
         """Drop the reclassifications that say what the log says already (an upcast state holds every
         intent position of its task): the same answers from a state that does not grow with the task."""
         moved = self.rules.reclassified
-        kept = {p: kind for p, kind in moved.items() if (own := KIND_OF.get(self._type_at(p))) in MOVABLE  # type: ignore[arg-type]
+        first_pending = self.version - len(self.pending_events) + 1
+        stored = [p for p in moved if p < first_pending]
+        types = self.history.types_at(self.id, stored) if self.history is not None and stored else {}
+        types.update((p, self._type_at(p)) for p in moved if p >= first_pending)
+        kept = {p: kind for p, kind in moved.items() if (own := KIND_OF.get(types.get(p))) in MOVABLE  # type: ignore[arg-type]
                 and own != kind}
         if len(kept) != len(moved):
             self.decision = self.decision.model_copy(update={"reclassified": kept})

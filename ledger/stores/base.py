@@ -223,6 +223,14 @@ class LedgerStore(ABC):
         """Source keys of the task's live events at positions ``<= upto``."""
 
     @abstractmethod
+    def topics(self, task_id: UUID, positions: Iterable[int]) -> dict[int, str]:
+        """The topic of each of the task's live events at ``positions`` (the state is not read)."""
+
+    @abstractmethod
+    def topics_before(self, task_id: UUID, before: int, limit: int) -> list[tuple[int, str]]:
+        """(position, topic) of the task's live events below ``before``, latest first, at most ``limit``."""
+
+    @abstractmethod
     def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
         """The task whose live ``topic`` event (a conversation link) names this session; the newest link wins."""
 

@@ -547,6 +547,21 @@ class PostgresStore(LedgerStore):
             ).format(self.events), (task_id, upto))
         return {(str(a), str(s), str(r)) for a, s, r in rows}
 
+    def topics(self, task_id: UUID, positions: Iterable[int]) -> dict[int, str]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_version, topic FROM {} WHERE originator_id = %s AND originator_version = ANY(%s)"
+            ).format(self.events), (task_id, sorted(set(positions))))
+        return {int(v): str(t) for v, t in rows}
+
+    def topics_before(self, task_id: UUID, before: int, limit: int) -> list[tuple[int, str]]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_version, topic FROM {} WHERE originator_id = %s AND originator_version < %s"
+                " ORDER BY originator_version DESC LIMIT %s"
+            ).format(self.events), (task_id, before, limit))
+        return [(int(v), str(t)) for v, t in rows]
+
     def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
         with self._conn() as conn:
             rows = _rows(conn, sql.SQL(

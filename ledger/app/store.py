@@ -514,7 +514,7 @@ _COPIED_NOT = frozenset({"originator_id", "originator_version", "chain"})
 """What a branch does not copy of an event: the new task gives each copy its own."""
 
 
-TRIM_ABOVE = 64
+TRIM_ABOVE = 16
 """More reclassified positions than this (a user reclassifies a handful) are an upcast state's list of
 every intent: the task trims them on load (``Task.trimmed``)."""
 

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: ("module:attr", its help's first paragraph), in the order `trail --help` lists them.
     # ``attr`` may name the module's COMMANDS list: the command is then the one of that name in it.
     "start": ("cli.record:start", "Open a new task named TITLE and make it the active task."),
+    "title": ("cli.record:title", "Rename TASK (default: the active task) to NEW TITLE; its number and slug stay."),
     "require": ("cli.record:require", "State a requirement, or reword an earlier one with --replaces POSITION."),
     "correct": ("cli.record:correct", "Correct a misunderstanding of the agent's."),
     "decide": ("cli.record:decide", "Record a decision with its reason and the alternatives turned down."),

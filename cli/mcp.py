@@ -304,6 +304,32 @@ def build(state: Context) -> "MCPServer[Any]":
 
         return guarded(body)
 
+    @tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                      open_world_hint=False))
+    def retitle_task(
+        ctx: ToolContext,
+        title: Annotated[str, Field(min_length=1, description="The task's new title: what the task is, in a few "
+                                                              "words a person would remember it by.")],
+        task: TaskArg = None,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """Rename the task; its number and slug stay, and the old title stays in its history. The same title
+        again records nothing. Returns the task number, the new and previous title and whether it changed."""
+        params = ctx.session.client_params
+        actor = actor_for(params.client_info.name if params is not None else None)
+
+        def body() -> dict[str, Any]:
+            new = title.strip()
+            if not new:
+                raise BadInput("title: give a title that is not blank")
+            entry = entry_for(task, project)
+            before = ledger().state(entry.task_id)
+            after = before if before.title == new else ledger().retitle(entry.task_id, new, actor=actor)
+            return {"task": entry.number, "position": after.position, "title": after.title,
+                    "previous": before.title, "changed": after is not before}
+
+        return guarded(body)
+
     @tool(annotations=reads)
     def why(
         target: Annotated[str, Field(description="A file path (as recorded, or its end: src/app.py), or PATH:LINE "

@@ -92,6 +92,41 @@ def start(ctx: Context, title: str, no_switch: bool, actor: str, as_json: bool) 
         click.echo(f"Started #{state.number} {state.slug}" + ("" if no_switch else " (now active)"))
 
 
+@click.command("title")
+@click.argument("words", nargs=-1, required=True, metavar="[TASK] NEW TITLE...")
+@task_option
+@actor_option
+@click.option("--json", "as_json", is_flag=True, help="Print the task, its new and previous title as JSON.")
+@pass_context
+@fails_cleanly
+def title(ctx: Context, words: tuple[str, ...], task_ref: str | None, actor: str, as_json: bool) -> None:
+    """Rename TASK (default: the active task) to NEW TITLE; its number and slug stay.
+
+    A first word that is a task number (7 or #7) names the task; with -t TASK every word is the title.
+    The old title stays in the log: `trail replay` before the rename shows it."""
+    from ledger.app.refs import task_number
+    from ledger.base.errors import BadInput
+
+    if task_ref is None and len(words) > 1 and task_number(words[0]) is not None:
+        task_ref, words = words[0], words[1:]
+    new = " ".join(words).strip()
+    if not new:
+        raise BadInput("title: the new title is empty (give it as words after TASK)")
+    entry = ctx.entry(task_ref)
+    ledger = ctx.ledger()
+    previous = ledger.state(entry.task_id)
+    # The same title again records nothing: a rename is a change, not a repeat.
+    state = previous if previous.title == new else ledger.retitle(entry.task_id, new, actor=actor)
+    changed = state is not previous
+    if as_json:
+        emit_json({"task": entry.number, "position": state.position, "title": state.title,
+                   "previous": previous.title, "changed": changed})
+    elif changed:
+        click.echo(f"#{entry.number} [{state.position}] retitled: {state.title} (was: {previous.title})")
+    else:
+        click.echo(f"#{entry.number} is already titled {state.title!r}; nothing recorded")
+
+
 @click.command("require")
 @click.argument("text")
 @click.option("--replaces", type=whole_number(1), metavar="POSITION",
@@ -393,6 +428,7 @@ def switch(ctx: Context, task: str) -> None:
 
 COMMANDS: list[click.Command] = [
     start,
+    title,
     require,
     correct,
     decide,

@@ -394,6 +394,8 @@ class _Batch:
                 )
             case ev.DecisionRecorded():
                 self.rows["decisions"].append((*common, event.text, event.reason, list(event.rejected), event.actor))
+            case ev.TaskRetitled():
+                task.title = event.title
             case ev.StatusChanged():
                 task.status, task.status_reason = event.status, event.reason
             case ev.NextStepSet() | ev.PlanUpdated():

@@ -223,6 +223,8 @@ class TaskState(Item):
     id: UUID | None = None
     number: int | None = None
     title: str = ""
+    titled_at: int = 1
+    """The position of the event that set ``title``: the opening one, or the latest ``TaskRetitled``."""
     slug: str = ""
     cwd: str | None = None
     project: str | None = None
@@ -462,6 +464,8 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 "project": event.project or event.cwd,
                 "opened_at": at,
             }
+        case ev.TaskRetitled():
+            return {"title": event.title, "titled_at": pos}
         case ev.RequirementStated():
             said = _user_said(state, event)
             state = _after(state, said)

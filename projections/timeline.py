@@ -28,6 +28,8 @@ def _said(event: ev.TaskEvent) -> str:
     match event:
         case ev.TaskOpened():
             return f"opened #{event.number} {_short(event.title)}"
+        case ev.TaskRetitled():
+            return f"retitled: {_short(event.title)}"
         case ev.RequirementStated():
             return f"requirement: {_short(event.text)}"
         case ev.RequirementChanged():

@@ -21,7 +21,7 @@ mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip insta
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import CallToolResult, Implementation, TextContent  # noqa: E402
 
-TOOLS = {"list_tasks", "find_tasks", "resume_task", "record", "why", "log", "replay", "query"}
+TOOLS = {"list_tasks", "find_tasks", "resume_task", "record", "retitle_task", "why", "log", "replay", "query"}
 KINDS = ["requirement", "correction", "decision", "attempt_start", "attempt_end", "next_step", "note", "checkpoint"]
 
 
@@ -184,6 +184,27 @@ def test_record_resume_why_log_replay(home: Path, project: Path) -> None:
     # What the agent recorded over MCP is what `trail resume` shows.
     shown = run_trail("resume", home=home, cwd=project, check=True).stdout
     assert "Cap refresh retries at 3 with backoff" in shown and "Re-run tests/test_login.py" in shown
+
+
+def test_retitle_task_renames_and_every_read_follows(home: Path, project: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        done = await _ok(session, "retitle_task", title="  Login times out on 3G  ")
+        assert done == {"task": 1, "position": 2, "title": "Login times out on 3G",
+                        "previous": "Fix login timeout on slow networks", "changed": True}
+        assert (await _ok(session, "retitle_task", title="Login times out on 3G"))["changed"] is False
+        listed = await _ok(session, "list_tasks")
+        assert [t["title"] for t in listed["tasks"]] == ["Login times out on 3G", "Set up a Rust workspace"]
+        found = await _ok(session, "find_tasks", words=["3G"])
+        assert [(t["number"], t["title"]) for t in found["tasks"]] == [(1, "Login times out on 3G")]
+        assert (await _ok(session, "resume_task")).startswith("# Task #1 Login times out on 3G [")
+        assert await _fails(session, "retitle_task", title=" ") == "title: give a title that is not blank"
+        assert await _fails(session, "retitle_task", title="x", task=99) == "no task #99 (list_tasks shows them)"
+        timeline = await _ok(session, "log")
+        assert timeline["events"][-1]["type"] == "TaskRetitled"
+        assert timeline["events"][-1]["actor"] == "agent:Test-Client"
+
+    _session(home, project, body)
+    assert run_here("verify", home=home).returncode == 0
 
 
 def test_bad_arguments_are_tool_errors_and_the_server_goes_on(home: Path, project: Path) -> None:

@@ -252,13 +252,21 @@ class Ledger(Application[UUID]):
                 task = self.task(target)
                 self._check_end(task)
             outcome = decide(Draft(task, redacted))
+            projects = None
             if registry is not None:
                 assert opening is not None
                 registry.register(Entry(number=number, task_id=task.id, slug=slug, title=opening.title))
                 # One transaction: the task, its first events, its entry, and its project for the access
                 # policies (``stores.pgaccess``; SQLite keeps no such row).
                 project = opening.project or opening.cwd or ""
-                self._save(registry, task, projects=[(task.id, project, number, registry.version)])
+                projects = [(task.id, project, number, registry.version)]
+            if retitled := [e for e in task.pending_events if isinstance(e, ev.TaskRetitled)]:
+                # The task list shows the title: its entry follows the task's own record in the same commit.
+                assert persist is None, "a retitle is not written through a caller's own transaction"
+                registry = registry or self._registry(writing=True)
+                registry.retitle(task.number, retitled[-1].title)
+            if registry is not None:
+                self._save(registry, task, projects=projects)
             elif persist is not None:
                 persist([cast(ev.TaskEvent, event) for event in task.collect_events()])
             elif task.pending_events:
@@ -432,6 +440,11 @@ class Ledger(Application[UUID]):
         view after it (folded once the event is stored: a view that fails to fold loses nothing)."""
         written = self.append_many(task_id, [(event_class, fields)])
         return self.state(written.id, at=written.position)
+
+    def retitle(self, task_id: UUID, title: str, actor: str = "user") -> TaskState:
+        """Rename a task: a ``TaskRetitled`` of its own and its task-list entry under the new title, in one
+        transaction (``write``). Number and slug stay."""
+        return self.append(task_id, ev.TaskRetitled, title=title, actor=actor)
 
     def append_many(self, task_id: UUID, items: list[Item]) -> Written:
         """Append several events to one task in one transaction (all or none). No view is folded."""

@@ -42,7 +42,7 @@ from ledger.base.errors import BadInput, TrailError
 from ledger.base.oneline import reason
 from ledger.domain import chain
 from ledger.domain import registry as reg
-from ledger.domain.events import Bounded, OutputsCollected
+from ledger.domain.events import Bounded, OutputsCollected, TaskRetitled
 from ledger.domain.mapper import PydanticMapper
 from ledger.domain.registry import REGISTRY_ID
 from ledger.domain.task import TaskSnapshot
@@ -341,6 +341,8 @@ class _Walk:
             self.collected.append((position, _stamp(state.get("timestamp")), emptied))
         if position == 1:
             self.opened = state
+        elif row.topic == TaskRetitled.TOPIC:
+            self.opened = {**self.opened, "title": state.get("title")}  # the entry is held to the latest title
         try:
             event = self.mapper.to_domain_event(row)
             self.task = cast(Any, event).mutate(self.task)
@@ -534,8 +536,10 @@ def checked_state(
         found = _view_problem(ledger, task_id, state)
     if state is not None and found is None and (forged := _collected(state.model_dump(), with_text=True)) is not None:
         found = Break(task.version, "collected", f"{forged} is marked collected but holds text")
+    # The entry holds the latest title: a view of an earlier position may hold an earlier one.
+    title = state.title if state is not None and at is None else None
     if state is not None and found is None and entry is not None and (
-        problem := _entry_problem(entry, state.number, state.slug, state.title)
+        problem := _entry_problem(entry, state.number, state.slug, title)
     ) is not None:
         found = Break(1, "registry", problem)
     if found is not None:
@@ -589,10 +593,16 @@ def _view_problem(ledger: Verifiable, task_id: UUID, state: TaskState) -> Break 
     opened = ledger.recorder.select_events(task_id, lte=1)
     if not opened:
         return None  # compacted: the archive's own checks hold the opening event
-    first = cast(PydanticMapper, ledger.mapper).decode_state(opened[0].state)
-    if (first.get("number"), first.get("title"), first.get("slug")) != (state.number, state.title, state.slug):
+    decode = cast(PydanticMapper, ledger.mapper).decode_state
+    first = decode(opened[0].state)
+    title = first.get("title")
+    if state.titled_at > 1:  # renamed: the title is the one the event at ``titled_at`` recorded
+        rows = ledger.recorder.select_events(task_id, gt=state.titled_at - 1, lte=state.titled_at)
+        renamed = rows and rows[0].topic == TaskRetitled.TOPIC and state.titled_at <= state.position
+        title = decode(rows[0].state).get("title") if renamed else None
+    if (first.get("number"), title, first.get("slug")) != (state.number, state.title, state.slug):
         return Break(state.position, "snapshot",
-                     "the view snapshot's title, slug or number is not the task's opening one")
+                     "the view snapshot's title, slug or number is not the task's recorded one")
     return None
 
 

@@ -128,6 +128,16 @@ class TaskOpened(TaskEvent, CanInitAggregate[UUID]):
     _check_title = field_validator("title")(_text)
 
 
+class TaskRetitled(TaskEvent):
+    """The user renamed the task (`trail title`). Number and slug stay, so every reference still holds;
+    the task list's entry takes the new title in the same write (``Ledger.write``)."""
+
+    TOPIC = "tasktrail/TaskRetitled"
+    title: str
+
+    _check_title = field_validator("title")(_text)
+
+
 class RequirementStated(TaskEvent):
     TOPIC = "tasktrail/RequirementStated"
     text: str
@@ -386,6 +396,7 @@ ACTIONS: tuple[type[TaskEvent], ...] = (ToolCalled, ToolResult, CommandRan, File
 
 CATALOGUE: tuple[type[TaskEvent], ...] = (
     TaskOpened,
+    TaskRetitled,
     RequirementStated,
     RequirementChanged,
     CorrectionMade,

@@ -76,6 +76,9 @@ class Erased(BaseModel):
 
 
 class TaskRegistered(RegistryEvent):
+    """A task's entry: its first, or a later one for the same number and task with a new title (a
+    ``TaskRetitled`` of the task, saved with it). The latest for a number is the one listed."""
+
     TOPIC = "tasktrail/TaskRegistered"
     entry: Entry
     erased: Erased | None = None
@@ -157,6 +160,14 @@ class Registry(Aggregate):
 
     def register(self, entry: Entry) -> None:
         self.trigger_event(TaskRegistered, entry=entry)
+
+    def retitle(self, number: int, title: str) -> None:
+        """The entry of task ``number`` again, under ``title``: what its ``TaskRetitled`` recorded."""
+        entry = self.entries.get(number)
+        if entry is None:
+            raise ValueError(f"task #{number} is not in the task list")
+        if entry.title != title:
+            self.register(entry.model_copy(update={"title": title}))
 
     def forget(self, tombstone: Tombstone) -> None:
         self.trigger_event(TaskForgotten, tombstone=tombstone)

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import click
 
-from cli import codextrust, tomledit
+from cli import codextrust, jsonedit, tomledit
 from cli.agent_group import AgentGroup
 from cli.context import fails_cleanly
 from ledger.base.errors import BadInput, BadSetting, Refused, TrailError
@@ -158,7 +158,21 @@ def json_change(path: Path, edit: Callable[[dict[str, Any]], dict[str, Any]]) ->
     after = edit(data)
     if after == data:
         return Change(path, before, before)
-    return Change(path, before, json_text(after, before) if after else None)
+    if not after:
+        return Change(path, before, None)
+    return Change(path, before, _in_place(before, data, after) or json_text(after, before))
+
+
+def _in_place(before: str | None, data: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """The user's file with only what changed written (``cli.jsonedit``), in its indentation and escaping."""
+    if not before or not before.strip():
+        return None
+    like = before.replace("\r\n", "\n")
+    found = _INDENT.search(like)
+    unit = "" if "\n" not in like.strip() else found.group(1) if found else "  "
+    escaped = bool(_ESCAPED.search(like)) and not any(ord(c) > 127 for c in like)
+    text = jsonedit.edited(like, data, after, unit, escaped)
+    return text.replace("\n", "\r\n") if text is not None and "\r\n" in before else text
 
 
 def apply(changes: list[Change], dry_run: bool) -> None:

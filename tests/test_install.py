@@ -517,6 +517,50 @@ def test_json_keeps_its_indentation_line_endings_and_non_ascii_and_comes_back_by
         assert settings.read_bytes() == text.encode(), name
 
 
+ODD_SETTINGS = """\
+{
+    "theme": "bär",
+    "permissions": {
+        "allow": ["Bash(ls)", "Read(*)"],
+      "deny": [],
+        "ask":["WebFetch"]
+    },
+  "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],
+        "PostToolUse": [
+          { "matcher": "Bash", "hooks": [ { "type": "command", "command": "./lint.sh" } ] }
+        ]
+    },
+    "motto":"naïve 日本 \\u00e9",
+    "empty": {}
+}
+"""
+
+
+def test_json_with_one_line_arrays_odd_indentation_and_their_own_hooks_comes_back_byte_for_byte(
+    repo: Path, tmp_path: Path,
+) -> None:
+    """Only what install adds is written (each hook in the file's own style), and uninstall takes out exactly
+    that: a one-line array, mixed indentation and spacing, the user's own hooks on the same events and
+    non-ASCII are never rewritten. The same for Codex's hooks.json."""
+    home = tmp_path / "home"
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    hooks = home / ".codex" / "hooks.json"
+    hooks.parent.mkdir(parents=True)
+    for path, agent in ((settings, ["claude-code", "--user"]), (hooks, ["codex"])):
+        path.write_bytes(ODD_SETTINGS.encode())
+        assert trail("install", *agent, cwd=repo, home=home).returncode == 0, agent
+        written = path.read_text()
+        assert '"allow": ["Bash(ls)", "Read(*)"],\n      "deny": [],\n        "ask":["WebFetch"]' in written
+        assert '"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}, {"hooks": [' in written
+        assert json.loads(written)["motto"] == "naïve 日本 é" and '"naïve 日本 \\u00e9"' in written  # as written
+        theirs = [h["command"] for g in json.loads(written)["hooks"]["PostToolUse"] for h in g["hooks"]]
+        assert theirs[0] == "./lint.sh" and len(theirs) == 2, theirs
+        assert trail("uninstall", *agent, cwd=repo, home=home).returncode == 0, agent
+        assert path.read_bytes() == ODD_SETTINGS.encode(), agent
+
+
 def test_a_users_own_tasktrail_server_in_mcp_json_is_not_overwritten(repo: Path, tmp_path: Path) -> None:
     home, path = tmp_path / "home", _bin(tmp_path)
     mcp_json = repo / ".mcp.json"

@@ -27,7 +27,7 @@ RUNS = 10
 GOAL = 1.5
 MINIMAL = "minimal `MCPServer` (one tool)"
 TRAIL = "`trail mcp`"
-TOOLS = 8
+TOOLS = 9
 """The tools `trail mcp` lists (tests/test_mcp.py names them): a count that differs means another server."""
 SERVER = (
     "from mcp.server.mcpserver import MCPServer\n"

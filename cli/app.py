@@ -17,7 +17,8 @@ HELP = """Keep a long AI coding task as a resumable ledger of events.
 \b
 Record as you go:   trail start TITLE, require, attempt, ran, fail, correct, decide, changed, next
 Pick up again:      trail resume [TASK]   (the continuation brief; --json for agents)
-Look back:          trail log, replay --at N, diff, why PATH[:LINE], verify, branch, list, show [--html]
+Look back:          trail log, replay --at N, diff, why PATH[:LINE], verify, branch, list, find, show [--html]
+Tell tasks apart:   trail title [TASK] NEW TITLE (rename; number and slug stay)
 Capture from agents: trail install claude-code (live), trail import claude-code|codex (transcripts)
 First time here:    trail demo
 

@@ -57,3 +57,6 @@ def test_every_command_of_the_readme_tour_works_as_printed(
     blamed = next(out for cmd, out in outputs.items() if cmd.endswith("refresh.py:42"))
     assert "Cap refresh retries at 3" in blamed, blamed
     assert (work / "report.html").stat().st_size > 0 and (work / "trace.jsonl").exists()
+    renamed = next(out for cmd, out in outputs.items() if cmd.startswith("trail title"))
+    assert "retitled: Login fails on 3G: the token refresh retries forever" in renamed, renamed
+    assert "Login fails on 3G: the token refresh retries forever" in (work / "report.html").read_text()

@@ -304,3 +304,21 @@ def test_a_writers_new_entries_pass_the_task_lists_snapshot_points(shared: Share
     assert numbers == [3, 4, 5]  # past B's #2, and no snapshot of a task list the writer sees only part of
     verified = _ok(s.trail("owner", "verify"))
     assert verified.count(" ok: ") == 6 and "task list ok" in verified
+
+
+def test_a_rename_by_a_writer_is_seen_by_its_readers_and_verifies(shared: Shared) -> None:
+    """A rename adds a task-list entry: the policies must let the project's writer add it and its readers see
+    it, or the writer is refused and a reader's task list disagrees with the task (a forged title)."""
+    s = shared
+    _set_up(s)
+    _ok(s.trail("writer", "title", "1", "Fix login in alpha on 3G", cwd=s.a))
+    for who in ("reader", "writer", "owner"):
+        listed = orjson.loads(_ok(s.trail(who, "list", "--json", cwd=s.a)))
+        titles = {t["number"]: t["title"] for t in listed["tasks"]} if isinstance(listed, dict) else \
+            {t["number"]: t["title"] for t in listed}
+        assert titles[1] == "Fix login in alpha on 3G", (who, titles)
+    assert " ok: " in _ok(s.trail("reader", "verify"))
+    verified = _ok(s.trail("owner", "verify"))
+    assert verified.count(" ok: ") == 3 and "task list ok" in verified, verified  # two tasks and the list
+    _ok(s.trail("owner", "title", "2", f"Billing {B_CANARY} v2", cwd=s.b))
+    assert B_CANARY not in _ok(s.trail("reader", "list", "--json", cwd=s.a))

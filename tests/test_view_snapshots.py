@@ -98,9 +98,9 @@ def test_a_forged_view_snapshot_is_named_by_verify(location: Location, every_fiv
     assert "next_step" in report.first_break.detail
 
 
-LATER_FIELDS = {"open_call": None, "titled_at": 1}
+LATER_FIELDS = {"open_call": None, "titled_at": 1, "refused_write": None}
 """Fields of the view added since that release (fold version 4: the last call that got no result; 5: the
-position the title was set at, the opening one until a ``TaskRetitled``)."""
+position the title was set at, the opening one until a ``TaskRetitled``, and a refused Write of a new file)."""
 
 
 @pytest.mark.sqlite_only("opens an SQLite file the previous release wrote")

@@ -85,16 +85,16 @@ def _projects(ledger: Ledger) -> list[tuple[UUID, str, int, int | None]]:
     store = cast("PostgresStore", ledger.store)
     known = store.task_projects()
     mapper = cast(PydanticMapper, ledger.mapper)
-    positions: dict[UUID, int] = {}
+    positions: dict[UUID, list[int]] = {}  # each entry of a task: its registration, then its renames
     for row in ledger.recorder.select_events(REGISTRY_ID):
         if row.topic == TaskRegistered.TOPIC:
             entry = mapper.decode_state(row.state).get("entry") or {}
-            positions[UUID(str(entry.get("task_id")))] = row.originator_version
-    missing = []
+            positions.setdefault(UUID(str(entry.get("task_id"))), []).append(row.originator_version)
+    missing: list[tuple[UUID, str, int, int | None]] = []
     for entry in ledger.entries():
         if entry.task_id not in known:
             project = ledger.state(entry.task_id).project or ""
-            missing.append((entry.task_id, project, entry.number, positions.get(entry.task_id)))
+            missing.extend((entry.task_id, project, entry.number, at) for at in positions.get(entry.task_id, [None]))
     for tombstone in ledger.tombstones():
         if tombstone.task_id not in known:  # its number is never handed out again, whoever writes next
             missing.append((tombstone.task_id, "", tombstone.number, None))

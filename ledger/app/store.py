@@ -265,6 +265,9 @@ class Ledger(Application[UUID]):
                 assert persist is None, "a retitle is not written through a caller's own transaction"
                 registry = registry or self._registry(writing=True)
                 registry.retitle(task.number, retitled[-1].title)
+                if (kept := self.store.task_projects().get(task.id)) is not None:
+                    # The new entry's row, so the access policies let this task's writers add it, readers see it.
+                    projects = [*(projects or []), (task.id, kept, task.number, registry.version)]
             if registry is not None:
                 self._save(registry, task, projects=projects)
             elif persist is not None:

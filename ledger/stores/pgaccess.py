@@ -1,11 +1,11 @@
 """Who may read and write which project of a PostgreSQL ledger, enforced by the server's row-level security.
 
-A task's project is kept per task in ``tasktrail_task_projects`` (id, project, number, and the position
-of its registry entry), written by the recorder in the transaction that appends the task's first
-events (``postgres.AnchoredRecorder``). A table rather than a column: the library owns the events
-table's layout, and a state's bytes may be compressed or enciphered, so a policy could not read the
-project out of them. Grants are rows of ``tasktrail_grants`` (role, project, write); a role is a person
-or an agent, and a role that is a member of a granted role (``GRANT team TO alice``) has its grants.
+A task's project is kept in ``tasktrail_task_projects`` (id, project, number, and the position of a registry
+entry: a row for its registration and one for each rename), written by the recorder in the transaction that
+appends the entry (``postgres.AnchoredRecorder``). A table rather than a column: the library owns the events
+table's layout, and a state's bytes may be compressed or enciphered, so a policy could not read the project
+out of them. Grants are rows of ``tasktrail_grants`` (role, project, write); a role is a person or an agent,
+and a role that is a member of a granted role (``GRANT team TO alice``) has its grants.
 
 Every policy goes through ``tasktrail_task_projects``, whose own policy shows a role only the rows of
 the projects it may read, so a task row is visible exactly when its id is in that table as the role
@@ -31,8 +31,11 @@ GRANTS = "tasktrail_grants"
 EVENTS, SNAPSHOTS = "tasktrail_events", "tasktrail_snapshots"
 
 CREATE = (
-    f"CREATE TABLE IF NOT EXISTS {{schema}}.{TASK_PROJECTS} (originator_id uuid PRIMARY KEY,"
-    " project text NOT NULL, number bigint NOT NULL, registry_version bigint)",
+    # A row per task-list entry of a task (its registration, then each rename), so the policies can show and
+    # accept each entry; a task from before its entries were known has one row with no position.
+    f"CREATE TABLE IF NOT EXISTS {{schema}}.{TASK_PROJECTS} (originator_id uuid NOT NULL,"
+    " project text NOT NULL, number bigint NOT NULL, registry_version bigint,"
+    " UNIQUE (originator_id, registry_version))",
     f"CREATE TABLE IF NOT EXISTS {{schema}}.{GRANTS} (role name NOT NULL, project text NOT NULL,"
     " can_write boolean NOT NULL, PRIMARY KEY (role, project))",
 )

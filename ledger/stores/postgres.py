@@ -73,7 +73,7 @@ UPSERT_HEAD = (f"INSERT INTO {{schema}}.{HEADS} AS h VALUES (%s, %s, %s) ON CONF
 
 
 INSERT_PROJECT = (f"INSERT INTO {{schema}}.{pgaccess.TASK_PROJECTS} VALUES (%s, %s, %s, %s)"
-                  " ON CONFLICT (originator_id) DO NOTHING")
+                  " ON CONFLICT (originator_id, registry_version) DO NOTHING")
 
 UPSERT_SNAPSHOT = (f"INSERT INTO {{schema}}.{SNAPSHOTS_TABLE} (originator_id, originator_version, topic, state)"
                    " VALUES (%s, %s, %s, %s) ON CONFLICT (originator_id, originator_version) DO UPDATE"

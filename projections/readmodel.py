@@ -174,19 +174,19 @@ def readmodel_path(location: Location) -> Path:
         return kept
     for stale in (kept, Path(f"{kept}.wal")):
         stale.unlink(missing_ok=True)  # plaintext of an encrypted ledger (a read model from before its key)
-    return _unkept(kept.name)
+    return _unkept(kept)
 
 
 _UNKEPT: dict[str, Path] = {}
 
 
-def _unkept(name: str) -> Path:
-    """This process's own read model named ``name``, in a private temporary folder removed at exit."""
-    if name not in _UNKEPT:
+def _unkept(kept: Path) -> Path:
+    """This process's own stand-in for the read model ``kept``, in a private temporary folder removed at exit."""
+    if str(kept) not in _UNKEPT:
         folder = Path(tempfile.mkdtemp(prefix="tasktrail-readmodel-"))  # 0700
         atexit.register(shutil.rmtree, folder, True)
-        _UNKEPT[name] = folder / name
-    return _UNKEPT[name]
+        _UNKEPT[str(kept)] = folder / kept.name
+    return _UNKEPT[str(kept)]
 
 
 SANDBOX: dict[str, str | bool] = {

@@ -18,21 +18,32 @@ from ledger.base.location import resolve
 @click.command("migrate")
 @click.option("--from", "source", required=True, metavar="URL", help="The ledger to copy: PATH, sqlite:PATH or postgresql://...")
 @click.option("--to", "target", required=True, metavar="URL", help="Where to copy it (created on first use).")
+@click.option("--to-key-file", "to_key_file", metavar="FILE",
+              help="Encrypt the copy with the key in FILE (0600; `trail key new --out FILE`).")
+@click.option("--to-plain", is_flag=True, help="Write the copy unencrypted (the source is read with its key).")
 @json_option
 @fails_cleanly
-def migrate(source: str, target: str, as_json: bool) -> None:
+def migrate(source: str, target: str, to_key_file: str | None, to_plain: bool, as_json: bool) -> None:
     """Copy every stored event (and the task registry) to another ledger, hash chains intact.
 
     The copy is verified on the target afterwards (every event byte for byte, every task's
     chain recomputed). Running it again copies only what is missing, and a target holding
     other events under the same ids is refused. Progress goes to stderr.
 
+    The source is read with TRAIL_CIPHER_KEY / TRAIL_CIPHER_KEY_FILE when it is encrypted; the copy
+    is written with the same key unless --to-key-file or --to-plain says otherwise.
+
     \b
     trail migrate --from sqlite:~/.local/share/tasktrail/ledger.db --to postgresql://me:pw@db:5432/trail
+    trail migrate --from old.db --to new.db --to-key-file ~/.config/tasktrail/key   # encrypt a plain ledger
     """
     from ledger.app import migrate as copying
 
-    report = copying.run(resolve(source), resolve(target), progress=lambda line: click.echo(line, err=True))
+    if to_key_file and to_plain:
+        raise BadInput("give --to-key-file FILE or --to-plain, not both")
+    cipher = atrest.cipher_env({atrest.KEY_FILE_VAR: to_key_file}) if to_key_file else {} if to_plain else None
+    report = copying.run(resolve(source), resolve(target), progress=lambda line: click.echo(line, err=True),
+                         target_cipher=cipher)
     if as_json:
         emit_json(report.as_dict())
         return

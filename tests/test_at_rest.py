@@ -185,3 +185,33 @@ def test_key_new_prints_and_writes_a_private_file_never_over_one(tmp_path: Path)
     kept = out.read_bytes()
     again = run_trail("key", "new", "--out", str(out), home=tmp_path / "home")
     assert again.returncode == 2 and "never overwritten" in again.stderr and out.read_bytes() == kept
+
+
+def test_migrate_plain_to_encrypted_and_back(home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                             new_store: Any) -> None:
+    _record(home, 4)
+    assert run_trail("compact", "1", "--before", "4", home=home).returncode == 0
+    source = os.environ.get("TRAIL_DATABASE_URL") or str(home / "ledger.db")
+    key = tmp_path / "key"
+    assert run_trail("key", "new", "--out", str(key), home=home).returncode == 0
+    encrypted = tmp_path / "enc.db"
+    moved = run_trail("migrate", "--from", source, "--to", str(encrypted), "--to-key-file", str(key), home=home)
+    assert moved.returncode == 0, moved.stderr
+    leaks = [n for n, data in _files_bytes(tmp_path).items() if n.startswith(str(encrypted)) and PLANT.encode() in data]
+    assert leaks == [] and (tmp_path / "enc.db.archive").is_dir(), leaks
+    assert run_trail("--db", str(encrypted), "log", "1", home=home).returncode == 4  # no key: one line
+
+    monkeypatch.setenv("TRAIL_CIPHER_KEY_FILE", str(key))
+    assert run_trail("--db", str(encrypted), "verify", home=home).returncode == 0
+    assert PLANT in run_trail("--db", str(encrypted), "log", "1", home=home, check=True).stdout
+    # Encrypted to encrypted under the same key (to PostgreSQL on that backend): the bytes move as they are.
+    again = new_store() if os.environ.get("TRAIL_DATABASE_URL") else str(tmp_path / "enc2.db")
+    assert run_trail("migrate", "--from", str(encrypted), "--to", again, home=home).returncode == 0
+    if again.startswith("postgresql"):
+        assert PLANT.encode() not in _pg_bytes(resolve(again))
+    assert PLANT in run_trail("--db", again, "log", "1", home=home, check=True).stdout
+    back = tmp_path / "back.db"
+    assert run_trail("migrate", "--from", again, "--to", str(back), "--to-plain", home=home).returncode == 0
+    monkeypatch.delenv("TRAIL_CIPHER_KEY_FILE")
+    assert run_trail("--db", str(back), "verify", home=home).returncode == 0
+    assert PLANT in run_trail("--db", str(back), "log", "1", home=home, check=True).stdout

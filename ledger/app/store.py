@@ -514,18 +514,23 @@ Create = Literal["path", "file", "nothing"]
 """What opening a missing SQLite ledger may create (``open_ledger``)."""
 
 
-def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, create: Create = "path") -> Ledger:
+def open_ledger(
+    location: Location, ledger_class: type[Ledger] = Ledger, *, create: Create = "path",
+    cipher: Mapping[str, str] | None = None,
+) -> Ledger:
     """Open the ledger at ``location``, or fail with one clear line and nothing created.
 
     ``create`` says what a missing SQLite ledger may bring into being: ``"path"`` its folders
     and file (the default location, created on first use), ``"file"`` the file in a folder that
     exists (a command that writes to a location named with ``--db``), ``"nothing"`` (a command
     that only reads one). A file that exists must be a tasktrail ledger, whatever ``create`` says.
+    ``cipher``: the key settings (``atrest.cipher_env``; {} for none), when not the environment's (migrate).
     """
     # A bad setting fails every command, so it is named before anything about the location.
     snapshot_interval(os.environ.get("TRAIL_SNAPSHOT_EVERY"))
     private.tighten(str(location.home))  # what an older release left open to others (one stat when nothing is)
-    keyed = atrest.cipher_env()  # a bad key, key file or missing AES package is named before anything opens
+    # A bad key, key file or missing AES package is named before anything opens.
+    keyed = atrest.cipher_env() if cipher is None else dict(cipher)
     if location.is_sqlite:
         path = location.sqlite_path
         env = {

@@ -215,3 +215,23 @@ def test_migrate_plain_to_encrypted_and_back(home: Path, monkeypatch: pytest.Mon
     monkeypatch.delenv("TRAIL_CIPHER_KEY_FILE")
     assert run_trail("--db", str(back), "verify", home=home).returncode == 0
     assert PLANT in run_trail("--db", str(back), "log", "1", home=home, check=True).stdout
+
+
+def test_either_aes_package_reads_what_the_other_wrote(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAIL_CIPHER_KEY", _key())
+    both = atrest.CIPHERS
+    for writer in both:
+        monkeypatch.setattr(atrest, "CIPHERS", (writer,))
+        app = open_ledger(resolve())
+        try:
+            app.open_task(f"{PLANT} by {writer[1]}")
+        finally:
+            app.close()
+    for reader in both:
+        monkeypatch.setattr(atrest, "CIPHERS", (reader,))
+        app = open_ledger(resolve())
+        try:
+            titles = [app.state(e.task_id).title for e in app.entries()]
+            assert titles == [f"{PLANT} by {w[1]}" for w in both], reader
+        finally:
+            app.close()

@@ -79,6 +79,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("cli.capture:hook_group", "Entry points the agents' hooks call (payload on stdin)."),
     "doctor": ("cli.capture:doctor", "Check capture health: dead letters and inbox rows still waiting for a task."),
     "reclassify": ("cli.capture:reclassify", "Override how a captured prompt at POSITION was classified."),
+    "grant": ("cli.access:grant", "Let ROLE (a PostgreSQL role: a person or an agent) read or write project P's "
+              "tasks."),
+    "revoke": ("cli.access:revoke", "Take ROLE's grant on project P away (every grant of ROLE's without "
+               "--project). Run by the owner."),
+    "access": ("cli.access:access", "List the grants: role, project, read or write (a grantee sees its own)."),
     "mcp": ("cli.mcp:mcp_command", "Serve the ledger to an MCP client over stdio (needs tasktrail[mcp])."),
     "completion": ("cli.completion:completion", "Print the shell completion script for SHELL (bash, zsh or fish)."),
     "demo": ("cli.demo:demo", "Record a realistic sample task, then print its resume brief."),

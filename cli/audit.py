@@ -128,8 +128,9 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
 
     Exits 5 when any task is broken.
     """
-    from ledger.app import ledgerhead
+    from ledger.app import access, ledgerhead
     from ledger.app.verify import LedgerBroken, parse_head, verify_registry, verify_task
+    from ledger.base.errors import Refused
 
     whole = expect is not None and ledgerhead.is_ledger_token(expect)
     if whole:
@@ -143,12 +144,18 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
                                    "(or give a ledger head, from `trail checkpoint --ledger`)")
         parse_head(expect)
     ledger = ctx.ledger()
+    partial = not ledger.sees_all  # a grantee: the server shows it its projects' tasks only (``stores.pgaccess``)
+    if whole and partial:
+        raise Refused("a ledger head covers every task, and this role sees only its projects' tasks: "
+                      "the ledger's owner checks it")
     findings = ledgerhead.check(ledger, expect) if whole and expect is not None else []
     expect = None if whole else expect
     entries = [ctx.entry(task)] if task else ledger.entries()
     reports: list[tuple[Entry | None, Report]] = [(e, verify_task(ledger, e.task_id, e, expect)) for e in entries]
-    if not task:  # the task list itself, last: its chain, anchor and snapshots (None: the registry's row)
+    if not task and not partial:  # the task list itself, last: its chain, anchor and snapshots (None: its row)
         reports.append((None, verify_registry(ledger)))
+    # A grantee cannot walk the task list's chain (the other projects' entries are hidden from it): say so.
+    hidden = access.task_list_seen(ledger) if not task and partial else None
     broken = [(e, r) for e, r in reports if not r.ok]
     against = [f for f in findings if f.is_break]
     if as_json:
@@ -161,7 +168,9 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
             "anchor": None if r.anchor is None else {"position": r.anchor.version, "chain": r.anchor.chain},
             "break": None if r.first_break is None else {
                 "position": r.first_break.position, "kind": r.first_break.kind, "detail": r.first_break.detail},
-        } for e, r in reports] + (held if whole else []))
+        } for e, r in reports] + (held if whole else []) + ([] if hidden is None else [{
+            "task": None, "registry": True, "ok": None, "checked": False,
+            "events_seen": hidden[0], "events": hidden[1]}]))
     else:
         for e, r in reports:
             if e is None:
@@ -176,6 +185,9 @@ def verify(ctx: Context, task: str | None, expect: str | None, as_json: bool) ->
             else:
                 b = r.first_break
                 click.echo(f"#{e.number} BROKEN at position {b.position}: {b.kind} ({b.detail})")
+        if hidden is not None:
+            click.echo(f"task list not checked: this role sees {hidden[0]} of its {hidden[1]} events (its grants "
+                       "hide other projects' entries); the ledger's owner's `trail verify` checks it")
         for f in findings:
             click.echo(f"ledger head {'BROKEN' if f.is_break else 'note'}: {f.kind} ({f.detail})")
         if whole and not against:

@@ -141,6 +141,11 @@ def fails_cleanly(func: F) -> F:
 
             if not isinstance(exc, PersistenceError | sqlite3.Error):
                 raise
+            cause = exc.__cause__ or exc.__context__
+            if getattr(cause, "sqlstate", None) == "42501":  # the server's access policies (``stores.pgaccess``)
+                click.echo(f"trail: refused by the ledger's server: {reason(exc)} (this role has no grant for it;"
+                           " `trail access` lists grants)", err=True)
+                sys.exit(StoreUnavailable.exit_code)
             click.echo(f"trail: ledger storage failed: {reason(exc)}", err=True)
             sys.exit(StoreUnavailable.exit_code)
 

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: the agent interface, not the store")
+
 REPO = Path(__file__).resolve().parent.parent
 
 TOY_PACKAGE = '''

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,9 @@ from ledger.domain import events as ev
 from projections import brief
 from projections.state import TaskState
 from tests.conftest import run_here
+
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: the brief's order, content and budget, not the store")
 
 
 def _sample_state(ledger: Ledger) -> TaskState:

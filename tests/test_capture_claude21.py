@@ -28,6 +28,9 @@ from ledger.capture.jsonl import Lines
 from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: the facts read from an agent's records, not the store")
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRANSCRIPT = FIXTURES / "claude-2.1-tasks.jsonl"
 HOOKS = json.loads((FIXTURES / "claude-2.1-tasks-hooks.json").read_text())

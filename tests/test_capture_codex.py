@@ -21,6 +21,9 @@ from ledger.capture.importer import import_files
 from ledger.domain import events as ev
 from tests.conftest import SHARED, run_trail
 
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: the facts read from an agent's records, not the store")
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TURNS = FIXTURES / "codex-turns.jsonl"
 FORK = FIXTURES / "codex-fork.jsonl"

@@ -19,6 +19,9 @@ from ledger.capture.testruns import recognise, test_item
 from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: the facts read from an agent's records, not the store")
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SRC = ev.SourceKey(agent="claude-code", session="s1", record="toolu_x")
 ACTOR = "agent:claude-code"

@@ -27,6 +27,9 @@ from ledger.domain import events as ev
 from tests.conftest import SHARED, run_here, run_trail
 from tests.test_hook import _env
 
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: the facts read from an agent's records, not the store")
+
 FIXTURE = Path(__file__).parent / "fixtures" / "codex-0171"
 SESSION = "01a23103-ef9c-71f2-9a5f-0019535f8881"
 ROLLOUT = next(FIXTURE.glob("rollout-*.jsonl"))

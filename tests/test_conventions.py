@@ -15,6 +15,9 @@ import pytest
 from tests.conftest import REPO, run_here, run_trail
 from tests.terminal import on_a_terminal
 
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: terminal conventions, not the store")
+
 ESC = "\x1b["
 
 

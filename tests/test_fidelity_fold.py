@@ -10,12 +10,17 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ledger.app.store import Ledger
 from ledger.base.location import Location
 from ledger.capture.agents.claude_code.branches import REWOUND
 from ledger.capture.importer import import_files
 from projections.brief import render
 from tests.test_fidelity_rules import SESSION, _real, _section, _Transcript
+
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: what the fold makes of a session, not the store")
 
 
 class _Session(_Transcript):

@@ -20,6 +20,9 @@ from projections.brief import render
 from projections.intent import pasted_output, question, says_failed, withdrawal
 from tests.conftest import SHARED, run_trail
 
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: what the fold makes of a session, not the store")
+
 REAL = SHARED / "fixtures" / "claude-code"
 SESSION = "22222222-aaaa-4bbb-8ccc-000000000002"
 

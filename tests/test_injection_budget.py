@@ -20,6 +20,9 @@ from projections.brief import utf8_bytes, utf16_units
 from tests.conftest import run_here
 from tests.test_hook import _env
 
+# The PostgreSQL half is skipped: test_routing and test_hook_codex answer SessionStart on PostgreSQL.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: what fits an agent's budget, not the store")
+
 ASCII_NOTE = "Keep the retry loop in auth/refresh.py bounded at three tries and log each backoff step"
 CJK_NOTE = "登录在慢速网络上超时：刷新令牌的重试循环必须限制为三次，并记录每次退避的等待时间与原因说明"  # noqa: RUF001 (CJK punctuation is the point)
 

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_here, run_trail
 from tests.terminal import on_a_terminal
+
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: the terminal picker, not the store")
 
 
 def _three_tasks(home: Path, work: Path) -> None:

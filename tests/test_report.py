@@ -24,6 +24,9 @@ from projections import report
 from projections.state import replay
 from tests.conftest import run_here, run_trail
 
+# The PostgreSQL half is skipped: one backend is enough here.
+pytestmark = pytest.mark.sqlite_only("one backend is enough: the report's rendering, not the store")
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (Debian's chromium package; .ci/run installs it)"

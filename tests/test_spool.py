@@ -13,7 +13,9 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,3 +132,62 @@ def test_a_long_transcript_imports_in_bounded_memory(home: Path, tmp_path: Path)
     peak, events = json.loads(proc.stdout.splitlines()[-1])
     assert events == CALLS + 4  # each call, the request, the link, the end checkpoint and the status: all landed
     assert peak < PEAK, f"the import's traced peak was {peak / 1e6:.1f} MB"
+
+
+SECRETS = ("AKIAQWERTYUIOPASDFGH", "ghp_" + "Zq7" * 12, "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx")
+"""An AWS key id, a GitHub token, a Slack bot token: kinds the built-in rules redact."""
+
+
+def test_no_secret_reaches_the_spool_file_or_the_ledger_in_clear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ledger.app.store import open_ledger
+    from ledger.base.location import resolve
+    from ledger.capture import importer
+
+    monkeypatch.setattr(spool, "KEEP", 40)
+    monkeypatch.setattr(spool, "CHUNK", 7)  # chunks end inside the items, a last one is left to flush at a read
+    files: list[Path] = []
+
+    def named_file(**_: object) -> object:
+        # The spool's own file, but with a name, kept after the import: every byte it was given is read here.
+        files.append(tmp_path / f"spool-{len(files)}.bin")
+        return files[-1].open("w+b")
+
+    monkeypatch.setattr(spool.tempfile, "TemporaryFile", named_file)
+    transcript = tmp_path / "long.jsonl"
+    sid = "33333333-aaaa-4bbb-8ccc-000000000003"
+    base = {"isSidechain": False, "userType": "external", "cwd": str(tmp_path), "sessionId": sid, "version": "2.0.55"}
+    with transcript.open("w") as out:
+        parent = None
+        for n, (kind, message, extra) in enumerate(_long_session(150)):
+            uuid = f"u{n}"
+            out.write(json.dumps({"parentUuid": parent, **base, "type": kind, "uuid": uuid,
+                                  "timestamp": "2026-01-01T10:00:00.000Z", "message": message, **extra}) + "\n")
+            parent = uuid
+    db = tmp_path / "t.db"
+    location = resolve(str(db))
+    ledger = open_ledger(location)
+    try:
+        report = importer.import_files(ledger, location, agents.load("claude-code"), [transcript])
+        assert report.events["CommandRan"] == 150  # every call landed, with its result
+    finally:
+        ledger.close()
+    assert files and files[0].stat().st_size > 10_000  # spilled: most items went through the file
+    stored = [files[0], db, *(p for p in (tmp_path / "t.db-wal",) if p.exists())]
+    for path in stored:
+        data = path.read_bytes()
+        for secret in SECRETS:
+            assert secret.encode() not in data, f"{secret[:6]}... in clear in {path.name}"
+    assert b"[REDACTED:" in files[0].read_bytes()
+
+
+def _long_session(calls: int) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    yield "user", {"role": "user", "content": f"Deploy with key {SECRETS[0]}"}, {}
+    for i in range(calls):
+        secret = SECRETS[i % len(SECRETS)]
+        yield "assistant", {"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{i}", "name": "Bash", "input": {"command": f"echo {secret} {i}"}}]}, {}
+        yield "user", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": f"token {secret} line {i}"}]}, {
+            "toolUseResult": {"stdout": f"token {secret} line {i}", "stderr": "", "interrupted": False}}

@@ -20,7 +20,7 @@ from cli.app import COMMANDS, cli, load
 from tests.conftest import REPO, run_here
 
 MODULES = ("cli.record", "cli.read", "cli.audit", "cli.capture", "cli.demo", "cli.analytics", "cli.compact",
-           "cli.admin", "cli.mcp", "cli.report", "cli.serve", "cli.completion")
+           "cli.admin", "cli.access", "cli.mcp", "cli.report", "cli.serve", "cli.completion")
 ALWAYS_HEAVY = ("duckdb", "psycopg", "psycopg_pool", "pyarrow", "hypothesis", "pytest", "langgraph", "unidiff")
 """Never needed to resume a task, answer a session start or list the commands."""
 

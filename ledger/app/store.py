@@ -29,14 +29,14 @@ from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
 from ledger.app import verify
+from ledger.app.history import LogHistory
 from ledger.app.views import Views
 from ledger.base import atrest, private
-from ledger.base.errors import BadInput, BadSetting, NotFound, StoreUnavailable
+from ledger.base.errors import BadInput, BadSetting, NotFound, PermissionDenied, StoreUnavailable
 from ledger.base.ledger_file import foreign_tables
 from ledger.base.location import Location
 from ledger.base.project import project_of
 from ledger.domain import events as ev
-from ledger.domain.decision_state import RulesView
 from ledger.domain.mapper import OrjsonTranscoder, PydanticMapper
 from ledger.domain.redact import Redactor, redact_fields
 from ledger.domain.registry import REGISTRY_ID, Entry, Registry, Tombstone, head_of
@@ -120,10 +120,9 @@ class Draft:
         """The position of the task's last event (read or recorded)."""
         return self._task.version
 
-    @property
-    def rules(self) -> RulesView:
-        """The task's decision state as it advances through this write (``Task.rules``): read, never change."""
-        return self._task.rules
+    def latest_requirement(self) -> int | None:
+        """The position of the task's latest requirement in force, as this write leaves it so far."""
+        return self._task.latest_requirement()
 
     def record(self, event_class: type[ev.TaskEvent], **fields: Any) -> None:
         """Record an event under the Task aggregate's rules (``Task.record``)."""
@@ -252,7 +251,7 @@ class Ledger(Application[UUID]):
             registry: Registry | None = None
             if opening is not None:
                 registry = self._registry(writing=True)
-                number, slug = registry.next_number(), registry.unique_slug(opening.title)
+                number, slug = self._next_number(registry), registry.unique_slug(opening.title)
                 task = self._loaded(Task.open(
                     number=number, title=opening.title, slug=slug, cwd=opening.cwd, actor=opening.actor,
                     project=opening.project, timestamp=opening.timestamp,
@@ -265,14 +264,27 @@ class Ledger(Application[UUID]):
             if registry is not None:
                 assert opening is not None
                 registry.register(Entry(number=number, task_id=task.id, slug=slug, title=opening.title))
-                self._save(registry, task)  # one transaction: the task, its first events and its entry
+                # One transaction: the task, its first events, its entry, and its project for the access
+                # policies (``stores.pgaccess``; SQLite keeps no such row).
+                project = opening.project or opening.cwd or ""
+                self._save(registry, task, projects=[(task.id, project, number, registry.version)])
             elif persist is not None:
                 persist([cast(ev.TaskEvent, event) for event in task.collect_events()])
             elif task.pending_events:
                 self._save(task)
             return Written(task.id, task.version, task.number), outcome
 
-        return self._retrying(attempt)
+        try:
+            return self._retrying(attempt)
+        except PersistenceError as exc:
+            if not denied(exc):
+                raise
+            where = (opening.project or opening.cwd) if opening is not None else self._project_of(cast(UUID, target))
+            raise PermissionDenied(f"this role may not write to project {where!r}: it has no write grant there "
+                                   "(`trail access` lists grants); nothing was written") from None
+
+    def _project_of(self, task_id: UUID) -> str:
+        return self.store.task_projects().get(task_id, "?")
 
     def _check_end(self, task: Task) -> None:
         """Refuse to chain from a last event that is not what was recorded: an append after an edit or
@@ -300,7 +312,7 @@ class Ledger(Application[UUID]):
                 time.sleep(0.05 * (0.5 + random.random()))
         raise StoreUnavailable(f"gave up after {RETRY_ATTEMPTS} write conflicts")
 
-    def _save(self, *aggregates: Task | Registry) -> None:
+    def _save(self, *aggregates: Task | Registry, projects: list[tuple[UUID, str, int, int]] | None = None) -> None:
         """``save`` in one transaction with the snapshots tasks took of themselves (``take_snapshot``)
         and the anchor rows of their heads (the recorder's ``heads`` and ``snapshots``), so a batch is
         one commit and its last row is not read back for its chain."""
@@ -321,7 +333,7 @@ class Ledger(Application[UUID]):
         self._offered.snapshots = offered
         try:
             with mapper.prepared(prepared):
-                self.save(*aggregates, heads=heads, snapshots=snapshots)
+                self.save(*aggregates, heads=heads, snapshots=snapshots, **({"projects": projects} if projects else {}))
         finally:
             self._offered.snapshots = {}
         cache = self.repository.cache
@@ -348,10 +360,24 @@ class Ledger(Application[UUID]):
         offered: ModelSnapshot | None = self._offered.__dict__.get("snapshots", {}).pop((aggregate_id, version), None)
         if offered is not None:
             return
+        if aggregate_id == REGISTRY_ID and not self.sees_all:
+            return  # a grantee's registry lacks the other projects' entries; the owner's saves snapshot it
         super().take_snapshot(aggregate_id, version, projector_func)
+
+    @cached_property
+    def sees_all(self) -> bool:
+        """Whether this connection sees every task (``LedgerStore.sees_all``: False for a PostgreSQL
+        grantee, whose rows the server's policies filter)."""
+        return self.store.sees_all()
+
+    def _next_number(self, registry: Registry) -> int:
+        # A grantee's registry holds only its projects' entries; the server knows the ledger's next number.
+        return registry.next_number() if self.sees_all else max(registry.next_number(), self.store.next_number())
 
     def _registry(self, writing: bool = False) -> Registry:
         """The registry; ``writing``: with its chain head known, to append to it."""
+        if not self.sees_all:
+            return self._partial_registry()
         try:
             registry: Registry = self.repository.get(REGISTRY_ID)
         except AggregateNotFoundError:
@@ -362,6 +388,21 @@ class Ledger(Application[UUID]):
             decode = cast(PydanticMapper, self.mapper).decode_state
             rows = self.recorder.select_events(REGISTRY_ID, lte=registry.version)
             registry.head = head_of((r.topic, r.originator_version, decode(r.state)) for r in rows)
+        return registry
+
+    def _partial_registry(self) -> Registry:
+        """The registry as a grantee sees it: its own projects' entries (the library's fold would refuse the
+        gaps between them), at the ledger's position and chain head (the anchor row every grantee sees),
+        so an entry it appends chains onto the whole registry."""
+        rows = self.recorder.select_events(REGISTRY_ID)
+        if not rows:
+            return Registry.create()
+        events = [cast(Any, self.mapper.to_domain_event(row)) for row in rows]
+        registry = cast(Registry, events[0].mutate(None))
+        for event in events[1:]:
+            event.apply(registry)
+        if (anchor := self.store.head(REGISTRY_ID)) is not None:
+            registry.version, registry.head = anchor.version, anchor.chain
         return registry
 
     def open_task(
@@ -443,7 +484,14 @@ class Ledger(Application[UUID]):
 
     def _loaded(self, task: Task) -> Task:
         task.snapshot_every = self.snapshotting_intervals.get(Task, 0)
+        task.history = self._history
+        if len(task.rules.reclassified) > TRIM_ABOVE:
+            task.trimmed()  # read from a snapshot of v4 or before, which listed every intent
         return task
+
+    @cached_property
+    def _history(self) -> LogHistory:
+        return LogHistory(self)
 
     def state(self, task_id: UUID, at: int | None = None) -> TaskState:
         """The task's view after event ``at`` (the latest when None, or when ``at`` is past it), from
@@ -473,6 +521,11 @@ class Ledger(Application[UUID]):
 
 _COPIED_NOT = frozenset({"originator_id", "originator_version", "chain"})
 """What a branch does not copy of an event: the new task gives each copy its own."""
+
+
+TRIM_ABOVE = 16
+"""More reclassified positions than this (a user reclassifies a handful) are an upcast state's list of
+every intent: the task trims them on load (``Task.trimmed``)."""
 
 
 def _nothing(_: Draft) -> None:
@@ -554,11 +607,18 @@ def open_ledger(
     elif location.is_postgres:
         from ledger.stores import postgres  # psycopg loads only for PostgreSQL ledgers
 
-        with postgres.setting_up(location) as target:
-            return _construct(ledger_class, {**postgres.library_env(target), **keyed}, location)
+        with postgres.setting_up(location) as (target, owner):
+            return _construct(ledger_class, {**postgres.library_env(target, owner), **keyed}, location)
     raise StoreUnavailable(
         f"unsupported ledger URL {location.display!r}; use a file path, sqlite:PATH or postgresql://..."
     )
+
+
+def denied(exc: BaseException) -> bool:
+    """Whether a storage error is the server refusing this role (SQLSTATE 42501: no privilege on the table,
+    or a row its access policies do not let it write; ``stores.pgaccess``)."""
+    cause = exc.__cause__ or exc.__context__
+    return getattr(cause, "sqlstate", None) == "42501"
 
 
 _HELD: Counter[Path] = Counter()

@@ -43,3 +43,7 @@ class Refused(TrailError):
     """The command would overwrite or contradict what is already stored; nothing was written."""
 
     exit_code = 3
+
+
+class PermissionDenied(StoreUnavailable):
+    """The ledger's server refused this role: no grant for the project (PostgreSQL row-level security)."""

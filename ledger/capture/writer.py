@@ -30,7 +30,6 @@ from ledger.domain import events as ev
 
 if TYPE_CHECKING:
     from ledger.app.store import Draft, Ledger
-    from ledger.domain.decision_state import RulesView
 
 Key = tuple[str, str, str]
 
@@ -171,7 +170,7 @@ def record_unseen(draft: Draft, seen: set[Key], forgotten: Forgotten | None = No
             continue
         if key is not None:
             seen.add(key)  # a source repeated inside one batch lands once
-        cls, values = _resolve(draft.rules, event_class, fields)
+        cls, values = _resolve(draft, event_class, fields)
         try:
             # A refused event leaves the task unchanged (events are validated before they
             # are applied), so the batch goes on.
@@ -192,10 +191,10 @@ def _invalid(cls: type[ev.TaskEvent], exc: ValidationError) -> str:
     return f"{cls.__name__} refused: {why}"
 
 
-def _resolve(rules: RulesView, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:
+def _resolve(draft: Draft, event_class: type[ev.TaskEvent], fields: dict[str, Any]) -> Item:
     """Turn the importer's ``LATEST_REQUIREMENT`` placeholder into a position (or a new requirement)."""
     if event_class is ev.RequirementChanged and fields.get("supersedes") == LATEST_REQUIREMENT:
-        latest = rules.latest_requirement  # only here: it is a max over every requirement
+        latest = draft.latest_requirement()
         if latest is None:
             return ev.RequirementStated, {k: v for k, v in fields.items() if k != "supersedes"}
         return event_class, {**fields, "supersedes": latest}

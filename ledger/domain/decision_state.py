@@ -1,97 +1,105 @@
 """What the Task aggregate decides on: which intents, decisions and attempts exist, which is open.
 
-This is the aggregate's own state, apart from the brief's bounded view (``projections.state``):
-small (positions only), unbounded (a requirement from the first day can still be reworded after
-thousands of events), and folded by ``advance``, a pure function. Rules read it and nothing else,
+This is the aggregate's own state, apart from the brief's bounded view (``projections.state``),
+and its size does not grow with the task: it holds the open and latest positions, the latest
+stated requirement, and the few positions the user reclassified. What kind of event sits at any
+other position (a requirement from the first day can still be reworded after a million events)
+is looked up in the log when a rule asks (``Task.kind_of``, through a ``History``), since an
+event's type never changes. Folded by ``advance``, a pure function; rules read it and the log,
 so no view window can change what a command may do.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal, Protocol
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 
 from ledger.domain import events as ev
 
+Kind = Literal["requirement", "correction", "change", "decision", "attempt"]
+"""What the event at a position is to the rules; ``change``: a requirement change (rewording)."""
+
+KIND_OF: dict[type[ev.TaskEvent], Kind] = {
+    ev.RequirementStated: "requirement", ev.CorrectionMade: "correction", ev.RequirementChanged: "change",
+    ev.DecisionRecorded: "decision", ev.AttemptStarted: "attempt",
+}
+"""Each kind's event: what a position is when nobody reclassified it."""
+
+MOVABLE: frozenset[Kind | None] = frozenset({"requirement", "correction"})
+"""The kinds a reclassification moves (a rewording stays one; a decision or attempt is no intent)."""
+
+
+class History(Protocol):
+    """The task's stored log, as the rules look positions up in it (live and archived rows alike)."""
+
+    def type_at(self, task_id: UUID, position: int) -> type[ev.TaskEvent] | None:
+        """The class of the stored event at ``position``, None when there is none."""
+        ...
+
+    def types_at(self, task_id: UUID, positions: Iterable[int]) -> dict[int, type[ev.TaskEvent] | None]:
+        """``type_at`` of each of ``positions``, in one look-up."""
+        ...
+
+    def earlier(self, task_id: UUID, event_class: type[ev.TaskEvent], before: int) -> Iterator[int]:
+        """Positions below ``before`` of the stored events of ``event_class``, latest first."""
+        ...
+
 
 class DecisionState(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    requirements: frozenset[int] = frozenset()
-    """Positions of the requirements in force (rewordings keep the original's position)."""
-    rewordings: frozenset[int] = frozenset()
-    """Positions of requirement changes (and prompts reclassified as one): intents a cause may name."""
-    corrections: frozenset[int] = frozenset()
-    decisions: frozenset[int] = frozenset()
-    attempts: frozenset[int] = frozenset()
+    latest_stated: int | None = None
+    """Position of the latest ``RequirementStated`` (reclassified or not): where a search for the
+    latest requirement in force starts."""
+    reclassified: dict[int, Literal["requirement", "correction", "change"]] = {}
+    """What the user made of a position (``IntentReclassified``), where it moved it: a requirement or
+    correction that became a rewording stays one. Applies only to a requirement or correction."""
     open_attempt: int | None = None
     last_intent: int | None = None
     """Position of the latest requirement, requirement change or correction."""
     last_decision: int | None = None
     status: ev.Status = "active"
 
-    @property
-    def latest_requirement(self) -> int | None:
-        return max(self.requirements) if self.requirements else None
-
-    def is_intent(self, position: int) -> bool:
-        return position in self.requirements or position in self.corrections or position in self.rewordings
-
-    @field_serializer("requirements", "rewordings", "corrections", "decisions", "attempts", when_used="json")
-    def _in_order(self, positions: frozenset[int]) -> list[int]:
-        # Stored in order: a set's own order depends on how it was built (one write or many), and
-        # the same state must give the same snapshot bytes however it was reached.
-        return sorted(positions)
+    @field_serializer("reclassified", when_used="json")
+    def _in_order(self, moved: dict[int, str]) -> dict[int, str]:
+        # Stored in order: the same state must give the same snapshot bytes however it was reached.
+        return dict(sorted(moved.items()))
 
 
-_SETS = ("requirements", "rewordings", "corrections", "decisions", "attempts")
-_VALUES = ("open_attempt", "last_intent", "last_decision", "status")
+_VALUES = ("latest_stated", "open_attempt", "last_intent", "last_decision", "status")
 
 
 class Rules:
     """A decision state the aggregate advances in place: what its rules read, event by event.
 
-    ``advance`` on the frozen state copies every set it adds to, so a task with thousands of
-    decisions and attempts paid for all of them on each new one (a 1M-event import slowed to half
-    its early rate). The aggregate keeps one of these instead and freezes it only when the frozen
-    form is asked for (a snapshot, a caller); ``apply`` is the one definition of the rules' fold.
+    The aggregate keeps one of these and freezes it only when the frozen form is asked for (a
+    snapshot, a caller); ``apply`` is the one definition of the rules' fold.
     """
 
-    __slots__ = (*_SETS, *_VALUES)
+    __slots__ = ("reclassified", *_VALUES)
 
-    requirements: set[int]
-    rewordings: set[int]
-    corrections: set[int]
-    decisions: set[int]
-    attempts: set[int]
+    reclassified: dict[int, Literal["requirement", "correction", "change"]]
+    latest_stated: int | None
     open_attempt: int | None
     last_intent: int | None
     last_decision: int | None
     status: ev.Status
 
     def __init__(self, state: DecisionState | Rules) -> None:
-        for name in _SETS:
-            setattr(self, name, set(getattr(state, name)))
+        self.reclassified = dict(state.reclassified)
         for name in _VALUES:
             setattr(self, name, getattr(state, name))
 
     def frozen(self) -> DecisionState:
-        # Built from a validated state by validated events: constructed, not validated again
-        # (validating every position of a long task's sets is what this class exists to avoid).
-        values: dict[str, Any] = {name: frozenset(getattr(self, name)) for name in _SETS}
-        values.update((name, getattr(self, name)) for name in _VALUES)
-        return DecisionState.model_construct(None, **values)
-
-    @property
-    def latest_requirement(self) -> int | None:
-        return max(self.requirements) if self.requirements else None
-
-    def is_intent(self, position: int) -> bool:
-        return position in self.requirements or position in self.corrections or position in self.rewordings
+        # Built from a validated state by validated events: constructed, not validated again.
+        values: dict[str, Any] = {name: getattr(self, name) for name in _VALUES}
+        return DecisionState.model_construct(None, reclassified=dict(self.reclassified), **values)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Rules:
-        return Rules(self)  # its own sets; the values are immutable
+        return Rules(self)  # its own map; the values are immutable
 
     def __eq__(self, other: object) -> bool:
         # By value: the library compares aggregates attribute by attribute, so a task and its copy are equal.
@@ -104,31 +112,20 @@ class Rules:
         pos = event.originator_version
         match event:
             case ev.RequirementStated():
-                self.requirements.add(pos)
+                self.latest_stated = pos
                 self.last_intent = pos
-            case ev.RequirementChanged():
-                self.rewordings.add(pos)
-                self.last_intent = pos
-            case ev.CorrectionMade():
-                self.corrections.add(pos)
+            case ev.RequirementChanged() | ev.CorrectionMade():
                 self.last_intent = pos
             case ev.IntentReclassified():
                 target = event.target
-                if not (target in self.requirements or target in self.corrections):
-                    return False  # a rewording stays one
-                self.requirements.discard(target)
-                self.corrections.discard(target)
-                if event.kind == "requirement":
-                    self.requirements.add(target)
-                elif event.kind == "correction":
-                    self.corrections.add(target)
-                else:
-                    self.rewordings.add(target)
+                if target >= pos or self.reclassified.get(target) == "change":
+                    return False  # nothing there yet; a rewording stays one
+                # Whether ``target`` is a requirement or correction is the log's to say (``Task.kind_of``
+                # applies the move only then), so the fold needs no look-up.
+                self.reclassified[target] = event.kind
             case ev.DecisionRecorded():
-                self.decisions.add(pos)
                 self.last_decision = pos
             case ev.AttemptStarted():
-                self.attempts.add(pos)
                 self.open_attempt = pos
             case ev.AttemptEnded():
                 if self.open_attempt == event.attempt:
@@ -157,11 +154,30 @@ def advance(state: DecisionState, event: ev.TaskEvent) -> DecisionState:
     return rules.frozen() if rules.apply(event) else state
 
 
-def from_view(view: dict[str, Any]) -> dict[str, Any]:
-    """A decision state derived from a stored v1 snapshot's view (the only state v1 kept).
+def from_sets(old: dict[str, Any]) -> dict[str, Any]:
+    """A decision state from a stored one of snapshot v2-v4, which kept every position of each kind.
 
-    Exact for tasks within the view's windows; beyond them v1 had already forgotten the older
-    positions, so they stay unknown, as they were to v1's rules.
+    Exact without the log: every intent position the old sets hold goes into ``reclassified`` as the
+    kind it had then (a position's own kind there is harmless: ``Task.kind_of`` gives the same).
+    Decisions and attempts are the log's to say. The ledger trims the map on load (``Ledger``)."""
+    moved: dict[int, str] = {}
+    for key, kind in (("requirements", "requirement"), ("corrections", "correction"), ("rewordings", "change")):
+        moved.update((int(position), kind) for position in old.get(key) or ())
+    requirements = [int(p) for p in old.get("requirements") or ()]
+    return {
+        "latest_stated": max(requirements) if requirements else None,
+        "reclassified": dict(sorted(moved.items())),
+        **{name: old.get(name) for name in ("open_attempt", "last_intent", "last_decision")},
+        "status": old.get("status", "active"),
+    }
+
+
+def from_view(view: dict[str, Any]) -> dict[str, Any]:
+    """A v2 decision state (sets of positions) derived from a stored v1 snapshot's view (the only
+    state v1 kept); ``from_sets`` takes it on to today's form.
+
+    Exact for tasks within the view's windows. Beyond them v1 had forgotten the older positions;
+    they are now the log's to say (``Task.kind_of``), save a reclassification v1 had forgotten too.
     """
 
     def positions(key: str) -> list[int]:

@@ -1,8 +1,9 @@
 """The Task aggregate: decides whether a fact may be recorded, then appends it as an event.
 
 It keeps only what it decides with: ``decision`` (``ledger.domain.decision_state``), the small
-unbounded state its rules read, advanced by every event; its number; and the head of its hash
-chain. The brief's view is a projection of the events with snapshots of its own
+state its rules read, advanced by every event, whose size does not grow with the task (what kind
+of event sits at an older position is looked up in the log: ``kind_of``); its number; and the head
+of its hash chain. The brief's view is a projection of the events with snapshots of its own
 (``ledger.app.views``), so an append never folds it and a change of that fold never touches a
 task snapshot. Snapshots are versioned: older ones (which carried the view) upcast on read.
 Each appended event is linked into the task's hash chain before it is applied.
@@ -10,9 +11,10 @@ Each appended event is linked into the task's hash chain before it is applied.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from copy import deepcopy
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, ProgrammingError
@@ -20,8 +22,9 @@ from eventsourcing.utils import get_topic
 
 from ledger.base.errors import RuleBroken
 from ledger.domain import chain
+from ledger.domain import decision_state as ds
 from ledger.domain import events as ev
-from ledger.domain.decision_state import DECIDING, DecisionState, Rules, RulesView, from_view
+from ledger.domain.decision_state import DECIDING, KIND_OF, MOVABLE, DecisionState, Rules, RulesView
 from ledger.domain.mapper import stored_state
 from ledger.domain.snapshot import ModelSnapshot, SnapshotBody
 
@@ -60,16 +63,17 @@ class TaskSnapshot(ModelSnapshot):
     v1 held the brief's view alone (and the rules read it); v2 added the decision state, derived
     from the view when an older snapshot is read; v3 named the fold that made the view; v4 holds
     no view (the view has snapshots of its own): the number is taken from an older one's view,
-    and the rest of that view is dropped, to be folded again from the events when read."""
+    and the rest of that view is dropped, to be folded again from the events when read; v5's
+    decision state keeps no sets of positions (``decision_state.from_sets``)."""
 
     TOPIC: ClassVar[str] = "tasktrail/TaskSnapshot"
-    class_version: ClassVar[int] = 4
+    class_version: ClassVar[int] = 5
     state: TaskBody
 
     @staticmethod
     def upcast_v1_v2(stored: dict[str, Any]) -> None:
         body = stored["state"]
-        body["decision"] = from_view(body.get("state") or {})
+        body["decision"] = ds.from_view(body.get("state") or {})
 
     @staticmethod
     def upcast_v2_v3(stored: dict[str, Any]) -> None:
@@ -81,6 +85,11 @@ class TaskSnapshot(ModelSnapshot):
         view = body.pop("state", None) or {}
         body.pop("fold_version", None)
         body["number"] = view.get("number") or 0
+
+    @staticmethod
+    def upcast_v4_v5(stored: dict[str, Any]) -> None:
+        body = stored["state"]
+        body["decision"] = ds.from_sets(body.get("decision") or {})
 
 
 class Task(Aggregate):
@@ -96,6 +105,9 @@ class Task(Aggregate):
     snapshot_every: int = 0
     """K, set by the ledger that loaded this task: at every K-th position the task offers a
     snapshot of itself as it is then, so saving need not rebuild that version from the store."""
+    history: ds.History | None = None
+    """The stored log, set by the ledger that loaded this task: where ``kind_of`` looks positions up
+    (the events recorded since the load are the task's own, ``pending_events``)."""
 
     @classmethod
     def open(
@@ -145,6 +157,70 @@ class Task(Aggregate):
         """What the rules read at this version: read, never change."""
         rules: RulesView = self.__dict__["_rules"] or self.__dict__["_decision"]
         return rules
+
+    # -- what the rules look up --------------------------------------------------
+
+    def _type_at(self, position: int) -> type[ev.TaskEvent] | None:
+        """The class of the event at ``position``: recorded since the load, or stored."""
+        if not 0 < position <= self.version:
+            return None
+        first_pending = self.version - len(self.pending_events) + 1
+        if position >= first_pending:
+            return type(cast(ev.TaskEvent, self.pending_events[position - first_pending]))
+        if self.history is None:
+            raise RuntimeError("a task read without its ledger cannot look up its stored events")
+        return self.history.type_at(self.id, position)
+
+    def kind_of(self, position: object) -> ds.Kind | None:
+        """What the event at ``position`` is to the rules now: its own kind, or, for a requirement or
+        correction, what the user reclassified it as; None for any other event or none at all."""
+        if type(position) is not int:
+            return None
+        own = KIND_OF.get(self._type_at(position))  # type: ignore[arg-type]
+        return self.rules.reclassified.get(position, own) if own in MOVABLE else own
+
+    def latest_requirement(self, before: int | None = None) -> int | None:
+        """The position of the latest requirement in force (below ``before`` when given), or None."""
+        bound = self.version + 1 if before is None else before
+        moved = self.rules.reclassified
+        best = max((p for p, kind in moved.items() if kind == "requirement" and p < bound
+                    and KIND_OF.get(self._type_at(p)) in MOVABLE), default=None)  # type: ignore[arg-type]
+        for position in self._stated_before(bound):
+            if best is not None and position < best:
+                break
+            if moved.get(position, "requirement") == "requirement":
+                return position
+        return best
+
+    def _stated_before(self, bound: int) -> Iterator[int]:
+        """Positions below ``bound`` of ``RequirementStated`` events, latest first: the newest from
+        the state itself, older ones from this load's events, then the log (a search only when the
+        newest was reclassified away, or for an older bound)."""
+        top = self.rules.latest_stated
+        if top is None:
+            return
+        if top < bound:
+            yield top
+            bound = top
+        first_pending = self.version - len(self.pending_events) + 1
+        for event in reversed(self.pending_events):
+            if event.originator_version < bound and type(event) is ev.RequirementStated:
+                yield event.originator_version
+        if self.history is not None:
+            yield from self.history.earlier(self.id, ev.RequirementStated, min(bound, first_pending))
+
+    def trimmed(self) -> None:
+        """Drop the reclassifications that say what the log says already (an upcast state holds every
+        intent position of its task): the same answers from a state that does not grow with the task."""
+        moved = self.rules.reclassified
+        first_pending = self.version - len(self.pending_events) + 1
+        stored = [p for p in moved if p < first_pending]
+        types = self.history.types_at(self.id, stored) if self.history is not None and stored else {}
+        types.update((p, self._type_at(p)) for p in moved if p >= first_pending)
+        kept = {p: kind for p, kind in moved.items() if (own := KIND_OF.get(types.get(p))) in MOVABLE  # type: ignore[arg-type]
+                and own != kind}
+        if len(kept) != len(moved):
+            self.decision = self.decision.model_copy(update={"reclassified": kept})
 
     def fold_event(self, event: ev.TaskEvent) -> None:
         # The rules' state, in place: the next event's rules read it.
@@ -207,30 +283,26 @@ class Task(Aggregate):
         # is replaced (never changed) by events, so the copy shares it and copies the rest.
         copy = object.__new__(type(self))
         copy.__dict__.update({
-            name: value if type(value) in _SHARED else deepcopy(value, memo) for name, value in vars(self).items()
+            name: value if type(value) in _SHARED or name in _SHARED_NAMES else deepcopy(value, memo)
+            for name, value in vars(self).items()
         })
         return copy
 
     def _check_reclassify(self, fields: dict[str, Any]) -> None:
         target, kind = fields.get("target"), fields.get("kind")
-        rules = self.rules
-        current = (
-            "requirement" if target in rules.requirements
-            else "correction" if target in rules.corrections
-            else None
-        )
-        if current is None:
+        current = self.kind_of(target)
+        if current not in MOVABLE:
             raise RuleBroken(f"position {target} is not a requirement or correction of this task")
         if current == kind:
             raise RuleBroken(f"position {target} is already a {kind}")
         if kind == "change":
             supersedes = fields.get("supersedes")
             if supersedes is None:
-                earlier = sorted(p for p in rules.requirements if p < (target or 0))
-                if not earlier:
+                earlier = self.latest_requirement(before=target)
+                if earlier is None:
                     raise RuleBroken(f"no requirement before position {target} for it to change")
-                fields["supersedes"] = earlier[-1]
-            elif supersedes == target or supersedes not in rules.requirements:
+                fields["supersedes"] = earlier
+            elif supersedes == target or self.kind_of(supersedes) != "requirement":
                 raise RuleBroken(f"no requirement at position {supersedes} to change")
 
     def explicit_provenance(self, position: int) -> ev.Provenance:
@@ -258,7 +330,7 @@ class Task(Aggregate):
             fields["attempt"] = attempt
         if event_class is ev.RequirementChanged:
             target = fields.get("supersedes")
-            if target not in rules.requirements:
+            if self.kind_of(target) != "requirement":
                 raise RuleBroken(f"no requirement at position {target} to change")
         if event_class is ev.IntentReclassified:
             self._check_reclassify(fields)
@@ -279,16 +351,19 @@ class Task(Aggregate):
 
 get_topic(TaskSnapshot)  # registers the explicit topic so stored snapshots resolve
 
+_SHARED_NAMES = frozenset({"history"})
+"""Attributes a task's copy shares with it whatever their type: the ledger's log reader."""
 _SHARED = frozenset({DecisionState, str, int, datetime, UUID})
 """What a task's copy shares with it: frozen models and immutable values."""
 
 
 def _explicit(task: Task, position: int) -> ev.Provenance:
     rules = task.rules
-    if rules.is_intent(position):
+    kind = task.kind_of(position)
+    if kind in ("requirement", "correction", "change"):
         return ev.Provenance(attempt=rules.open_attempt, intent=position, explicit=True)
-    if position in rules.decisions:
+    if kind == "decision":
         return ev.Provenance(attempt=rules.open_attempt, decision=position, explicit=True)
-    if position in rules.attempts:
+    if kind == "attempt":
         return ev.Provenance(attempt=position, explicit=True)
     raise RuleBroken(f"event {position} is not a requirement, correction, decision or attempt of this task")

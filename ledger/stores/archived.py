@@ -203,3 +203,27 @@ def check_file(found: Archive) -> str | None:
                    f"{found.first}-{found.last}"
     _checked[(found.path, found.sha256)] = stamp
     return None
+
+
+# -- what the rules look up --------------------------------------------------------------
+
+
+def archived_topic(ledger: Source, task_id: UUID, position: int) -> str | None:
+    """The topic of the archived event at ``position``, None when no archive holds it."""
+    found = [a for a in archives(ledger, task_id) if a.first <= position <= a.last]
+    if not found:
+        return None
+    rows = _rows(found, "SELECT topic FROM ARCHIVE WHERE kind = 'event' AND originator_version = $position",
+                 [("position", position)])
+    return str(rows[0][0]) if rows else None
+
+
+def archived_topics(ledger: Source, task_id: UUID, before: int) -> Iterator[tuple[int, str]]:
+    """(position, topic) of the archived events below ``before``, latest first (no state is read)."""
+    found = [a for a in archives(ledger, task_id) if a.first < before]
+    if not found:
+        return
+    rows = _rows(found, "SELECT originator_version, topic FROM ARCHIVE WHERE kind = 'event'"
+                 " AND originator_version < $before ORDER BY originator_version DESC", [("before", before)])
+    for row in rows:
+        yield int(row[0]), str(row[1])

@@ -109,6 +109,21 @@ class LedgerStore(ABC):
     backend: str
     """``sqlite`` or ``postgres``."""
 
+    # -- who sees what (PostgreSQL's row-level security, ``pgaccess``) -----------------------
+
+    def sees_all(self) -> bool:
+        """Whether this connection sees every row: always on a file, whose only reader is its owner."""
+        return True
+
+    def task_projects(self) -> dict[UUID, str]:
+        """Each task's project as the access policies know it: none on a file, which has no policies."""
+        return {}
+
+    def next_number(self) -> int:
+        """The ledger's next free task number, whatever this connection may see (only asked when it
+        does not see everything)."""
+        raise NotImplementedError
+
     cipher: tuple[Plain, Plain] | None = None
     """On an encrypted ledger (``ledger.base.atrest``): (plain, sealed), a payload's JSON from its stored
     bytes and back (``PydanticMapper.plain``/``sealed``), set by ``Ledger.store``. Then a rewrite is given
@@ -268,6 +283,14 @@ class LedgerStore(ABC):
     @abstractmethod
     def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
         """Source keys of the task's live events at positions ``<= upto``."""
+
+    @abstractmethod
+    def topics(self, task_id: UUID, positions: Iterable[int]) -> dict[int, str]:
+        """The topic of each of the task's live events at ``positions`` (the state is not read)."""
+
+    @abstractmethod
+    def topics_before(self, task_id: UUID, before: int, limit: int) -> list[tuple[int, str]]:
+        """(position, topic) of the task's live events below ``before``, latest first, at most ``limit``."""
 
     @abstractmethod
     def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:

@@ -32,11 +32,12 @@ from psycopg import sql
 from psycopg.rows import DictRow, tuple_row
 
 from ledger.base import private
-from ledger.base.errors import StoreUnavailable
+from ledger.base.errors import BadInput, PermissionDenied, StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
 from ledger.base.oneline import one_line, reason
 from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, Key
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
+from ledger.stores import pgaccess
 from ledger.stores.base import (
     Archive,
     Head,
@@ -53,7 +54,7 @@ EVENTS_TABLE = "tasktrail_events"
 SNAPSHOTS_TABLE = "tasktrail_snapshots"
 RECLAIM_LOCK_WAIT = 5
 """Seconds compaction's VACUUM FULL waits for a table's lock before settling for plain VACUUM."""
-OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS)
+OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, pgaccess.TASK_PROJECTS)
 """Every table of a ledger: what a migration moves into place."""
 
 CREATE = (
@@ -71,6 +72,9 @@ CREATE_HEADS = (f"CREATE TABLE IF NOT EXISTS {{schema}}.{HEADS} (originator_id u
 UPSERT_HEAD = (f"INSERT INTO {{schema}}.{HEADS} AS h VALUES (%s, %s, %s) ON CONFLICT (originator_id) DO UPDATE"
                " SET version = EXCLUDED.version, chain = EXCLUDED.chain WHERE EXCLUDED.version > h.version")
 
+
+INSERT_PROJECT = (f"INSERT INTO {{schema}}.{pgaccess.TASK_PROJECTS} VALUES (%s, %s, %s, %s)"
+                  " ON CONFLICT (originator_id) DO NOTHING")
 
 UPSERT_SNAPSHOT = (f"INSERT INTO {{schema}}.{SNAPSHOTS_TABLE} (originator_id, originator_version, topic, state)"
                    " VALUES (%s, %s, %s, %s) ON CONFLICT (originator_id, originator_version) DO UPDATE"
@@ -107,8 +111,12 @@ class AnchoredRecorder(PostgresApplicationRecorder):
 
     def _insert_stored_events(self, curs: psycopg.Cursor[DictRow], stored_events: Sequence[StoredEvent],
                               **kwargs: Any) -> None:
-        super()._insert_stored_events(curs, stored_events, **kwargs)
         schema = sql.Identifier(self.datastore.schema)
+        if projects := kwargs.get("projects"):
+            # Before the events: the access policies (``pgaccess``) check a task's rows against its project.
+            with curs.connection.cursor() as own:
+                own.executemany(sql.SQL(INSERT_PROJECT).format(schema=schema), projects)
+        super()._insert_stored_events(curs, stored_events, **kwargs)
         # Its own cursor: the library reads the notification ids from ``curs`` afterwards.
         with curs.connection.cursor() as own:
             heads = kwargs.get("heads") or heads_of(stored_events, self.plain)
@@ -120,9 +128,12 @@ class AnchoredRecorder(PostgresApplicationRecorder):
                 ])
 
 
-def library_env(target: PostgresTarget) -> dict[str, str]:
-    """Settings for ``eventsourcing.postgres`` (timeouts must be whole seconds)."""
+def library_env(target: PostgresTarget, owner: bool = True) -> dict[str, str]:
+    """Settings for ``eventsourcing.postgres`` (timeouts must be whole seconds). A role that does not own the
+    ledger's tables (a grantee, ``pgaccess``) must not have the library create them: it replaces its insert
+    function on every open, which only the owner may."""
     return {
+        **({} if owner else {"CREATE_TABLE": "no"}),
         "PERSISTENCE_MODULE": "eventsourcing.postgres",
         "POSTGRES_DBNAME": target.dbname,
         "POSTGRES_HOST": target.host,
@@ -158,12 +169,13 @@ def connect(target: PostgresTarget, shown: str) -> psycopg.Connection[tuple[obje
 
 
 @contextmanager
-def setting_up(location: Location) -> Iterator[PostgresTarget]:
+def setting_up(location: Location) -> Iterator[tuple[PostgresTarget, bool]]:
     """Check the server answers, create the URL's schema if missing, and hold a lock while the ledger opens.
 
     The library creates its tables and types on open; two processes doing that at once on a
     new schema fail with "tuple concurrently updated", so openings of one schema take turns
-    on an advisory lock (released when this connection closes).
+    on an advisory lock (released when this connection closes). Yields the target and whether this
+    role owns the ledger (a grantee's opening creates nothing).
     """
     target = location.postgres()
     with connect(target, location.display) as conn:
@@ -177,8 +189,13 @@ def setting_up(location: Location) -> Iterator[PostgresTarget]:
                 raise StoreUnavailable(f"cannot create {where}: {one_line(str(exc))}") from None
         else:
             _refuse_another_applications(conn, target.schema, location.display)
-        _create_own_tables(conn, target.schema)
-        yield target
+        owner = pgaccess.owns(conn, target.schema)
+        if owner:
+            _create_own_tables(conn, target.schema)
+        elif not conn.execute("SELECT has_schema_privilege(%s, 'USAGE')", (target.schema,)).fetchone()[0]:  # type: ignore[index]
+            raise PermissionDenied(f"role {target.user!r} has no grant on ledger {location.display} "
+                                   "(its owner runs `trail grant`)")
+        yield target, owner
 
 
 def _refuse_another_applications(conn: psycopg.Connection[Any], schema: str, shown: str) -> None:
@@ -196,6 +213,7 @@ def _create_own_tables(conn: psycopg.Connection[Any], schema: str) -> None:
     """tasktrail's tables beside the library's (under the caller's advisory lock)."""
     # Added after the others: a ledger from before the view snapshots gains the table when next opened.
     conn.execute(sql.SQL(CREATE_VIEWS).format(schema=sql.Identifier(schema)))
+    pgaccess.create_tables(conn, schema)
     found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".{FORGOTTEN_KEYS}',)).fetchone()
     if found is not None and found[0] is not None:
         return
@@ -237,6 +255,67 @@ class PostgresStore(LedgerStore):
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
         with self.datastore.get_connection() as conn:
             yield conn
+
+    # -- who sees what -------------------------------------------------------------------
+
+    def sees_all(self) -> bool:
+        with self._conn() as conn:
+            return pgaccess.sees_all(conn, self.schema)
+
+    def next_number(self) -> int:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL("SELECT {}.tasktrail_next_number()").format(sql.Identifier(self.schema)))
+        return int(rows[0][0])
+
+    def owns(self) -> bool:
+        with self._conn() as conn:
+            return pgaccess.owns(conn, self.schema)
+
+    def task_projects(self) -> dict[UUID, str]:
+        """Each task's project as the access policies know it (what this role may see of them)."""
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL("SELECT originator_id, project FROM {}").format(
+                _table(self.schema, pgaccess.TASK_PROJECTS)))
+        return {UUID(str(i)): str(p) for i, p in rows}
+
+    def set_access(self, role: str, project: str | None, writing: bool | None,
+                   projects: Iterable[tuple[UUID, str, int, int | None]]) -> None:
+        """One transaction: the policies on, the task projects filled in (tasks from before this table,
+        or copied by migrate), then ``role``'s grant on ``project`` set (``writing`` True/False) or
+        removed (None; every project when ``project`` is None), and its table privileges to match."""
+        grants = _table(self.schema, pgaccess.GRANTS)
+        with self._conn() as conn, conn.transaction():
+            exists = bool(_rows(conn, sql.SQL("SELECT 1 FROM pg_roles WHERE rolname = %s"), (role,)))
+            if not exists and writing is not None:
+                raise BadInput(f"no role {role!r} on the server: create it first (CREATE ROLE {role} LOGIN ...)")
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"tasktrail:{self.schema}",))
+            pgaccess.apply(conn, self.schema)
+            with conn.cursor() as cur:
+                cur.executemany(sql.SQL(INSERT_PROJECT).format(schema=sql.Identifier(self.schema)), list(projects))
+            if writing is None:
+                conn.execute(sql.SQL("DELETE FROM {} WHERE role = %s AND project = coalesce(%s, project)")
+                             .format(grants), (role, project))
+            else:
+                conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT (role, project)"
+                                     " DO UPDATE SET can_write = EXCLUDED.can_write").format(grants),
+                             (role, project, writing))
+            left = _rows(conn, sql.SQL("SELECT bool_or(can_write) FROM {} WHERE role = %s").format(grants), (role,))
+            if not exists:  # a dropped role's grants go; it holds no privileges any more
+                return
+            pgaccess.revoke_privileges(conn, self.schema, role)
+            if left and left[0][0] is not None:
+                pgaccess.grant_privileges(conn, self.schema, role, bool(left[0][0]))
+
+    def grants(self, project: str | None) -> list[tuple[str, str, bool]]:
+        """(role, project, may write), every grant the owner sees (a grantee: its own)."""
+        with self._conn() as conn:
+            found = _rows(conn, sql.SQL("SELECT to_regclass(%s)"), (f'"{self.schema}".{pgaccess.GRANTS}',))
+            if not found or found[0][0] is None:
+                return []
+            rows = _rows(conn, sql.SQL("SELECT role, project, can_write FROM {} WHERE project = coalesce(%s, project)"
+                                       " ORDER BY project, role").format(_table(self.schema, pgaccess.GRANTS)),
+                         (project,))
+        return [(str(r), str(p), bool(w)) for r, p, w in rows]
 
     # -- archives ------------------------------------------------------------------------
 
@@ -476,6 +555,21 @@ class PostgresStore(LedgerStore):
                 " WHERE s IS NOT NULL AND json_typeof(s) = 'object'"
             ).format(self.events), (task_id, upto))
         return {(str(a), str(s), str(r)) for a, s, r in rows}
+
+    def topics(self, task_id: UUID, positions: Iterable[int]) -> dict[int, str]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_version, topic FROM {} WHERE originator_id = %s AND originator_version = ANY(%s)"
+            ).format(self.events), (task_id, sorted(set(positions))))
+        return {int(v): str(t) for v, t in rows}
+
+    def topics_before(self, task_id: UUID, before: int, limit: int) -> list[tuple[int, str]]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_version, topic FROM {} WHERE originator_id = %s AND originator_version < %s"
+                " ORDER BY originator_version DESC LIMIT %s"
+            ).format(self.events), (task_id, before, limit))
+        return [(int(v), str(t)) for v, t in rows]
 
     def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
         if self.cipher is not None:

@@ -453,6 +453,27 @@ class SQLiteStore(LedgerStore):
             ).fetchall()
         return {(str(a), str(s), str(r)) for a, s, r in rows}
 
+    def topics(self, task_id: UUID, positions: Iterable[int]) -> dict[int, str]:
+        wanted, found = sorted(set(positions)), dict[int, str]()
+        with self._reading() as con:
+            if con is None:
+                return {}
+            for at in range(0, len(wanted), 500):  # SQLite's bound on host parameters is 999 in old builds
+                chunk = wanted[at : at + 500]
+                found.update(con.execute(
+                    "SELECT originator_version, topic FROM stored_events WHERE originator_id = ?"
+                    f" AND originator_version IN ({','.join('?' * len(chunk))})", (task_id.hex, *chunk)).fetchall())
+        return found
+
+    def topics_before(self, task_id: UUID, before: int, limit: int) -> list[tuple[int, str]]:
+        with self._reading() as con:
+            if con is None:
+                return []
+            return con.execute(
+                "SELECT originator_version, topic FROM stored_events WHERE originator_id = ?"
+                " AND originator_version < ? ORDER BY originator_version DESC LIMIT ?", (task_id.hex, before, limit),
+            ).fetchall()
+
     def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
         if self.cipher is not None:
             return self._scanned_session(agent, session_id, topic)

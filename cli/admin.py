@@ -1,14 +1,16 @@
-"""Commands that look after the ledger itself rather than a task: moving it, forgetting tasks."""
+"""Commands that look after the ledger itself rather than a task: moving it, forgetting tasks, its key."""
 
 from __future__ import annotations
 
 import getpass
+import os
 import sys
 
 import click
 
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context
 from cli.params import AGE, Age
+from ledger.base import atrest
 from ledger.base.errors import BadInput, Refused
 from ledger.base.location import resolve
 
@@ -16,21 +18,32 @@ from ledger.base.location import resolve
 @click.command("migrate")
 @click.option("--from", "source", required=True, metavar="URL", help="The ledger to copy: PATH, sqlite:PATH or postgresql://...")
 @click.option("--to", "target", required=True, metavar="URL", help="Where to copy it (created on first use).")
+@click.option("--to-key-file", "to_key_file", metavar="FILE",
+              help="Encrypt the copy with the key in FILE (0600; `trail key new --out FILE`).")
+@click.option("--to-plain", is_flag=True, help="Write the copy unencrypted (the source is read with its key).")
 @json_option
 @fails_cleanly
-def migrate(source: str, target: str, as_json: bool) -> None:
+def migrate(source: str, target: str, to_key_file: str | None, to_plain: bool, as_json: bool) -> None:
     """Copy every stored event (and the task registry) to another ledger, hash chains intact.
 
     The copy is verified on the target afterwards (every event byte for byte, every task's
     chain recomputed). Running it again copies only what is missing, and a target holding
     other events under the same ids is refused. Progress goes to stderr.
 
+    The source is read with TRAIL_CIPHER_KEY / TRAIL_CIPHER_KEY_FILE when it is encrypted; the copy
+    is written with the same key unless --to-key-file or --to-plain says otherwise.
+
     \b
     trail migrate --from sqlite:~/.local/share/tasktrail/ledger.db --to postgresql://me:pw@db:5432/trail
+    trail migrate --from old.db --to new.db --to-key-file ~/.config/tasktrail/key   # encrypt a plain ledger
     """
     from ledger.app import migrate as copying
 
-    report = copying.run(resolve(source), resolve(target), progress=lambda line: click.echo(line, err=True))
+    if to_key_file and to_plain:
+        raise BadInput("give --to-key-file FILE or --to-plain, not both")
+    cipher = atrest.cipher_env({atrest.KEY_FILE_VAR: to_key_file}) if to_key_file else {} if to_plain else None
+    report = copying.run(resolve(source), resolve(target), progress=lambda line: click.echo(line, err=True),
+                         target_cipher=cipher)
     if as_json:
         emit_json(report.as_dict())
         return
@@ -102,4 +115,47 @@ def forget(ctx: Context, task: str | None, age: Age | None, yes: bool, actor: st
                    f"tombstone kept (title sha256 {d.tombstone.title_sha256[:12]}…).")
 
 
-COMMANDS = [migrate, forget]
+@click.group("key")
+def key() -> None:
+    """Encryption at rest: make the key a ledger's payloads are enciphered with.
+
+    \b
+    With TRAIL_CIPHER_KEY (the key itself) or TRAIL_CIPHER_KEY_FILE (a file holding it, mode 0600)
+    set, every event, snapshot and view snapshot is stored AES-GCM enciphered (the eventsourcing
+    library's own cipher; needs `pip install 'tasktrail[crypto]'`), in SQLite and PostgreSQL alike.
+    A new ledger is encrypted from its first event; an existing plain one is not changed in place:
+    copy it with `trail migrate --from OLD --to NEW --to-key-file FILE`. Lose the key and the ledger
+    cannot be read by anyone, you included. docs/lifecycle.md says what else is and is not encrypted.
+    """
+
+
+@key.command("new")
+@click.option("--out", "out", metavar="FILE", help="Write the key to FILE (created 0600, never overwritten) "
+              "instead of printing it.")
+@click.option("--bytes", "size", type=click.Choice(["16", "24", "32"]), default="32", show_default=True,
+              help="Key length (AES-128, -192 or -256).")
+@fails_cleanly
+def new(out: str | None, size: str) -> None:
+    """Make a random key (base64) for TRAIL_CIPHER_KEY or TRAIL_CIPHER_KEY_FILE.
+
+    \b
+    trail key new --out ~/.config/tasktrail/key && export TRAIL_CIPHER_KEY_FILE=~/.config/tasktrail/key
+    export TRAIL_CIPHER_KEY="$(trail key new)"      # or keep it in your secret manager
+    """
+    made = atrest.new_key(int(size))
+    if out is None:
+        click.echo(made)
+        return
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise BadInput(f"--out {out}: the file exists; a key is never overwritten (its ledger would be lost)") from None
+    except OSError as exc:
+        raise BadInput(f"--out {out}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        handle.write(made + "\n")
+    click.echo(f"key written to {out}; set TRAIL_CIPHER_KEY_FILE={out}", err=True)
+
+
+COMMANDS = [migrate, forget, key]

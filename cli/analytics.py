@@ -20,14 +20,20 @@ from ledger.base.errors import NotFound
 from projections import queries
 
 if TYPE_CHECKING:
+    from ledger.domain.registry import Entry
     from projections.readmodel import Result
 
 CELL_WIDTH = 60
 
 
-def _refreshed(ctx: Context, rebuild: bool = False) -> Path:
+def _refreshed(ctx: Context, rebuild: bool = False, checked: bool | list[Entry] = True) -> Path:
+    """The read model, caught up; ``checked``: first refuse (exit 5) when a task it could show (every one when
+    True; these when given) does not pass a read's checks (``reading.check_tasks``). `find` checks its own."""
+    from ledger.app import reading
     from projections import readmodel  # DuckDB loads only for the commands that use it
 
+    if checked is not False:
+        reading.check_tasks(ctx.ledger(), None if checked is True else checked)
     path = readmodel.readmodel_path(ctx.location)
     readmodel.refresh(ctx.ledger(), path, rebuild=rebuild)
     return path
@@ -198,7 +204,7 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
         project = project_of(project)  # a path: its git top level, as a task's project is
     only = find.Only(project=project, statuses=statuses, agent=agent,
                      since=since.replace(tzinfo=UTC) if since is not None else None)
-    found = readmodel.find_tasks(_refreshed(ctx), words, limit, only)
+    found = readmodel.find_tasks(_refreshed(ctx, checked=False), words, limit, only)
     # The read model is a copy: a task that does not pass a read's checks is not shown, and refused after.
     found, refused = reading.checked_found(ctx.ledger(), found)
     if as_json:
@@ -261,7 +267,7 @@ def export_command(ctx: Context, task_ref: str | None, directory: Path | None, t
     assert directory is not None
     from projections import readmodel
 
-    target, count = readmodel.export_parquet(_refreshed(ctx), entry.task_id, directory)
+    target, count = readmodel.export_parquet(_refreshed(ctx, checked=[entry]), entry.task_id, directory)
     click.echo(f"wrote {count} events of task #{entry.number} to {target}")
 
 

@@ -100,6 +100,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "migrate": ("cli.admin:migrate", "Copy every stored event (and the task registry) to another ledger, hash chains "
                 "intact."),
     "forget": ("cli.admin:forget", "Remove TASK's content irreversibly, from every store; only a tombstone stays."),
+    "key": ("cli.admin:key", "Encryption at rest: make the key a ledger's payloads are enciphered with."),
 }
 
 

@@ -426,8 +426,10 @@ def build(state: Context) -> "MCPServer[Any]":
         truncated (rows were left out, at the limit or the 256 KiB) and cut (how many values were cut)."""
 
         def body() -> dict[str, Any]:
+            from ledger.app import reading
             from projections import capped_query, readmodel  # DuckDB loads only when a query is asked
 
+            reading.check_tasks(ledger())  # no row of a task a read refuses (`reading.check_tasks`)
             path = readmodel.readmodel_path(state.location)
             readmodel.refresh(ledger(), path)
             found = capped_query.run(path, sql, limit=limit, seconds=QUERY_SECONDS)

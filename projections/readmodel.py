@@ -15,13 +15,18 @@ closes it again; a contended open is retried for ``LOCK_WAIT`` seconds.
 
 Where it lives: beside an SQLite ledger as ``<ledger file>.duckdb``; for any other
 backend under ``$TRAIL_HOME/readmodel/<hash of the URL>.duckdb`` (hashed so that a URL
-holding a password never appears in a file name).
+holding a password never appears in a file name). With a cipher key set (``ledger.base.atrest``) the
+model would hold the ledger's text in plain, so it is never kept: each process builds its own in a private
+temporary folder and removes it as it exits (``_unkept``), and a kept one left from before is removed.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import re
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -35,7 +40,7 @@ import duckdb
 import orjson
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
-from ledger.base import private
+from ledger.base import atrest, private
 from ledger.base.errors import TrailError
 from ledger.base.location import Location
 from ledger.domain import events as ev
@@ -161,9 +166,27 @@ def readmodel_path(location: Location) -> Path:
     """Where the read model for the ledger at ``location`` lives (see the module docstring)."""
     if location.is_sqlite:
         ledger = location.sqlite_path
-        return ledger.with_name(ledger.name + ".duckdb")
-    digest = hashlib.sha256(location.key.encode()).hexdigest()[:16]  # the URL without its password
-    return location.home / "readmodel" / f"{digest}.duckdb"
+        kept = ledger.with_name(ledger.name + ".duckdb")
+    else:
+        digest = hashlib.sha256(location.key.encode()).hexdigest()[:16]  # the URL without its password
+        kept = location.home / "readmodel" / f"{digest}.duckdb"
+    if not atrest.key_set():
+        return kept
+    for stale in (kept, Path(f"{kept}.wal")):
+        stale.unlink(missing_ok=True)  # plaintext of an encrypted ledger (a read model from before its key)
+    return _unkept(kept)
+
+
+_UNKEPT: dict[str, Path] = {}
+
+
+def _unkept(kept: Path) -> Path:
+    """This process's own stand-in for the read model ``kept``, in a private temporary folder removed at exit."""
+    if str(kept) not in _UNKEPT:
+        folder = Path(tempfile.mkdtemp(prefix="tasktrail-readmodel-"))  # 0700
+        atexit.register(shutil.rmtree, folder, True)
+        _UNKEPT[str(kept)] = folder / kept.name
+    return _UNKEPT[str(kept)]
 
 
 SANDBOX: dict[str, str | bool] = {

@@ -94,7 +94,7 @@ def boundary_older_than(ledger: Ledger, task_id: UUID, cutoff: datetime) -> int:
     return low
 
 
-def _write_parquet(rows: list[tuple[Any, ...]], target: Path) -> None:
+def write_parquet(rows: list[tuple[Any, ...]], target: Path) -> None:
     """Rows (kind, notification_id, originator_version, topic, state) to ``target``, atomically."""
     tmp = target.with_name(f".{target.name}.tmp")
 
@@ -143,7 +143,7 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
     snapshots = [("snapshot", None, s.originator_version, s.topic, s.state) for s in found.snapshots]
     head = ledger.mapper.to_domain_event(found.events[-1][1]).chain  # type: ignore[attr-defined]
     say(f"writing {len(events)} events and {len(snapshots)} snapshots to {target}")
-    _write_parquet(events + snapshots, target)
+    write_parquet(events + snapshots, target)
     crash_point("archive-written")
     digest = file_sha256(target)
     manifest = {

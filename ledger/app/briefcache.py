@@ -69,8 +69,10 @@ KEEP_TASKS = 16
 INBOX_ROWS = 20
 """More rows waiting than this: the full path folds them in rather than the cache vet each."""
 KEEP_MEMOS = 64
-SKIP_ENV = ("TRAIL_SNAPSHOT_EVERY", "TRAIL_CRASH_AT")
-"""Set, the full path runs: it checks the setting, or a test aims at its crash points."""
+SKIP_ENV = ("TRAIL_SNAPSHOT_EVERY", "TRAIL_CRASH_AT", "TRAIL_CIPHER_KEY", "TRAIL_CIPHER_KEY_FILE")
+"""Set, the full path runs: it checks the setting, or a test aims at its crash points. With a cipher key
+(``ledger.base.atrest``) no brief is kept at all: the cache's briefs are plaintext, and the key is checked
+against the ledger on each read."""
 SOURCES = ("ledger", "projections", "cli")
 SOURCES_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 """The checkout ``SOURCES`` are in (this file is ``ledger/app/briefcache.py``)."""

@@ -12,6 +12,12 @@ old one untouched). A target that already holds part of the ledger (an earlier c
 into the staging copy first, so a re-run copies only what the target lacks and one that lacks
 nothing writes nothing; a target holding different events under the same ids is refused before
 anything is written.
+
+Encryption at rest (``ledger.base.atrest``): the source is read with the environment's key (or none);
+the target is written with ``target_cipher`` (another key, or {} for none; the same as the source's when
+None). When the two differ every payload is deciphered and enciphered again (events, snapshots, and
+archives rewritten with their new sha256), which is how a plain ledger becomes an encrypted one and back;
+events are compared by their plaintext, so the byte-for-byte check holds across the change.
 """
 
 from __future__ import annotations
@@ -23,17 +29,20 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
+import orjson
 from eventsourcing.persistence import ApplicationRecorder, StoredEvent
 
 from ledger.app import verify
+from ledger.app.archive import write_parquet
 from ledger.app.store import Ledger, open_ledger
-from ledger.base import private
+from ledger.base import atrest, private
 from ledger.base.crashpoints import CRASH_ENV
 from ledger.base.errors import BadInput, Refused, StoreUnavailable
 from ledger.base.location import Location
+from ledger.domain.mapper import PydanticMapper
 from ledger.domain.registry import REGISTRY_ID
 from ledger.stores import archived, store_class
 from ledger.stores.base import Archive
@@ -83,15 +92,29 @@ class _Content:
 def _content(ledger: Ledger) -> _Content:
     live = list(_all_events(ledger.recorder))
     found = ledger.store.archives(None)
+    plain = cast(PydanticMapper, ledger.mapper).plain
     digests = {}
     for one in found:
-        digests.update({_key(e): _digest(e) for _, e in archived.archived_rows(one, -1)})
-    digests.update({_key(e): _digest(e) for e in live})
+        digests.update({_key(e): _digest(e, plain) for _, e in archived.archived_rows(one, -1)})
+    digests.update({_key(e): _digest(e, plain) for e in live})
     return _Content(live, found, digests)
 
 
-def run(source: Location, target: Location, progress: Callable[[str], None]) -> Report:
-    """Copy ``source`` into ``target`` (created on first use), verify, publish, and report."""
+Recode = Callable[[bytes], bytes]
+
+
+def _recoder(frm: Ledger, to: Ledger) -> Recode | None:
+    """Stored bytes of ``frm`` as ``to`` stores them, when the two ledgers' keys differ (None: the same)."""
+    if frm.env.get("CIPHER_KEY") == to.env.get("CIPHER_KEY"):
+        return None
+    plain, sealed = cast(PydanticMapper, frm.mapper).plain, cast(PydanticMapper, to.mapper).sealed
+    return lambda state: sealed(plain(state))
+
+
+def run(source: Location, target: Location, progress: Callable[[str], None],
+        target_cipher: dict[str, str] | None = None) -> Report:
+    """Copy ``source`` into ``target`` (created on first use), verify, publish, and report. ``target_cipher``:
+    the target's key settings (``atrest.cipher_env``; {} for a plain target), when not the source's."""
     if source.key == target.key:
         raise BadInput(f"--from and --to are the same ledger ({source.display})")
     if not store_class(source).exists(source):
@@ -105,20 +128,22 @@ def run(source: Location, target: Location, progress: Callable[[str], None]) -> 
         if problems := _chain_problems(src, content.tasks):
             raise Refused(f"source {source.display} does not verify ({problems[0]}); nothing copied")
         # The target is opened (and so created) only once the source is known to be worth copying.
-        return _copy(src, content, source, target, progress, started)
+        cipher = target_cipher if target_cipher is not None else atrest.cipher_env()
+        return _copy(src, content, source, target, progress, started, cipher)
     finally:
         src.close()
 
 
 def _copy(
     src: Ledger, content: _Content, source: Location, target: Location, progress: Callable[[str], None],
-    started: float,
+    started: float, cipher: dict[str, str],
 ) -> Report:
     kind = store_class(target)
-    dst = open_ledger(target, create="nothing") if kind.exists(target) else None
+    dst = open_ledger(target, create="nothing", cipher=cipher) if kind.exists(target) else None
     try:
         have = _content(dst) if dst is not None else _Content([], [])
-        _refuse_clashes(content, have, target)
+        # Re-enciphered archives are new files: they are the same archive when they cover the same chain.
+        _refuse_clashes(content, have, target, by_file=src.env.get("CIPHER_KEY") == cipher.get("CIPHER_KEY"))
         missing = [e for e in content.live if _key(e) not in have.digests]
         missing_archives = [a for a in content.archives if (a.task_id, a.first) not in _archive_keys(have)]
         total = len(content.digests)
@@ -131,7 +156,7 @@ def _copy(
                  f"to {target.display}")
         staging = kind.stage(target)
         try:
-            stg = open_ledger(staging)
+            stg = open_ledger(staging, cipher=cipher)
             try:
                 if dst is not None:
                     _transfer(dst, have, stg, lambda _: None)  # what the target holds already comes along
@@ -178,7 +203,7 @@ def _archive_keys(content: _Content) -> dict[tuple[UUID, int], Archive]:
     return {(a.task_id, a.first): a for a in content.archives}
 
 
-def _refuse_clashes(content: _Content, have: _Content, target: Location) -> None:
+def _refuse_clashes(content: _Content, have: _Content, target: Location, by_file: bool = True) -> None:
     """Refuse, before anything is written, a target whose events or archives differ from the source's."""
     clashes = [k for k, digest in content.digests.items() if k in have.digests and have.digests[k] != digest]
     if clashes:
@@ -190,8 +215,8 @@ def _refuse_clashes(content: _Content, have: _Content, target: Location) -> None
     ours, theirs = _archive_keys(content), _archive_keys(have)
     shared = {k[0] for k in content.digests} & {k[0] for k in have.digests}
     for task in sorted(shared - {REGISTRY_ID}):
-        mine = sorted((a.first, a.last, a.sha256) for k, a in ours.items() if k[0] == task)
-        other = sorted((a.first, a.last, a.sha256) for k, a in theirs.items() if k[0] == task)
+        mine = sorted((a.first, a.last, a.sha256 if by_file else a.head) for k, a in ours.items() if k[0] == task)
+        other = sorted((a.first, a.last, a.sha256 if by_file else a.head) for k, a in theirs.items() if k[0] == task)
         if mine != other:
             raise Refused(f"target {target.display} holds task {task} compacted differently; nothing copied")
 
@@ -200,35 +225,54 @@ def _transfer(frm: Ledger, content: _Content, to: Ledger, progress: Callable[[st
     """Copy into ``to`` what of ``content`` (read from ``frm``) it lacks: live events (the registry
     last), archives (files and index rows), snapshots, tombstoned source keys. Returns (events,
     of them archived ones; archives; snapshots) copied."""
+    recode = _recoder(frm, to)
     there = {_key(e) for e in _all_events(to.recorder)}
     archived_there = _archive_keys(_Content([], to.store.archives(None)))
     missing = [e for e in content.live if _key(e) not in there]
     missing.sort(key=lambda e: _key(e)[0] == REGISTRY_ID)
     done = 0
     for batch in _batches(missing, BATCH):
-        to.recorder.insert_events(batch)
+        to.recorder.insert_events(_recoded(batch, recode))
         done += len(batch)
         progress(f"  {done}/{len(missing)} events")
-    archived = archives = 0
+    moved = archives = 0
     directory = to.store.archive_dir()
     for found in content.archives:
         if (found.task_id, found.first) in archived_there:
             continue
         private.folder(directory)
         placed = directory / found.path.name
-        shutil.copyfile(found.path, placed)
+        digest = found.sha256
+        if recode is None:
+            shutil.copyfile(found.path, placed)
+        else:
+            write_parquet(
+                [("event", nid, e.originator_version, e.topic, recode(e.state)) for nid, e in
+                 archived.archived_rows(found, -1)]
+                + [("snapshot", None, s.originator_version, s.topic, recode(s.state)) for s in
+                   archived.archived_snapshots(found)],
+                placed,
+            )
+            digest = archived.file_sha256(placed)
         manifest = found.path.with_suffix(".manifest.json")
         if manifest.exists():
-            shutil.copyfile(manifest, placed.with_suffix(".manifest.json"))
-        to.store.put_archive(Archive(found.task_id, found.first, found.last, placed, found.sha256, found.head,
+            said = {**orjson.loads(manifest.read_bytes()), "sha256": digest}
+            placed.with_suffix(".manifest.json").write_bytes(orjson.dumps(said, option=orjson.OPT_INDENT_2))
+        to.store.put_archive(Archive(found.task_id, found.first, found.last, placed, digest, found.head,
                                      found.events))
-        archived, archives = archived + found.events, archives + 1
+        moved, archives = moved + found.events, archives + 1
         progress(f"  archive {found.path.name} ({found.events} events)")
-    snapshots = _copy_snapshots(frm, to, {k[0] for k in content.digests})
+    snapshots = _copy_snapshots(frm, to, {k[0] for k in content.digests}, recode)
     if keys := frm.store.tombstoned_keys():
         to.store.tombstone_keys(keys)
-    return done + archived, archives, snapshots
-def _copy_snapshots(src: Ledger, dst: Ledger, originators: set[UUID]) -> int:
+    return done + moved, archives, snapshots
+def _recoded(rows: Sequence[StoredEvent], recode: Recode | None) -> Sequence[StoredEvent]:
+    if recode is None:
+        return rows
+    return [StoredEvent(r.originator_id, r.originator_version, r.topic, recode(r.state)) for r in rows]
+
+
+def _copy_snapshots(src: Ledger, dst: Ledger, originators: set[UUID], recode: Recode | None = None) -> int:
     """Snapshots are derived, so one the target already has at a position (its own or ours) is kept."""
     if src.snapshots is None or dst.snapshots is None:
         return 0
@@ -237,7 +281,7 @@ def _copy_snapshots(src: Ledger, dst: Ledger, originators: set[UUID]) -> int:
         have = {s.originator_version for s in dst.snapshots.recorder.select_events(originator)}
         new = [s for s in src.snapshots.recorder.select_events(originator) if s.originator_version not in have]
         if new:
-            dst.snapshots.recorder.insert_events(new)
+            dst.snapshots.recorder.insert_events(_recoded(new, recode))
             copied += len(new)
     return copied
 
@@ -286,5 +330,6 @@ def _key(event: StoredEvent) -> Key:
     return UUID(str(event.originator_id)), event.originator_version
 
 
-def _digest(event: StoredEvent) -> str:
-    return hashlib.sha256(event.topic.encode() + b"\0" + event.state).hexdigest()
+def _digest(event: StoredEvent, plain: Recode) -> str:
+    """The event's identity whatever key it is stored under: its topic and its payload's plaintext."""
+    return hashlib.sha256(event.topic.encode() + b"\0" + plain(event.state)).hexdigest()

@@ -73,6 +73,14 @@ def task_rows(
     return rows
 
 
+def check_tasks(ledger: Ledger, entries: Iterable[Entry] | None = None) -> None:
+    """``LedgerBroken`` for the first of ``entries`` (every task when None) that does not pass a read's checks
+    (``verify.checked_state``): the reads over the read model (`query`, `stats`, `export`, MCP `query`) show
+    rows no task can be told apart in, so they refuse while any task they could show is broken."""
+    for entry in ledger.entries() if entries is None else entries:
+        verify.checked_state(ledger, entry.task_id, entry=entry)
+
+
 def checked_found(ledger: Ledger, found: list[Found]) -> tuple[list[Found], list[verify.LedgerBroken]]:
     """The tasks `find` found in the read model, split into those that pass a read's checks and the refusals
     of those that do not. The read model is a copy: each task's view is checked (``verify.checked_state``)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 from uuid import UUID
 
+import orjson
 from eventsourcing.application import AggregateNotFoundError, Application, ProjectorFunction, project_aggregate
 from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError
 from eventsourcing.utils import get_topic
@@ -30,7 +31,7 @@ from pydantic import ValidationError
 from ledger.app import verify
 from ledger.app.history import LogHistory
 from ledger.app.views import Views
-from ledger.base import private
+from ledger.base import atrest, private
 from ledger.base.errors import BadInput, BadSetting, NotFound, PermissionDenied, StoreUnavailable
 from ledger.base.ledger_file import foreign_tables
 from ledger.base.location import Location
@@ -172,6 +173,10 @@ class Ledger(Application[UUID]):
         self._offered = threading.local()
         """Snapshots the tasks being saved by this thread took of themselves (``_save``)."""
         super().__init__(env)
+        mapper = cast(PydanticMapper, self.mapper)
+        if mapper.cipher is not None:
+            # The anchor reads the chain of a last row the save did not name (``stores.base.heads_of``).
+            self.recorder.plain = mapper.plain  # type: ignore[attr-defined]
         if raw is not None and raw.strip():
             # Per instance, so K can differ between ledgers in one process (tests, bench/);
             # unset, the class attribute (or a subclass's) stands.
@@ -180,7 +185,11 @@ class Ledger(Application[UUID]):
     @cached_property
     def store(self) -> LedgerStore:
         """What the lifecycle needs beyond the library's recorders (``ledger.stores``), for this backend."""
-        return for_ledger(self.env, self.recorder)
+        store = for_ledger(self.env, self.recorder)
+        mapper = cast(PydanticMapper, self.mapper)
+        if mapper.cipher is not None:
+            store.cipher = (mapper.plain, mapper.sealed)
+        return store
 
     @cached_property
     def views(self) -> Views:
@@ -574,17 +583,23 @@ Create = Literal["path", "file", "nothing"]
 """What opening a missing SQLite ledger may create (``open_ledger``)."""
 
 
-def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, create: Create = "path") -> Ledger:
+def open_ledger(
+    location: Location, ledger_class: type[Ledger] = Ledger, *, create: Create = "path",
+    cipher: Mapping[str, str] | None = None,
+) -> Ledger:
     """Open the ledger at ``location``, or fail with one clear line and nothing created.
 
     ``create`` says what a missing SQLite ledger may bring into being: ``"path"`` its folders
     and file (the default location, created on first use), ``"file"`` the file in a folder that
     exists (a command that writes to a location named with ``--db``), ``"nothing"`` (a command
     that only reads one). A file that exists must be a tasktrail ledger, whatever ``create`` says.
+    ``cipher``: the key settings (``atrest.cipher_env``; {} for none), when not the environment's (migrate).
     """
     # A bad setting fails every command, so it is named before anything about the location.
     snapshot_interval(os.environ.get("TRAIL_SNAPSHOT_EVERY"))
     private.tighten(str(location.home))  # what an older release left open to others (one stat when nothing is)
+    # A bad key, key file or missing AES package is named before anything opens.
+    keyed = atrest.cipher_env() if cipher is None else dict(cipher)
     if location.is_sqlite:
         path = location.sqlite_path
         env = {
@@ -593,6 +608,7 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
             "SQLITE_LOCK_TIMEOUT": "30",
             # The library's recorder plus the per-task head anchor (ledger/stores/sqlite.py).
             "APPLICATION_RECORDER_TOPIC": "ledger.stores.sqlite:AnchoredRecorder",
+            **keyed,
         }
         held = path.resolve()
         if not _HELD[held]:
@@ -608,7 +624,7 @@ def open_ledger(location: Location, ledger_class: type[Ledger] = Ledger, *, crea
         from ledger.stores import postgres  # psycopg loads only for PostgreSQL ledgers
 
         with postgres.setting_up(location) as (target, owner):
-            return _construct(ledger_class, postgres.library_env(target, owner), location)
+            return _construct(ledger_class, {**postgres.library_env(target, owner), **keyed}, location)
     raise StoreUnavailable(
         f"unsupported ledger URL {location.display!r}; use a file path, sqlite:PATH or postgresql://..."
     )
@@ -630,11 +646,43 @@ open one ("database disk image is malformed", seen with an in-process second ope
 
 
 def _construct(ledger_class: type[Ledger], env: dict[str, str], location: Location) -> Ledger:
+    shown = location.sqlite_path if location.is_sqlite else location.display
     try:
-        return ledger_class(env=env)
+        ledger = ledger_class(env=env)
     except (PersistenceError, sqlite3.Error, OSError) as exc:
-        shown = location.sqlite_path if location.is_sqlite else location.display
         raise StoreUnavailable(f"cannot open ledger {shown}: {' '.join(str(exc).split())}") from exc
+    try:
+        _check_cipher(ledger, str(shown))
+    except BaseException:
+        ledger.close()
+        raise
+    return ledger
+
+
+def _check_cipher(ledger: Ledger, shown: str) -> None:
+    """Refuse a key that does not open the ledger, a ledger that needs one, and a plain ledger opened with
+    one, before anything is read or written: the registry's first row is deciphered (one row)."""
+    rows = ledger.recorder.select_events(REGISTRY_ID, limit=1)
+    if not rows:
+        return  # a new ledger: it is encrypted from its first row when a key is set
+    raw = rows[0].state
+    mapper = cast(PydanticMapper, ledger.mapper)
+    try:
+        mapper.decode_state(raw)
+        return
+    except Exception:  # the cipher's own errors differ by package (pycryptodome, cryptography)
+        pass
+    if mapper.cipher is None:
+        raise StoreUnavailable(f"ledger {shown} is encrypted: set {atrest.KEY_VAR} or {atrest.KEY_FILE_VAR} to its key")
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise StoreUnavailable(f"the cipher key does not open ledger {shown} (a wrong key?)") from None
+    # Mixed rows would be unreadable under any one setting; a plain ledger is encrypted by migrating it.
+    raise StoreUnavailable(
+        f"ledger {shown} is not encrypted but a cipher key is set: unset {atrest.KEY_VAR}/{atrest.KEY_FILE_VAR},"
+        " or `trail migrate` it to an encrypted copy"
+    )
 
 
 def _check_sqlite_path(path: Path, create: Create) -> None:

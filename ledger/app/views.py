@@ -130,13 +130,8 @@ class Views:
                 self._held.popitem(last=False)
 
     def _encode(self, view: TaskState) -> bytes:
-        data = view.model_dump_json().encode()
         mapper: Any = self._mapper
-        if mapper.compressor is not None:
-            data = mapper.compressor.compress(data)
-        if mapper.cipher is not None:
-            data = mapper.cipher.encrypt(data)
-        return bytes(data)
+        return bytes(mapper.sealed(view.model_dump_json().encode()))  # as the ledger's own snapshots are
 
     def decoded(self, data: bytes) -> bytes:
         """A view snapshot's JSON, from its stored bytes (`trail verify` reads them too)."""
@@ -144,8 +139,4 @@ class Views:
 
     def _decode(self, data: bytes) -> bytes:
         mapper: Any = self._mapper
-        if mapper.cipher is not None:
-            data = mapper.cipher.decrypt(data)
-        if mapper.compressor is not None:
-            data = mapper.compressor.decompress(data)
-        return bytes(data)
+        return bytes(mapper.plain(data))

@@ -77,11 +77,7 @@ class PydanticMapper(Mapper[UUID]):
             state = stored_state(model)
             state.pop("originator_id")
             state.pop("originator_version")
-        data = self.transcoder.encode(state)
-        if self.compressor:
-            data = self.compressor.compress(data)
-        if self.cipher:
-            data = self.cipher.encrypt(data)
+        data = self.sealed(self.transcoder.encode(state))
         return StoredEvent(
             originator_id=model.originator_id,
             originator_version=model.originator_version,
@@ -89,13 +85,25 @@ class PydanticMapper(Mapper[UUID]):
             state=data,
         )
 
-    def decode_state(self, data: bytes) -> dict[str, Any]:
-        """The stored state as written (before upcasting), from its raw bytes."""
+    def plain(self, data: bytes) -> bytes:
+        """A stored payload's JSON bytes: deciphered and decompressed when the ledger does either."""
         if self.cipher:
             data = self.cipher.decrypt(data)
         if self.compressor:
             data = self.compressor.decompress(data)
-        state = self.transcoder.decode(data)
+        return data
+
+    def sealed(self, data: bytes) -> bytes:
+        """The bytes to store for a payload's JSON bytes (``plain``'s inverse)."""
+        if self.compressor:
+            data = self.compressor.compress(data)
+        if self.cipher:
+            data = self.cipher.encrypt(data)
+        return data
+
+    def decode_state(self, data: bytes) -> dict[str, Any]:
+        """The stored state as written (before upcasting), from its raw bytes."""
+        state = self.transcoder.decode(self.plain(data))
         if not isinstance(state, dict):
             raise ValueError("stored state is not a JSON object")
         return state

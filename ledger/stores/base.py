@@ -16,7 +16,7 @@ here moves bytes as stored: hash chains never depend on a backend.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +58,11 @@ class Head:
     chain: str
 
 
-def heads_of(stored_events: Iterable[StoredEvent]) -> list[tuple[str, int, str]]:
+Plain = Callable[[bytes], bytes]
+"""A stored payload's JSON bytes from its stored bytes (``PydanticMapper.plain``: deciphered on an encrypted ledger)."""
+
+
+def heads_of(stored_events: Iterable[StoredEvent], plain: Plain | None = None) -> list[tuple[str, int, str]]:
     """(id hex, position, chain) of the last event of each aggregate in one append, for the anchor's upsert.
 
     One decode per aggregate per transaction (the last event's state), however many events it holds."""
@@ -67,7 +71,7 @@ def heads_of(stored_events: Iterable[StoredEvent]) -> list[tuple[str, int, str]]
         key = stored.originator_id.hex if isinstance(stored.originator_id, UUID) else str(stored.originator_id)
         if key not in last or stored.originator_version > last[key].originator_version:
             last[key] = stored
-    return [(key, s.originator_version, chain_of(s.state)) for key, s in last.items()]
+    return [(key, s.originator_version, chain_of(s.state, plain)) for key, s in last.items()]
 
 
 def refill(last_rows: list[tuple[Any, int, str]], registry_key: object) -> list[tuple[Any, int, str]]:
@@ -80,11 +84,11 @@ def refill(last_rows: list[tuple[Any, int, str]], registry_key: object) -> list[
     return last_rows
 
 
-def chain_of(state: bytes) -> str:
+def chain_of(state: bytes, plain: Plain | None = None) -> str:
     """The ``chain`` field of a stored state ("" when it has none or cannot be read)."""
     try:
-        found = orjson.loads(state)
-    except orjson.JSONDecodeError:
+        found = orjson.loads(plain(state) if plain is not None else state)
+    except (orjson.JSONDecodeError, ValueError):
         return ""
     return str(found.get("chain") or "") if isinstance(found, dict) else ""
 
@@ -119,6 +123,64 @@ class LedgerStore(ABC):
         """The ledger's next free task number, whatever this connection may see (only asked when it
         does not see everything)."""
         raise NotImplementedError
+
+    cipher: tuple[Plain, Plain] | None = None
+    """On an encrypted ledger (``ledger.base.atrest``): (plain, sealed), a payload's JSON from its stored
+    bytes and back (``PydanticMapper.plain``/``sealed``), set by ``Ledger.store``. Then a rewrite is given
+    and returns JSON, and the capture index decodes rows in Python (``_scan``): SQL cannot read an
+    enciphered payload."""
+
+    def _through(self, rewrite: Callable[[bytes], bytes | None]) -> Callable[[bytes], bytes | None]:
+        """``rewrite`` (JSON in, JSON or None out) over stored bytes."""
+        if self.cipher is None:
+            return rewrite
+        plain, sealed = self.cipher
+
+        def stored(raw: bytes) -> bytes | None:
+            changed = rewrite(plain(raw))
+            return None if changed is None else sealed(changed)
+
+        return stored
+
+    def _plain(self) -> Plain | None:
+        return self.cipher[0] if self.cipher is not None else None
+
+    def _scan(self, task_id: UUID | None, topic: str | None, upto: int | None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(id hex, decoded state) of each live event of the task (every task's when None), of ``topic`` (any when
+        None), at positions ``<= upto``, newest first: the capture index of an encrypted ledger."""
+        plain = self._plain()
+        assert plain is not None
+        for owner, raw in self._rows_newest_first(task_id, topic, upto):
+            state = orjson.loads(plain(raw))
+            if isinstance(state, dict):
+                yield owner, state
+
+    def _rows_newest_first(self, task_id: UUID | None, topic: str | None, upto: int | None
+                           ) -> Iterator[tuple[str, bytes]]:
+        """(id hex, stored state) of the live events ``_scan`` names, by notification id descending."""
+        raise NotImplementedError
+
+    def _scanned_source_keys(self, task_id: UUID, upto: int) -> set[Key]:
+        found: set[Key] = set()
+        for _, state in self._scan(task_id, None, upto):
+            source = state.get("source")
+            if isinstance(source, dict):
+                found.add((str(source.get("agent")), str(source.get("session")), str(source.get("record"))))
+        return found
+
+    def _scanned_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
+        for owner, state in self._scan(None, topic, None):
+            if state.get("agent") == agent and state.get("session_id") == session_id:
+                return UUID(hex=owner)
+        return None
+
+    def _scanned_records(self, agent: str, records: list[str]) -> UUID | None:
+        wanted = set(records)
+        for owner, state in self._scan(None, None, None):
+            source = state.get("source")
+            if isinstance(source, dict) and source.get("agent") == agent and source.get("record") in wanted:
+                return UUID(hex=owner)
+        return None
 
     # -- archives of compacted events --------------------------------------------------
 

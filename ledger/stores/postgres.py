@@ -42,6 +42,7 @@ from ledger.stores.base import (
     Archive,
     Head,
     LedgerStore,
+    Plain,
     Range,
     chain_of,
     heads_of,
@@ -86,6 +87,9 @@ class AnchoredRecorder(PostgresApplicationRecorder):
     taken at the rows' positions. The keywords ``heads`` and ``snapshots`` are as for SQLite's
     (``ledger.stores.sqlite.AnchoredRecorder``)."""
 
+    plain: Plain | None = None
+    """On an encrypted ledger, how a payload is read for its chain (``Ledger.__init__`` sets it)."""
+
     def create_table(self) -> None:
         super().create_table()
         schema = sql.Identifier(self.datastore.schema)
@@ -115,7 +119,8 @@ class AnchoredRecorder(PostgresApplicationRecorder):
         super()._insert_stored_events(curs, stored_events, **kwargs)
         # Its own cursor: the library reads the notification ids from ``curs`` afterwards.
         with curs.connection.cursor() as own:
-            own.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), kwargs.get("heads") or heads_of(stored_events))
+            heads = kwargs.get("heads") or heads_of(stored_events, self.plain)
+            own.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), heads)
             snapshots: Sequence[StoredEvent] = kwargs.get("snapshots") or ()
             if snapshots:
                 own.executemany(sql.SQL(UPSERT_SNAPSHOT).format(schema=schema), [
@@ -392,7 +397,7 @@ class PostgresStore(LedgerStore):
             conn.execute(sql.SQL(
                 "INSERT INTO {} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)"
             ).format(self.events), (archive.task_id, marker.originator_version, marker.topic, marker.state))
-            for head in heads_of([marker]):
+            for head in heads_of([marker], self._plain()):
                 conn.execute(sql.SQL(UPSERT_HEAD).format(schema=sql.Identifier(self.schema)), head)
             conn.execute(sql.SQL(
                 "DELETE FROM {} WHERE originator_id = %s AND originator_version BETWEEN %s AND %s"
@@ -458,6 +463,7 @@ class PostgresStore(LedgerStore):
     def rewrite_states(
         self, task_id: UUID | None, topics: Iterable[str], rewrite: Callable[[bytes], bytes | None], dry_run: bool
     ) -> dict[UUID, int]:
+        rewrite = self._through(rewrite)
         first_touched: dict[UUID, int] = {}
         latest: dict[UUID, int] = {}
         with self._conn() as conn, conn.transaction():
@@ -490,6 +496,7 @@ class PostgresStore(LedgerStore):
     def delete_task(
         self, task_id: UUID, number: int, key_hashes: Iterable[str], registry_rewrite: Callable[[bytes], bytes | None]
     ) -> int:
+        registry_rewrite = self._through(registry_rewrite)
         with self._conn() as conn, conn.transaction():
             with conn.cursor() as cur:
                 cur.executemany(
@@ -539,6 +546,8 @@ class PostgresStore(LedgerStore):
     _STATE = "convert_from(state, 'UTF8')::json"
 
     def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
+        if self.cipher is not None:
+            return self._scanned_source_keys(task_id, upto)
         with self._conn() as conn:
             rows = _rows(conn, sql.SQL(
                 "SELECT s->>'agent', s->>'session', s->>'record' FROM (SELECT " + self._STATE + "->'source' AS s"
@@ -563,6 +572,8 @@ class PostgresStore(LedgerStore):
         return [(int(v), str(t)) for v, t in rows]
 
     def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
+        if self.cipher is not None:
+            return self._scanned_session(agent, session_id, topic)
         with self._conn() as conn:
             rows = _rows(conn, sql.SQL(
                 "SELECT originator_id FROM {} WHERE topic = %s AND " + self._STATE + "->>'agent' = %s"
@@ -571,6 +582,8 @@ class PostgresStore(LedgerStore):
         return UUID(str(rows[0][0])) if rows else None
 
     def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
+        if self.cipher is not None:
+            return self._scanned_records(agent, records)
         with self._conn() as conn:
             rows = _rows(conn, sql.SQL(
                 "SELECT originator_id FROM (SELECT originator_id, " + self._STATE + "->'source' AS s FROM {}"
@@ -578,6 +591,16 @@ class PostgresStore(LedgerStore):
                 " WHERE json_typeof(s) = 'object' AND s->>'agent' = %s AND s->>'record' = ANY(%s) LIMIT 1"
             ).format(self.events), (agent, records))
         return UUID(str(rows[0][0])) if rows else None
+
+    def _rows_newest_first(self, task_id: UUID | None, topic: str | None, upto: int | None
+                           ) -> Iterator[tuple[str, bytes]]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT originator_id, state FROM {} WHERE originator_id = coalesce(%s, originator_id)"
+                " AND topic = coalesce(%s, topic) AND originator_version <= coalesce(%s, originator_version)"
+                " ORDER BY notification_id DESC"
+            ).format(self.events), (task_id, topic, upto))
+        yield from ((UUID(str(owner)).hex, bytes(raw)) for owner, raw in rows)
 
     # -- space ----------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from ledger.stores.base import (
     Archive,
     Head,
     LedgerStore,
+    Plain,
     Range,
     chain_of,
     heads_of,
@@ -65,6 +66,9 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
     the last row's JSON is not read back for its chain; ``snapshots``, snapshot rows stored in the same
     transaction (one commit for a batch and its snapshots)."""
 
+    plain: Plain | None = None
+    """On an encrypted ledger, how a payload is read for its chain (``Ledger.__init__`` sets it)."""
+
     def _create_table(self, c: SQLiteCursor) -> None:
         c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (HEADS,))
         fresh = c.fetchone() is None
@@ -94,7 +98,7 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
         ])
         c.execute("SELECT last_insert_rowid()")
         last = int(c.fetchone()[0])
-        c.executemany(UPSERT_HEAD, kwargs.get("heads") or heads_of(stored_events))
+        c.executemany(UPSERT_HEAD, kwargs.get("heads") or heads_of(stored_events, self.plain))
         snapshots: Sequence[StoredEvent] = kwargs.get("snapshots") or ()
         if snapshots:
             c.executemany(INSERT_SNAPSHOT, [
@@ -241,7 +245,7 @@ class SQLiteStore(LedgerStore):
                 (owner, marker.originator_version, marker.topic, marker.state),
             )
             con.execute(CREATE_HEADS)
-            con.executemany(UPSERT_HEAD, heads_of([marker]))
+            con.executemany(UPSERT_HEAD, heads_of([marker], self._plain()))
             con.execute(
                 "DELETE FROM stored_events WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
                 (owner, archive.first, archive.last),
@@ -326,6 +330,7 @@ class SQLiteStore(LedgerStore):
         self, task_id: UUID | None, topics: Iterable[str], rewrite: Callable[[bytes], bytes | None], dry_run: bool
     ) -> dict[UUID, int]:
         wanted = list(topics)
+        rewrite = self._through(rewrite)
         first_touched: dict[str, int] = {}
         latest: dict[UUID, int] = {}
         con = self._connect()
@@ -363,6 +368,7 @@ class SQLiteStore(LedgerStore):
     def delete_task(
         self, task_id: UUID, number: int, key_hashes: Iterable[str], registry_rewrite: Callable[[bytes], bytes | None]
     ) -> int:
+        registry_rewrite = self._through(registry_rewrite)
         con = self._connect()
         try:
             con.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left readable
@@ -434,6 +440,8 @@ class SQLiteStore(LedgerStore):
     # -- the capture index (json_extract over the stored state; no decoding) ------------------
 
     def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
+        if self.cipher is not None:
+            return self._scanned_source_keys(task_id, upto)
         with self._reading() as con:
             if con is None:
                 return set()
@@ -467,6 +475,8 @@ class SQLiteStore(LedgerStore):
             ).fetchall()
 
     def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
+        if self.cipher is not None:
+            return self._scanned_session(agent, session_id, topic)
         with self._reading() as con:
             if con is None:
                 return None
@@ -474,6 +484,8 @@ class SQLiteStore(LedgerStore):
         return UUID(row[0]) if row else None
 
     def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
+        if self.cipher is not None:
+            return self._scanned_records(agent, records)
         with self._reading() as con:
             if con is None:
                 return None
@@ -485,6 +497,18 @@ class SQLiteStore(LedgerStore):
                 (agent,),
             ).fetchone()
         return UUID(row[0]) if row else None
+
+    def _rows_newest_first(self, task_id: UUID | None, topic: str | None, upto: int | None
+                           ) -> Iterator[tuple[str, bytes]]:
+        with self._reading() as con:
+            if con is None:
+                return
+            yield from ((str(owner), bytes(raw)) for owner, raw in con.execute(
+                "SELECT originator_id, state FROM stored_events WHERE originator_id = coalesce(?, originator_id)"
+                " AND topic = coalesce(?, topic) AND originator_version <= coalesce(?, originator_version)"
+                " ORDER BY rowid DESC",
+                (task_id.hex if task_id else None, topic, upto),
+            ))
 
     # -- space ----------------------------------------------------------------------------------
 

@@ -178,6 +178,18 @@ def test_a_sub_agent_file_leaves_the_plan_alone() -> None:
     assert session.is_subagent and not any(cls is ev.PlanUpdated for cls, _ in session.items)
 
 
+def test_an_away_summary_is_a_note_without_the_settings_hint() -> None:
+    """Claude Code ends each recap with how to turn recaps off: that is its interface, not what the session did."""
+    said = "Merged all three into master; round 2 is in flight."
+    lines = [json.dumps({"type": "system", "subtype": "away_summary", "content": f"{said} (disable recaps in /config)",
+                         "uuid": "u1", "sessionId": "s1", "timestamp": "2026-04-18T13:37:53.028Z"}),
+             json.dumps({"type": "system", "subtype": "away_summary", "content": " (disable recaps in /config)",
+                         "uuid": "u2", "sessionId": "s1", "timestamp": "2026-04-18T13:38:53.028Z"})]
+    session = map_transcript(list(enumerate(lines, 1)), "s1")
+    notes = [data["text"] for cls, data in session.items if cls is ev.NoteAdded]
+    assert notes == [said]  # the hint alone is no note at all
+
+
 # -- failing Bash -----------------------------------------------------------------------------------------
 
 

@@ -53,6 +53,8 @@ PLAN_MAX = 1500
 """Characters of an approved plan kept as the decision's text (its heading and first lines)."""
 """Bytes of the agent's closing message kept."""
 APPROVED = "approved by the user in plan mode"
+_RECAP_HINT = re.compile(r"\s*\(disable recaps in /config\)\s*\Z")
+"""Claude Code's own settings hint at the end of an away summary: its interface, not the session's content."""
 
 
 REPLY = "reply:"
@@ -631,12 +633,9 @@ class TranscriptMapper:
             meta = record.get("compactMetadata")
             self.compaction = len(self.session.items)
             self.session.items.append(compaction_item(meta if isinstance(meta, dict) else {}, None, src, ts))
-        elif sub == "away_summary" and text_of(record.get("content")).strip():
+        elif sub == "away_summary" and (summary := _RECAP_HINT.sub("", text_of(record.get("content")))).strip():
             self.session.items.append(
-                (
-                    ev.NoteAdded,
-                    {"text": text_of(record.get("content")), "actor": ACTOR, "source": src, "timestamp": ts},
-                )
+                (ev.NoteAdded, {"text": summary, "actor": ACTOR, "source": src, "timestamp": ts})
             )
 
     def assistant(self, record: dict[str, Any], ts: Any) -> None:

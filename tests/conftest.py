@@ -14,7 +14,7 @@ import subprocess
 import sys
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -192,14 +192,15 @@ def run_trail(*args: str, home: Path, cwd: Path | None = None, check: bool = Fal
 
 
 def run_here(*args: str, home: Path, cwd: Path | None = None, check: bool = False, stdin: str | None = None,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+             env: Mapping[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
     """As ``run_trail``, in this process: for set-up and reads where a fresh process is not what the test
     is about (it saves ~0.4 s of start-up a command). It goes through the console script's own
     ``cli.main.main`` (the lean hook, the brief cache, else the click app) with the same arguments,
     variables, working directory and standard streams; each command opens the ledger afresh.
 
     Not in a test that holds the same SQLite ledger open here (the ``ledger`` fixture) while other
-    processes write to it: there, tests/test_hook.py's concurrent hooks found it "malformed"."""
+    processes write to it: there, tests/test_hook.py's concurrent hooks found it "malformed". A variable set
+    to None in ``env`` is unset for the command."""
     from click.testing import CliRunner
 
     from cli.main import main

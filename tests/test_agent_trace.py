@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import pytest
+
 from ledger.app.store import Ledger
 from ledger.domain import events as ev
 from projections import agent_trace
@@ -91,6 +93,7 @@ def _git(cwd: Path, *args: str) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
+@pytest.mark.sqlite_only("the export is built from the task's events, whichever store holds them")
 def test_export_gives_valid_line_ranges_for_recorded_changes(home: Path, tmp_path: Path) -> None:
     work = tmp_path / "repo"
     work.mkdir()
@@ -138,6 +141,7 @@ def test_export_gives_valid_line_ranges_for_recorded_changes(home: Path, tmp_pat
     assert [json.loads(line) for line in again.splitlines()] == records
 
 
+@pytest.mark.sqlite_only("the export is built from the task's events, whichever store holds them")
 def test_a_captured_change_is_the_agents_under_its_session(ledger: Ledger) -> None:
     task = ledger.open_task("captured", "/work/p/src", project="/work/p").id
     assert task is not None

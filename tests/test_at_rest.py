@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from ledger.app.store import open_ledger
 from ledger.base import atrest
 from ledger.base.errors import BadSetting
 from ledger.base.location import Location, resolve
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 
 PLANT = "ZQXPLANTEDPLAINTEXTWORD"
 
@@ -48,12 +49,13 @@ def _files_bytes(home: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in home.rglob("*") if p.is_file()}
 
 
-def _record(home: Path, count: int) -> None:
-    run_trail("start", f"plant {PLANT} title", home=home, check=True)
-    run_trail("require", f"keep {PLANT} requirement", home=home, check=True)
+def _record(home: Path, count: int, run: Callable[..., Any] = run_trail) -> None:
+    """The planted task; ``run=run_here`` where it is set-up only (in this process, each command afresh)."""
+    run("start", f"plant {PLANT} title", home=home, check=True)
+    run("require", f"keep {PLANT} requirement", home=home, check=True)
     for i in range(count):
-        run_trail("note", f"{PLANT} note {i}", home=home, check=True)
-    run_trail("decide", f"use {PLANT}", "--because", f"{PLANT} reason", home=home, check=True)
+        run("note", f"{PLANT} note {i}", home=home, check=True)
+    run("decide", f"use {PLANT}", "--because", f"{PLANT} reason", home=home, check=True)
 
 
 def test_no_planted_byte_at_rest_and_every_read_works(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,25 +96,32 @@ def test_key_file_and_wrong_missing_and_unexpected_keys(home: Path, monkeypatch:
     assert "readable by others (mode 0644)" in refused.stderr and f"chmod 600 {key_file}" in refused.stderr
     assert not (home / "ledger.db").exists()
     key_file.chmod(0o600)
-    _record(home, 2)
+    _record(home, 2, run=run_here)
     location = resolve()
     before = _stored(location)
 
-    cases: list[tuple[dict[str, str | None], int, str]] = [
-        ({"TRAIL_CIPHER_KEY_FILE": None}, 4, "is encrypted: set TRAIL_CIPHER_KEY or TRAIL_CIPHER_KEY_FILE"),
-        ({"TRAIL_CIPHER_KEY_FILE": None, "TRAIL_CIPHER_KEY": _key(24)}, 4, "the cipher key does not open ledger"),
-        ({"TRAIL_CIPHER_KEY": _key()}, 2, "both TRAIL_CIPHER_KEY and TRAIL_CIPHER_KEY_FILE are set"),
-        ({"TRAIL_CIPHER_KEY_FILE": None, "TRAIL_CIPHER_KEY": "not base64!"}, 2, "TRAIL_CIPHER_KEY is not a base64 key"),
-        ({"TRAIL_CIPHER_KEY_FILE": None, "TRAIL_CIPHER_KEY": _key(20)}, 2, "holds a 20-byte key"),
-        ({"TRAIL_CIPHER_KEY_FILE": str(tmp_path / "nokey")}, 2, "cannot read"),
+    # A missing or wrong key is found when the ledger is opened, which each command does its own way: all four.
+    # The other four fail while the settings are read, before any command's own path: a write and `resume`
+    # (whose brief-cache fast path skips the click app) show that.
+    opened = (("note", "more"), ("resume",), ("verify",), ("query", "SELECT 1"))
+    settings = (("note", "more"), ("resume",))
+    cases: list[tuple[dict[str, str | None], int, str, tuple[tuple[str, ...], ...]]] = [
+        ({"TRAIL_CIPHER_KEY_FILE": None}, 4, "is encrypted: set TRAIL_CIPHER_KEY or TRAIL_CIPHER_KEY_FILE", opened),
+        ({"TRAIL_CIPHER_KEY_FILE": None, "TRAIL_CIPHER_KEY": _key(24)}, 4, "the cipher key does not open ledger",
+         opened),
+        ({"TRAIL_CIPHER_KEY": _key()}, 2, "both TRAIL_CIPHER_KEY and TRAIL_CIPHER_KEY_FILE are set", settings),
+        ({"TRAIL_CIPHER_KEY_FILE": None, "TRAIL_CIPHER_KEY": "not base64!"}, 2, "TRAIL_CIPHER_KEY is not a base64 key",
+         settings),
+        ({"TRAIL_CIPHER_KEY_FILE": None, "TRAIL_CIPHER_KEY": _key(20)}, 2, "holds a 20-byte key", settings),
+        ({"TRAIL_CIPHER_KEY_FILE": str(tmp_path / "nokey")}, 2, "cannot read", settings),
     ]
-    for change, code, said in cases:
+    for change, code, said, commands in cases:
         for name, value in change.items():
             if value is None:
                 monkeypatch.delenv(name, raising=False)
             else:
                 monkeypatch.setenv(name, value)
-        for args in (("note", "more"), ("resume",), ("verify",), ("query", "SELECT 1")):
+        for args in commands:
             proc = run_trail(*args, home=home)
             assert proc.returncode == code and said in proc.stderr, (change, args, proc.returncode, proc.stderr)
             assert proc.stderr.count("\n") == 1 and proc.stdout == "", (change, args, proc.stderr)
@@ -143,11 +152,12 @@ def test_a_plain_ledger_with_a_key_set_is_one_line(home: Path, monkeypatch: pyte
 def test_forget_redaction_and_gc_keep_working_encrypted(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAIL_CIPHER_KEY", _key())
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-    run_trail("start", f"{PLANT} one", home=home, check=True)
+    # Set-up in this process, but `ran` in its own: it passes its command's output through the process's streams.
+    run_here("start", f"{PLANT} one", home=home, check=True)
     run_trail("ran", "--", sys.executable, "-c", f"print('{PLANT}' * 40); print('token={secret}')",
               home=home, check=True)
-    run_trail("start", "two", home=home, check=True)
-    run_trail("note", "kept", home=home, check=True)
+    run_here("start", "two", home=home, check=True)
+    run_here("note", "kept", home=home, check=True)
     log = run_trail("log", "1", "--json", home=home, check=True).stdout
     assert secret not in log and "REDACTED" in log and PLANT * 40 in log
     location = resolve()
@@ -189,7 +199,7 @@ def test_key_new_prints_and_writes_a_private_file_never_over_one(tmp_path: Path)
 
 def test_migrate_plain_to_encrypted_and_back(home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                              new_store: Any) -> None:
-    _record(home, 4)
+    _record(home, 4, run=run_here)
     assert run_trail("compact", "1", "--before", "4", home=home).returncode == 0
     source = os.environ.get("TRAIL_DATABASE_URL") or str(home / "ledger.db")
     key = tmp_path / "key"

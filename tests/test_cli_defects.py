@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ledger.app.store import open_ledger
 from ledger.base.location import resolve
 from tests.conftest import run_here
@@ -18,6 +20,8 @@ def _count(home: Path) -> int:
         return ledger.state(ledger.entries()[0].task_id).position
 
 
+@pytest.mark.sqlite_only("what would record nothing new is decided from the kept baseline and the task's state, "
+                         "above the store")
 def test_an_unchanged_file_and_a_second_done_append_nothing(home: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -136,6 +140,7 @@ def test_every_error_of_the_code_has_a_documented_exit_code() -> None:
     assert bare == []
 
 
+@pytest.mark.sqlite_only("stats counts in the read model (DuckDB), whichever store it was built from")
 def test_stats_counts_a_branchs_copied_events_once(home: Path, tmp_path: Path) -> None:
     """A branch starts with copies of its origin's events: a failing run, a file change and a failed attempt
     made once are one in `stats`, however many branches were taken from before them."""

@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ledger.capture import patchlines
 from ledger.capture.agents.codex import mapper, outcomes
 from ledger.capture.inbox_queue import HUNKS_KEY
@@ -124,6 +126,7 @@ def _captured(home: Path, work: Path, **extra: Any) -> dict[str, Any]:
     return change
 
 
+@pytest.mark.sqlite_only("the hook numbers the hunks before anything is stored, whichever the store")
 def test_the_hook_numbers_the_hunks_while_the_file_is_as_patched(home: Path, tmp_path: Path) -> None:
     work = _repo(tmp_path, "work")
     (work / "m.py").write_text(AFTER)
@@ -134,6 +137,7 @@ def test_the_hook_numbers_the_hunks_while_the_file_is_as_patched(home: Path, tmp
     assert json.loads(run_here("why", "m.py:9", "--json", home=home, cwd=work, check=True).stdout)["changes"] == []
 
 
+@pytest.mark.sqlite_only("the hook numbers the hunks before anything is stored, whichever the store")
 def test_the_hook_stores_an_unlocated_patch_without_numbers(home: Path, tmp_path: Path) -> None:
     work = _repo(tmp_path, "work")
     (work / "m.py").write_text("nothing of the patch\n")

@@ -19,7 +19,7 @@ from ledger.domain.task import TaskSnapshot
 from ledger.stores import archived
 from projections.state import RECENT_INTENTS
 from tests import legacy
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.strategies import Step, histories, record_history
 
 
@@ -34,8 +34,8 @@ def test_the_first_of_120_requirements_can_still_be_reworded(ledger: Ledger) -> 
 
 
 def test_reword_after_120_requirements_through_the_cli(home: Path) -> None:
-    run_trail("start", "A long task", home=home, check=True)
-    run_trail("require", "first requirement", home=home, check=True)
+    run_here("start", "A long task", home=home, check=True)  # set-up, in this process
+    run_here("require", "first requirement", home=home, check=True)
     opened = open_ledger(resolve(None))  # the other 119 in one append: 119 processes would be slow
     try:
         opened.append_many(opened.entries()[0].task_id,

@@ -119,6 +119,7 @@ def test_a_missing_or_corrupt_archive_warns_and_never_blocks_forgetting(
     assert [t["number"] for t in json.loads(run_trail("list", "--json", home=home, check=True).stdout)] == [1]
 
 
+@pytest.mark.sqlite_only("an age is refused while the command line is parsed, before a store is opened")
 def test_an_age_too_long_ago_is_one_line(home: Path) -> None:
     run_here("start", "Keep this task", home=home, check=True)
     for args in (["forget", "--older-than", "99999999999d", "--yes"], ["compact", "1", "--older-than", "99999999999d"],

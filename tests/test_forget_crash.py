@@ -132,12 +132,13 @@ def test_forget_killed_at_every_step_then_rerun_is_whole(home: Path, tmp_path: P
         # Killed at any step, the tombstone is there already: it is written first.
         assert any(f'"number":{number},'.encode() in r.state for r in tombstones(location)), step
 
+        # The re-run, in this process (each command opens the ledger afresh): the kill is the fresh process here.
         if step == "journaled":
             # A retention run finishes interrupted forgets too, not only tasks idle long enough.
-            again = json.loads(ok(trail(home, "forget", "--older-than", "36500d", "--yes", "--json")))
+            again = json.loads(ok(run_here("forget", "--older-than", "36500d", "--yes", "--json", home=home)))
             assert [a["number"] for a in again] == [number], (step, again)
         else:
-            again = json.loads(ok(trail(home, "forget", str(number), "--yes", "--json")))
+            again = json.loads(ok(run_here("forget", str(number), "--yes", "--json", home=home)))
             assert [a["number"] for a in again] == [number], (step, again)
         assert again[0]["lost"] == [], (step, again)
 
@@ -158,8 +159,8 @@ def test_forget_killed_at_every_step_then_rerun_is_whole(home: Path, tmp_path: P
 
     print(f"forget crash points: {len(steps)} steps killed, {wholes} wholes found after the re-run")
     assert wholes == len(steps)
-    assert marker(keeper) in ok(trail(home, "resume", str(keeper), "--json"))
-    assert [t["number"] for t in json.loads(ok(trail(home, "list", "--json")))] == [keeper]
+    assert marker(keeper) in ok(run_here("resume", str(keeper), "--json", home=home))
+    assert [t["number"] for t in json.loads(ok(run_here("list", "--json", home=home)))] == [keeper]
 
 
 def test_archive_a_killed_compaction_left_unrecorded_goes_too(home: Path, tmp_path: Path) -> None:

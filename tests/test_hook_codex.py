@@ -122,10 +122,11 @@ def test_a_codex_session_start_is_answered_with_the_brief_within_the_cap(home: P
     files = [str(p) for p in sorted((root / "codex").glob("*.jsonl"))] + [
         str(p) for p in sorted((root / "claude-code").glob("*.jsonl"))
     ]
-    run_trail("import", "codex", *[f for f in files if "/codex/" in f], "--task", "1", home=home, cwd=app, check=True)
-    run_trail("import", "claude-code", *[f for f in files if "/claude-code/" in f], "--task", "1",
-              home=home, cwd=app, check=True)
-    run_trail("next", "NEXT-STEP-MARKER: wire the export button", home=home, cwd=app, check=True)
+    # Set-up, in this process (each command opens the ledger afresh); the hooks below are the fresh processes.
+    run_here("import", "codex", *[f for f in files if "/codex/" in f], "--task", "1", home=home, cwd=app, check=True)
+    run_here("import", "claude-code", *[f for f in files if "/claude-code/" in f], "--task", "1",
+             home=home, cwd=app, check=True)
+    run_here("next", "NEXT-STEP-MARKER: wire the export button", home=home, cwd=app, check=True)
     assert len(run_trail("resume", home=home, cwd=app, check=True).stdout) > 10_000
     for source in ("startup", "resume", "clear"):
         proc = send(home, app, f"cx-{source}", "SessionStart", source=source)

@@ -335,21 +335,21 @@ def test_control_characters_never_forge_a_line_of_our_layout(home: Path, tmp_pat
              ("note", "n\u2066iso\u2069 \u200fmark")]
     for command, text in steps:
         extra = ["--because", "r"] if command == "decide" else []
-        run_trail(command, text, *extra, home=home, cwd=tmp_path, check=True)
+        run_here(command, text, *extra, home=home, cwd=tmp_path, check=True)
     ours = {"## Next step", "## Requirements (current wording, latest last)", "## Decisions", "## Notes",
             "## Where it stopped"}
-    brief = run_trail("resume", "1", home=home, cwd=tmp_path, check=True).stdout
+    brief = run_here("resume", "1", home=home, cwd=tmp_path, check=True).stdout
     # A next step set by a person names its position: "## Next step (set at [3])".
     headings = [re.sub(r" \(set at \[\d+\]\)$", "", line) for line in brief.splitlines() if line.startswith("#")]
     assert headings[0].startswith("# Task #1 x # Next step: rm -rf /\\x1b[31m red\\u202eevil ## Requirements")
     assert set(headings[1:]) <= ours and len(headings) == len(set(headings)), headings
     shown = {"resume": brief,
-             "list": run_trail("list", home=home, cwd=tmp_path, check=True).stdout,
-             "log": run_trail("log", "1", home=home, cwd=tmp_path, check=True).stdout}
+             "list": run_here("list", home=home, cwd=tmp_path, check=True).stdout,
+             "log": run_here("log", "1", home=home, cwd=tmp_path, check=True).stdout}
     for name, out in shown.items():
         assert not any(ch in out for ch in "\x1b\x07\x01\x9b\r\t\u202e\u2066\u2069\u200f"), (name, out)
     assert len(shown["list"].strip().splitlines()) == 1
     assert len(shown["log"].strip().splitlines()) == len(steps)
     # The facts stay as they were recorded: only what is shown is escaped.
-    stored = json.loads(run_trail("log", "1", "--json", home=home, cwd=tmp_path, check=True).stdout)
+    stored = json.loads(run_here("log", "1", "--json", home=home, cwd=tmp_path, check=True).stdout)
     assert stored[0]["title"] == title and stored[2]["text"] == "go\n# Heading\x1b]0;owned\x07"

@@ -17,7 +17,7 @@ from ledger.app import sample
 from ledger.app.store import SNAPSHOT_EVERY, open_ledger
 from ledger.base.location import Location, resolve
 from ledger.domain import events as ev
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.stores import Row, chain_breaks, store_exists, stored_rows
 
 
@@ -57,12 +57,13 @@ def test_copy_keeps_every_event_and_chain(source: Location, new_store: Callable[
     assert report["tasks_verified"] == 2 and report["snapshots_copied"] == 1
     assert f"{len(before)}/{len(before)} events" in stderr and "verified 2 task chains" in stderr
 
-    # The copy is a working ledger: the same state, and it takes new events after the old ones.
+    # The copy is a working ledger: the same state, and it takes new events after the old ones (in this
+    # process: each command opens its ledger afresh; the migration above is the process under test).
     for number in ("1", "2"):
-        old = json.loads(run_trail("--db", source.url, "resume", number, "--json", home=tmp_path, check=True).stdout)
-        new = json.loads(run_trail("--db", target, "resume", number, "--json", home=tmp_path, check=True).stdout)
+        old = json.loads(run_here("--db", source.url, "resume", number, "--json", home=tmp_path, check=True).stdout)
+        new = json.loads(run_here("--db", target, "resume", number, "--json", home=tmp_path, check=True).stdout)
         assert new["state"] == old["state"]
-    run_trail("--db", target, "note", "-t", "2", "written after the move", home=tmp_path, check=True)
+    run_here("--db", target, "note", "-t", "2", "written after the move", home=tmp_path, check=True)
     assert chain_breaks(stored_rows(resolve(target))) == []
 
 
@@ -89,7 +90,7 @@ def test_rerun_copies_nothing_and_finishes_an_interrupted_copy(
 
 def test_target_with_other_events_is_refused(source: Location, new_store: Callable[[], str], tmp_path: Path) -> None:
     target = new_store()
-    run_trail("--db", target, "start", "Someone else's task #1", home=tmp_path, check=True)
+    run_here("--db", target, "start", "Someone else's task #1", home=tmp_path, check=True)  # set-up
     before = _content(stored_rows(resolve(target)))
     code, _, stderr = _migrate(source, target, tmp_path)
     assert code == 3

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, run_here
 
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 HEXDIGITS = "0123456789abcdef"
@@ -179,12 +179,21 @@ class Sweep:
         return kinds(path)[kind][1][0]
 
     def trail(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None,
-              unset: tuple[str, ...] = ()) -> str:
-        run_env = {k: v for k, v in {**self.env, **(env or {})}.items() if k not in unset}
-        done = subprocess.run(
-            [sys.executable, "-c", "from cli.main import main; main()", *args],
-            input=stdin, cwd=self.work, env=run_env, capture_output=True, text=True, timeout=120,
-        )
+              unset: tuple[str, ...] = (), fresh: bool = False) -> str:
+        """A command on the sweep's ledger: in this process (``run_here``: the console script's own entry, each
+        command opening the ledger afresh), or with ``fresh`` in a process of its own, as the hooks an agent starts,
+        `trail ran` (whose command writes to the process's own streams) and the error naming the URL run."""
+        if fresh:
+            run_env = {k: v for k, v in {**self.env, **(env or {})}.items() if k not in unset}
+            done = subprocess.run(
+                [sys.executable, "-c", "from cli.main import main; main()", *args],
+                input=stdin, cwd=self.work, env=run_env, capture_output=True, text=True, timeout=120,
+            )
+        else:
+            assert env is None and not unset, "settings of a command's own go to a fresh process"
+            ledger: dict[str, str | None] = (
+                {"TRAIL_DATABASE_URL": self.url} if self.url else {"TRAIL_DB": self.db, "TRAIL_DATABASE_URL": None})
+            done = run_here(*args, home=self.home, cwd=self.work, stdin=stdin, env=ledger)
         if args[0] != "ran":  # trail ran passes its command's own output through, as the terminal shows it
             self.said += [done.stdout, done.stderr]
         assert done.returncode == 0 or args[0] == "--db", (args[:2], done.stderr[-2000:])
@@ -193,7 +202,7 @@ class Sweep:
     def hook(self, payload: dict[str, object] | str, env: dict[str, str] | None = None,
              unset: tuple[str, ...] = ()) -> None:
         raw = payload if isinstance(payload, str) else json.dumps(payload)
-        self.trail("hook", "claude-code", stdin=raw, env=env, unset=unset)
+        self.trail("hook", "claude-code", stdin=raw, env=env, unset=unset, fresh=True)
 
     def mcp(self, client: str, body: Callable[[Any], Awaitable[None]]) -> None:
         """A session with the MCP server as a client named ``client``; every answer is kept in ``said``."""
@@ -260,17 +269,17 @@ def _record_everything(sweep: Sweep) -> None:
     t("attempt", sweep.plant("attempt"))
     t("branch", "1", sweep.plant("branch-title"), "--at", "2", "--no-switch")
     # A command: its argv (each line a word, so secrets are split across argv) and its output.
-    t("ran", "--", "echo", *sweep.plant("ran-argv").split())
+    t("ran", "--", "echo", *sweep.plant("ran-argv").split(), fresh=True)
     out = sweep.work / "out.txt"
     out.write_text(sweep.plant("ran-output"))
-    t("ran", "--", "cat", str(out))
+    t("ran", "--", "cat", str(out), fresh=True)
     # A key body whose BEGIN line falls outside the 4 KiB output tail.
     long_key = kinds("ran-cut-key")["private-key"][0].replace(
         "\n-----END", "\n" + "\n".join(rnd(f"cutkey{i}", 64, ALNUM + "+/") for i in range(80)) + "\n-----END"
     )
     sweep.single["ran-cut-key"] = "private-key"
     (sweep.work / "key.txt").write_text(long_key)
-    t("ran", "--", "cat", str(sweep.work / "key.txt"))
+    t("ran", "--", "cat", str(sweep.work / "key.txt"), fresh=True)
     # A changed file, twice (the second diff is against the kept blob).
     env_file = sweep.work / ".env"
     env_file.write_text(sweep.plant("changed-file"))
@@ -335,7 +344,7 @@ def _record_everything(sweep: Sweep) -> None:
     # An error that names the ledger URL.
     sweep.single["db-url-error"] = "query-password"
     password = kinds("db-url-error")["query-password"][1][0]
-    t("--db", f"postgresql://app@127.0.0.1:1/shop?password={password}", "list")
+    t("--db", f"postgresql://app@127.0.0.1:1/shop?password={password}", "list", fresh=True)
 
 
 def _files(sweep: Sweep) -> list[Path]:

@@ -114,9 +114,9 @@ def test_a_compacted_ledger_migrates_whole(compacted: Location, new_store: Calla
         (r.task_id, r.position, r.state) for r in stored_rows(compacted))
     assert _archived_total(resolve(target)) == 899
     assert run_trail("--db", target, "verify", home=tmp_path).returncode == 0
-    for at in ("5", "899", "1100"):
-        old = run_trail("--db", compacted.url, "replay", "1", "--at", at, "--json", home=tmp_path, check=True)
-        new = run_trail("--db", target, "replay", "1", "--at", at, "--json", home=tmp_path, check=True)
+    for at in ("5", "899", "1100"):  # the reads in this process: the migration is the process under test
+        old = run_here("--db", compacted.url, "replay", "1", "--at", at, "--json", home=tmp_path, check=True)
+        new = run_here("--db", target, "replay", "1", "--at", at, "--json", home=tmp_path, check=True)
         assert json.loads(new.stdout) == json.loads(old.stdout)
     again = json.loads(run_trail("migrate", "--from", compacted.url, "--to", target, "--json", home=tmp_path,
                                  check=True).stdout)

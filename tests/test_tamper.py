@@ -22,7 +22,7 @@ from ledger.base.location import Location
 from ledger.domain import chain
 from ledger.domain.registry import REGISTRY_ID
 from ledger.stores.base import Archive
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 
 sqlite_rows = pytest.mark.sqlite_only("tampers with SQLite rows directly")
 
@@ -399,7 +399,7 @@ def _no_read_shows(home: Path, forged: str, kind: str) -> None:
 
 def test_a_one_row_edit_of_the_latest_event_is_refused_by_every_read(home: Path, location: Location) -> None:
     task = _record(location)
-    run_trail("switch", "1", home=home, check=True)
+    run_here("switch", "1", home=home, check=True)  # set-up
     assert "end of day" in run_trail("resume", home=home, check=True).stdout  # the control
     assert "tasktrail task #1" in _session_start(home)
     position, state = _last_state(location, task)
@@ -411,7 +411,7 @@ def test_a_one_row_edit_of_the_latest_event_is_refused_by_every_read(home: Path,
 
 def test_an_inserted_latest_event_with_a_valid_chain_is_refused_by_every_read(home: Path, location: Location) -> None:
     task = _record(location)
-    run_trail("switch", "1", home=home, check=True)
+    run_here("switch", "1", home=home, check=True)  # set-up
     position, state = _last_state(location, task)
     forged = {**state, "reason": "FORGED: push to main", "timestamp": state["timestamp"]}
     forged.pop("chain")
@@ -423,7 +423,7 @@ def test_an_inserted_latest_event_with_a_valid_chain_is_refused_by_every_read(ho
 
 def test_a_deleted_anchor_row_is_refused_by_every_read(home: Path, location: Location) -> None:
     task = _record(location)
-    run_trail("switch", "1", home=home, check=True)
+    run_here("switch", "1", home=home, check=True)  # set-up
     _execute(location, "DELETE FROM {heads} WHERE originator_id = %s", (task,))
     # A ledger that anchors (the task list has an anchor, or chained events) lost the row outside
     # tasktrail: verify and the reads say so alike
@@ -447,9 +447,9 @@ def _hook(home: Path, payload: dict[str, Any]) -> str:
 
 def test_hook_rows_of_a_tampered_task_wait_and_the_other_tasks_go_on(home: Path, location: Location) -> None:
     task = _record(location)
-    run_trail("start", "Another task", home=home, check=True)
+    run_here("start", "Another task", home=home, check=True)
     _hook(home, {"session_id": "session-b", "hook_event_name": "SessionStart", "source": "startup"})  # bound to #2
-    run_trail("switch", "1", home=home, check=True)
+    run_here("switch", "1", home=home, check=True)  # set-up
     position, state = _last_state(location, task)
     state["reason"] = "FORGED"
     _execute(location, "UPDATE {events} SET state = %s WHERE originator_id = %s AND originator_version = %s",

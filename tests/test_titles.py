@@ -32,6 +32,7 @@ def test_a_title_is_the_request_of_the_first_line(prompt: str, title: str, rank:
     assert title_from(prompt) == title and title_rank(prompt) == rank
 
 
+@pytest.mark.sqlite_only("a title is chosen from the session's prompts before it is stored, whichever the store")
 def test_an_imported_codex_session_opened_with_show_tools_is_titled_by_its_request(home: Path,
                                                                                     tmp_path: Path) -> None:
     log = SHARED / "fixtures" / "codex" / "codemie-compact-env-019e1625.jsonl"
@@ -42,6 +43,7 @@ def test_an_imported_codex_session_opened_with_show_tools_is_titled_by_its_reque
     assert titles == ["let's update the defailt context compart to 90 in env var"]  # it opened with "show tools"
 
 
+@pytest.mark.sqlite_only("a title is chosen from the session's prompts before it is stored, whichever the store")
 def test_a_live_codex_session_that_opens_with_hi_is_titled_by_its_first_request(home: Path, tmp_path: Path) -> None:
     web = _repo(tmp_path, "web")
     send(home, web, "cx-hi", "UserPromptSubmit", prompt="hi")

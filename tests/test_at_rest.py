@@ -100,9 +100,9 @@ def test_key_file_and_wrong_missing_and_unexpected_keys(home: Path, monkeypatch:
     location = resolve()
     before = _stored(location)
 
-    # A missing or wrong key is found when the ledger is opened, which each command does its own way: all four.
-    # The other four fail while the settings are read, before any command's own path: a write and `resume`
-    # (whose brief-cache fast path skips the click app) show that.
+    # A missing or wrong key is found against the stored ledger, by each command's own reads: all four commands.
+    # The other four fail while the key settings are read (``atrest.cipher_env``, before any store is opened),
+    # the same for every command: a write and `resume` (whose brief-cache path skips the click app) show that.
     opened = (("note", "more"), ("resume",), ("verify",), ("query", "SELECT 1"))
     settings = (("note", "more"), ("resume",))
     cases: list[tuple[dict[str, str | None], int, str, tuple[tuple[str, ...], ...]]] = [

@@ -116,8 +116,8 @@ def _kinds(found: list[dict[str, Any]]) -> list[tuple[int | None, str]]:
 
 def test_the_head_holds_while_the_ledger_grows(home: Path, location: Location) -> None:
     _, token = _three_tasks(home, location)
-    run_trail("note", "after the head", "-t", "1", home=home, check=True)
-    run_trail("start", "A fourth task", home=home, check=True)
+    run_here("note", "after the head", "-t", "1", home=home, check=True)  # set-up, in this process
+    run_here("start", "A fourth task", home=home, check=True)
     proc = run_trail("verify", "--head", token, home=home)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "ledger head ok: every task and the task list hold what the head recorded"
@@ -181,7 +181,7 @@ def test_an_edited_last_event_with_its_hash_recomputed_is_named(home: Path, loca
 
 def test_a_task_forgotten_since_is_said_but_is_no_break(home: Path, location: Location) -> None:
     _, token = _three_tasks(home, location)
-    run_trail("forget", "2", "--yes", home=home, check=True)
+    run_here("forget", "2", "--yes", home=home, check=True)  # set-up, in this process
     proc = run_trail("verify", "--head", token, "--json", home=home)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (note,) = json.loads(proc.stdout)[-1]["findings"]
@@ -214,7 +214,7 @@ def test_the_digest_binds_the_full_hashes(home: Path, location: Location) -> Non
     (("checkpoint", "--ledger", "label"), "--ledger takes no LABEL"),
 ])
 def test_bad_use_is_one_line(home: Path, location: Location, args: tuple[str, ...], message: str) -> None:
-    run_trail("start", "Only task", home=home, check=True)
+    run_here("start", "Only task", home=home, check=True)  # set-up, in this process
     proc = run_trail(*args, home=home)
     assert proc.returncode == 2 and message in proc.stderr and proc.stdout == "", proc.stderr
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import re
 
+from ledger.base.lazyregex import lazy
 from projections.state import Failure, TaskState
 
-_TESTS_PASS = re.compile(
+_TESTS_PASS = lazy(
     r"""\b(?:all\s+(?:the\s+)?(?:\d+\s+)?(?:tests?|specs?|checks?)\s+(?:now\s+)?(?:pass|passed|passing|are\s+passing|
         succeed|succeeded|green)|(?:tests?|test\s+suite|suite|specs?|ci|checks?)\s+(?:now\s+|all\s+)?
         (?:pass(?:es|ed|ing)?|(?:is|are)\s+(?:now\s+)?(?:passing|green)|succeed(?:s|ed)?))\b""",
     re.IGNORECASE | re.VERBOSE,
 )
-_WORKS = re.compile(
+_WORKS = lazy(
     r"""\b(?:(?:is|are|has\s+been|have\s+been)\s+(?:now\s+)?(?:fixed|working|resolved)|works\s+now|now\s+works|
         (?:build|compiles?|deploy(?:ment)?)\s+(?:now\s+)?(?:succeeds|succeeded|passes|passed|works|is\s+green)|
         (?:successfully|everything\s+works|all\s+(?:set|done|good)|is\s+complete|are\s+complete))\b""",

@@ -12,6 +12,7 @@ import re
 from functools import lru_cache
 
 from ledger.base import shell
+from ledger.base.lazyregex import lazy
 
 READERS = frozenset({
     "ls", "ll", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ag", "nl", "pwd", "tree", "file",
@@ -155,13 +156,13 @@ def covers(passed: str, failed: str) -> bool:
     return bool(failing) and all(any(f == t or f.startswith(t.rstrip("/") + "/") for t in targets) for f in failing)
 
 
-_ADDRESS = re.compile(
+_ADDRESS = lazy(
     r"""^(?:[a-z][a-z0-9+.-]*://\S+|              # a URL
         [\w.-]+@[\w.-]+:\S*|                      # git@host:path
         (?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[\w-]+(?:\.[\w-]+)+)(?::\d+)?/\S*)$  # host[:port]/path""",
     re.IGNORECASE | re.VERBOSE,
 )
-_PACKAGE = re.compile(r"^(@?[\w.-]+(?:/[\w.-]+)?)(?:@|==|>=|<=|~=|!=|\^)\S+$")
+_PACKAGE = lazy(r"^(@?[\w.-]+(?:/[\w.-]+)?)(?:@|==|>=|<=|~=|!=|\^)\S+$")
 """A package at a version (``left-pad@1.2``, ``requests==2.31``): its name, then what was asked of it."""
 
 

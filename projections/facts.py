@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
+from ledger.base.lazyregex import lazy
 from ledger.domain import events as ev
 from projections.commands import is_read_only
 
@@ -30,7 +31,7 @@ FAILING_TESTS: frozenset[str] = frozenset({"failed", "error"})
 OUTPUT_TAIL_LINES = 5
 """Lines of a command's output kept as its tail."""
 _ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic", "cannot", "not found")
-_ERROR = re.compile("|".join(_ERROR_WORDS), re.IGNORECASE)
+_ERROR = lazy("|".join(_ERROR_WORDS), re.IGNORECASE)
 
 IntentKind = Literal["requirement", "correction"]
 

@@ -24,10 +24,12 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from ledger.base.lazyregex import lazy
+
 _LEAD = r"^\W*(?:(?:oh|ok|okay|hmm+|well|ah+|sorry|so|but|and|hey|uh+|um+|actually|no|nah)\b[\s,.!:;-]*)*"
 """Interjections a prompt may open with; they carry no meaning of their own here."""
 
-_WITHDRAW = re.compile(
+_WITHDRAW = lazy(
     _LEAD
     + r"""(?:never\s*mind|nevermind|nvm|forget\s+(?:about\s+)?(?:that|it|this|the\s+last\s+(?:one|request|part))|
         scratch\s+that|don'?t\s+bother|skip\s+(?:that|it|this)|leave\s+(?:that|it|this)(?:\s+for\s+(?:now|later))?|
@@ -35,7 +37,7 @@ _WITHDRAW = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 
-_LATER = re.compile(
+_LATER = lazy(
     r"""^(?:(?:
         for\s+now|for\s+later|for\s+the\s+moment|then|please|thanks?|thank\s+you|i\s+guess|after\s+all|
         (?:we|i|you)(?:'ll|\s+will|\s+can|\s+could|\s+might|\s+may)\s+(?:look\s+at|come\s+back\s+to|revisit|do|
@@ -59,7 +61,7 @@ def withdrawal(text: str) -> Literal["withdrawn", "replaced"] | None:
     return "withdrawn" if _LATER.match(rest) else "replaced"
 
 
-_PUSHBACK = re.compile(
+_PUSHBACK = lazy(
     _LEAD + r"""(?:why\b|what(?:'s|\s+is|\s+are)?\s+(?:left|next|remaining|still)\b|
         do\s+we\s+(?:even\s+|really\s+)?need\b|does\s+(?:it|that|this)\s+(?:even\s+)?make\s+sense\b|
         are\s+you\s+sure\b|is\s+(?:it|that|this)\s+(?:really|even)\b|should(?:n'?t)?\s+(?:we|it|you)\b|
@@ -69,14 +71,14 @@ _PUSHBACK = re.compile(
 """Questions that push back or ask for work ("what is left to do in the parser?" names work to do): a
 requirement or a correction, never a mere question."""
 
-_ASKS = re.compile(
+_ASKS = lazy(
     _LEAD + r"""(?:what\s+about|how\s+about\s+the|what\s+(?:is|are|was|were|does|do|did)\b|what'?s\b|
         how\s+(?:does|do|did|is|are|was|were)\b|where\s+(?:is|are|does|do)\b|which\s+\w+\s+(?:is|are|does|do)\b|
         who\s+(?:is|are|does|calls|uses)\b|
         (?:please\s+)?(?:show|tell)\s+me\b|(?:can|could)\s+you\s+(?:show|tell)\s+me\b)""",
     re.IGNORECASE | re.VERBOSE,
 )
-_ACTION = re.compile(
+_ACTION = lazy(
     r"\b(?:add|fix|chang|updat|implement|creat|writ|remov|delet|renam|refactor|mak|use|using|run|commit|push|"
     r"deploy|mov|replac|install|build|set|put|edit|migrat|convert|generat|stor|sav)\w{0,4}\b",
     re.IGNORECASE,
@@ -99,7 +101,7 @@ def question(text: str) -> bool:
     return _ACTION.search(text[match.end():]) is None
 
 
-_FAILED = re.compile(
+_FAILED = lazy(
     _LEAD
     + r"""(?:(?:(?:it|that|this|the\s+[\w.@/-]+(?:\s+[\w.@/-]+)?)\s+)?(?:still\s+)?
             (?:does\s*n'?t|does\s+not|did\s*n'?t|did\s+not|is\s*n'?t|wo\s*n'?t|ca\s*n'?t)\s+(?:work|help|fix|load|build|
@@ -117,7 +119,7 @@ def says_failed(text: str) -> bool:
     return _FAILED.match(text[:200]) is not None
 
 
-_OUTPUT_LINE = re.compile(
+_OUTPUT_LINE = lazy(
     r"""^\s*(?:
         \[?\d{1,4}[-/.:]\d{2}[-/.:]\d{2}|                      # a timestamp or date
         \[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|PANIC)\b[\]:]?|
@@ -154,7 +156,7 @@ def pasted_output(text: str) -> bool:
     return sum(map(_output_line, rows)) >= OUTPUT_SHARE * len(rows)
 
 
-_PRESCRIBES = re.compile(
+_PRESCRIBES = lazy(
     _LEAD
     + r"""(?:(?:this\s+is\s+\w+|that'?s\s+\w+)[\s,.!]+)?(?:maybe\s+|perhaps\s+|i\s+think\s+)?
         (?:try(?:ing)?\b|let'?s\s+(?:try|use|go\s+with|switch|instead)\b|what\s+if\s+(?:we|you|i)\b|how\s+about\b|
@@ -162,7 +164,7 @@ _PRESCRIBES = re.compile(
         (?:we|you)\s+(?:should|could|might)\s+(?:just\s+)?(?:use|try)\b)""",
     re.IGNORECASE | re.VERBOSE,
 )
-_INSTEAD = re.compile(r"\binstead\b", re.IGNORECASE)
+_INSTEAD = lazy(r"\binstead\b", re.IGNORECASE)
 
 
 def prescribes(text: str) -> bool:
@@ -173,7 +175,7 @@ def prescribes(text: str) -> bool:
     return _PRESCRIBES.match(head) is not None or _INSTEAD.search(head) is not None
 
 
-_ENQUIRES = re.compile(
+_ENQUIRES = lazy(
     r"""\b(?:explain|describe|summari[sz]e|tell\s+me|show\s+me|walk\s+me\s+through|what|why|how|which|where|who|
         is\s+(?:there|it|this|that|everything)|are\s+(?:there|the|all)|do(?:es)?\s+(?:all|the|it|this|that|we)|
         did\s+(?:all|the|it|you)|can\s+(?:it|this|that))\b|^\W*(?:please\s+)?(?:show|list)\b""",
@@ -201,7 +203,7 @@ def enquiry(text: str) -> bool:
     return _ENQUIRES.search(text) is not None and _ACTION.search(text) is None
 
 
-_THANKS = re.compile(
+_THANKS = lazy(
     _LEAD
     + r"""(?:(?:thanks?|thank\s+you|thx|ty|great|perfect|nice|cool|awesome|excellent|brilliant|good|yes|yay|
         ok(?:ay)?|lovely|sweet)\b[\s,.!:;-]*)+

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from ledger.base.errors import BadInput, BadSetting
+from ledger.base.lazyregex import lazy
 from ledger.domain import events as ev
 
-WHOLE = re.compile(r"-?[0-9]+")
+WHOLE = lazy(r"-?[0-9]+")
 """A whole number as users type one: ASCII digits only (``str.isdigit`` also takes ``²``, which ``int`` refuses)."""
 
 
@@ -86,7 +86,7 @@ def locate(point: Point, last: int, events: Iterable[ev.TaskEvent] = ()) -> int:
     return found
 
 
-_AGE = re.compile(r"^(\d+)([dhm])$")
+_AGE = lazy(r"^(\d+)([dhm])$")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
 

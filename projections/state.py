@@ -15,6 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from ledger.base.lazyregex import lazy
 from ledger.base.oneline import one_line
 from ledger.domain import events as ev
 from projections import facts
@@ -53,7 +54,7 @@ CHANGED_KEPT = 5
 
 
 class Item(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Requirement(Item):
@@ -679,7 +680,7 @@ def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementC
     return moved
 
 
-_WRITTEN = re.compile(r'"file_path":\s*"((?:[^"\\]|\\.)+)"')
+_WRITTEN = lazy(r'"file_path":\s*"((?:[^"\\]|\\.)+)"')
 
 
 def _written_path(call: str) -> str:
@@ -731,7 +732,7 @@ def _short_path(path: str) -> str:
     return "/".join(path.rstrip("/").split("/")[-2:])
 
 
-_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")
+_SENTENCE = lazy(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")
 """A sentence: up to a ``.``/``!``/``?`` before a blank or a line's end (``next.config.js`` is one word)."""
 
 

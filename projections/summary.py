@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-_HEADING = re.compile(
+from ledger.base.lazyregex import lazy
+
+_HEADING = lazy(
     r"^\s*(?:#{1,4}\s*)?(?:\d+\.\s*)?(?:\*\*)?([A-Za-z][A-Za-z /&-]{2,40}?)(?:\*\*)?:?\s*(?:\*\*)?\s*$"
 )
 WANTED = {

@@ -59,3 +59,21 @@ def test_importing_redact_compiles_no_builtin_pattern() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
     before, after = map(int, done.stdout.split())
     assert before == 0 and after > 0
+
+
+def test_every_module_level_lazy_pattern_compiles() -> None:
+    """The project's rules (intent, claims, classify, the shell tokenizer...) compile on first use: each one
+    is compiled here, so a broken pattern fails this test rather than the first fold that reaches it."""
+    import importlib
+
+    from tests.test_layers import MODULES
+
+    found = []
+    for name in MODULES:
+        if name.startswith("cli"):
+            continue  # commands hold no patterns of their own; importing them all loads optional extras
+        module = importlib.import_module(name)
+        found += [(name, key, value) for key, value in vars(module).items() if isinstance(value, LazyPattern)]
+    assert {"projections.intent", "ledger.capture.classify", "ledger.base.shell"} <= {n for n, _, _ in found}
+    for name, key, value in found:
+        assert isinstance(re.compile(value.pattern, value._flags), re.Pattern), f"{name}.{key}"

@@ -11,12 +11,11 @@ inbox table.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from collections.abc import Set
 
 from ledger.base.home import home_dir, named, sqlite_file
+from ledger.base.lazyregex import lazy
 
 LEDGER_TABLES = frozenset({"stored_events", "capture_inbox"})
 """Tables only a tasktrail ledger file holds: the library's events, and the capture inbox, which the hook
@@ -51,11 +50,15 @@ def inbox_for_url(home: str, url: str) -> str:
 
     Named by a digest of the URL with its password masked (``Location.display``): a digest of the
     whole URL let anyone who can list the folder guess the password offline."""
+    import hashlib  # here: only a server ledger's inbox needs it; the hook imports this module on every event
+
     return os.path.join(home, "inbox", hashlib.sha256(masked(url).encode()).hexdigest()[:16] + ".db")
 
 
 def legacy_inbox_for_url(home: str, url: str) -> str:
     """Where releases before the masked digest queued a server ledger's rows: drained, then removed."""
+    import hashlib  # as above
+
     return os.path.join(home, "inbox", hashlib.sha256(url.encode()).hexdigest()[:16] + ".db")
 
 
@@ -89,5 +92,5 @@ def masked(url: str) -> str:
     return parts._replace(netloc=netloc, query=query).geturl()
 
 
-_SECRET_PARAM = re.compile(r"(?i)pass|pwd|secret|token|key|auth|sig|credential")
+_SECRET_PARAM = lazy(r"(?i)pass|pwd|secret|token|key|auth|sig|credential")
 """Query parameters a URL may carry a secret in (``?password=…``): shown as ``***``."""

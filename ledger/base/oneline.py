@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+from ledger.base.lazyregex import lazy
+
+_CONTROL = lazy(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 """C0 and C1 controls (tab and newline aside), DEL, and the bidirectional marks and overrides."""
 
 
-_HEADING = re.compile(r"^(\s*)#")
+_HEADING = lazy(r"^(\s*)#")
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -10,8 +10,9 @@ redirection is one ``Redirect`` (its operator and target), so a reader can tell 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from ledger.base.lazyregex import lazy
 
 
 class Op(str):
@@ -38,9 +39,9 @@ class Redirect:
 Token = str | Redirect
 """A word (``str``), an ``Op`` (a ``str`` too: test with ``isinstance``) or a ``Redirect``."""
 
-_REDIRECTION = re.compile(r"&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>")
+_REDIRECTION = lazy(r"&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>")
 
-_PLAIN = re.compile(r"""[\\'"#;&|()<>]|\$\(|[^\S \t]""")
+_PLAIN = lazy(r"""[\\'"#;&|()<>]|\$\(|[^\S \t]""")
 """What makes a line more than words between blanks (spaces and tabs; ``str.split`` splits at more)."""
 
 
@@ -196,7 +197,7 @@ class _Lexer:
         return _skip_bodies(self.line, i, self.heredocs)
 
 
-_HEREDOC = re.compile(r"""<<(-?)[ \t]*(['"]?)([^\s'"();&|<>]+)\2""")
+_HEREDOC = lazy(r"""<<(-?)[ \t]*(['"]?)([^\s'"();&|<>]+)\2""")
 
 
 def _close_paren(line: str, start: int) -> int:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from ledger.base.lazyregex import lazy
 from projections.intent import acknowledgement, pasted_output, question, withdrawal
 
 Kind = Literal["requirement", "change", "correction", "reply", "question", "output"]
@@ -49,7 +50,7 @@ Kind = Literal["requirement", "change", "correction", "reply", "question", "outp
 _OPENING = 160
 """Characters of the prompt's opening that rules 3 and 4 look at."""
 
-CORRECTION = re.compile(
+CORRECTION = lazy(
     r"""^\W*(?:
         no\b(?!\s+(?:need|problem|worries)) | nope\b | nah\b | stop\b | wait\b | hold\s+on\b | hmm+,?\s+no\b |
         (?:please\s+)?(?:don'?t|do\s+not|never)\b |
@@ -69,11 +70,11 @@ _LEAD = (
 )
 """Interjections a redirection may open with ("oh, ...", "ok so ..."); they carry no meaning of their own."""
 
-_LEAD_RE = re.compile(_LEAD, re.IGNORECASE)
+_LEAD_RE = lazy(_LEAD, re.IGNORECASE)
 
 _SUBJECT = r"(?:(?:the|this|that|it|your|my|our)\s+)?[\w.@/-]+(?:\s+[\w.@/-]+){0,2}?"
 
-REDIRECT = re.compile(
+REDIRECT = lazy(
     _LEAD
     + r"""(?:
         I\s+(?:said|meant|told\s+you|asked\s+(?:you\s+)?(?:for|to)|wanted|never\s+(?:said|asked)|
@@ -110,13 +111,13 @@ REDIRECT = re.compile(
 )
 """Rule 3 without a leading cue word: the opening sentence contradicts or redirects the agent."""
 
-CONTRAST = re.compile(
+CONTRAST = lazy(
     _LEAD + r"(?:it|that|this|i[tr])(?:'?s|\s+is)\s+not\s+[^.?!\n]{1,80}[.,;]\s*(?:it|that|this)(?:'?s|\s+is)\s",
     re.IGNORECASE,
 )
 """Rule 3: "it's not X, it's Y" tells the agent it had the facts wrong."""
 
-CHANGE = re.compile(
+CHANGE = lazy(
     r"""^\W*(?:
         actually\b | instead\b | on\s+second\s+thought | scratch\s+that | rather\b |
         change\s+(?:it|that|this|the\s+\w+)\s+(?:to|so)\b | let'?s\s+(?:switch|change|go\s+with)\b |
@@ -125,7 +126,7 @@ CHANGE = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 
-_WRAPPERS = re.compile(r"<(ide_opened_file|ide_selection|system-reminder|task-notification)>.*?</\1>", re.S)
+_WRAPPERS = lazy(r"<(ide_opened_file|ide_selection|system-reminder|task-notification)>.*?</\1>", re.S)
 
 
 def clean_prompt(text: str) -> str:
@@ -141,7 +142,7 @@ def _first_sentence(text: str) -> str:
     return text[: match.start() + 1] if match else text
 
 
-_ACK = re.compile(
+_ACK = lazy(
     r"^\W*(?:[a-z0-9]|y|yes|yep|yeah|no|ok(?:ay)?|sure|proceed|go(?:\s+ahead)?|continue|do\s+it|thanks?|thank\s+you|"
     r"thx|great|perfect|nice|cool|good|lgtm|looks\s+good|excellent(?:\s+work)?|awesome|well\s+done)"
     r"(?:[\s,!.]+(?:thanks?|thank\s+you|please|!|,)*)*\W*$",
@@ -149,7 +150,7 @@ _ACK = re.compile(
 )
 
 
-_CONTINUE = re.compile(
+_CONTINUE = lazy(
     r"""^\W*(?:(?:ok(?:ay)?|so|now|alright|right|good|great|thanks?|yes)\b[\s,.!]*)*(?:please\s+)?
     (?:carry\s+on|keep\s+(?:going|working|on)|go\s+on|go\s+ahead|continue|proceed|resume|pick\s+(?:it\s+)?up|next)
     (?:\s+(?:with|on|from|where|to))?
@@ -161,7 +162,7 @@ _CONTINUE = re.compile(
 )
 """A nudge to go on ("Carry on with the task.", "continue where you left off"): it names no work."""
 
-_STATUS = re.compile(
+_STATUS = lazy(
     r"""^\W*(?:(?:ok(?:ay)?|so|and|now)\b[\s,]*)*
     (?:what(?:'s|\s+is|\s+else\s+is|\s+are)?\s+(?:left|next|remaining|still\s+(?:left|open|to\s+do)|the\s+status|
         the\s+next\s+step|left\s+to\s+do)(?:\s+(?:now|then))? |
@@ -205,8 +206,8 @@ SESSION_COMMANDS = frozenset({
 """Slash commands of the agents (Claude Code's and Codex's) that steer the session and do no work of
 the task, whatever their arguments: ``/compact keep the API notes`` is not a requirement."""
 
-_SLASH = re.compile(r"^/([A-Za-z][\w:.-]*)(?:\s+(.*))?\Z", re.S)
-_WRAPPED = re.compile(
+_SLASH = lazy(r"^/([A-Za-z][\w:.-]*)(?:\s+(.*))?\Z", re.S)
+_WRAPPED = lazy(
     r"<command-name>\s*/?([\w:.-]+)\s*</command-name>.*?(?:<command-args>(.*?)</command-args>|\Z)", re.S
 )
 

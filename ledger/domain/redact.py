@@ -80,7 +80,7 @@ class Found(NamedTuple):
 # -- tests of candidate matches ------------------------------------------------------------------
 
 _B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=")
-_HEX = re.compile(r"[0-9a-fA-F]+")
+_HEX = lazy(r"[0-9a-fA-F]+")
 _HEX_DIGITS = frozenset("0123456789abcdef")
 BASE64_ENTROPY_LIMIT = 4.5
 """``detect-secrets``' default limit for its Base64HighEntropyString plugin (bits per character)."""
@@ -110,7 +110,7 @@ def high_entropy(value: str) -> bool:
     return entropy(value) >= limit
 
 
-_ID_KEY = re.compile(
+_ID_KEY = lazy(
     r"(?i)(?:^|[^a-z])(?:id|ids|uuid|guid|sha\d*|hash|digest|checksum|integrity|etag|commit|rev|version|path|file|url)$"
 )
 """Keys whose values are identifiers, not secrets (``detect-secrets`` skips id strings too)."""
@@ -255,7 +255,7 @@ batch (a batch's ``Redactor`` remembers only its own texts): the bench workload'
 
 # -- the built-in detectors, in priority order ---------------------------------------------------
 
-_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_RUN = lazy(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 """A run of base64/base64url characters: scanning left to right, each match is a whole run."""
 
 _KEY_WORDS = (
@@ -593,7 +593,7 @@ def marker(kind: str, secret: str) -> str:
     return f"{MARKER_PREFIX}{kind}:{digest}]"
 
 
-_MARKER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]+:[0-9a-f]{8}\]")
+_MARKER = lazy(r"\[REDACTED:[A-Za-z0-9_.-]+:[0-9a-f]{8}\]")
 
 
 def _load_user_patterns(home: str) -> tuple[Pattern, ...]:
@@ -867,7 +867,7 @@ def _occurrences(text: str, secret: str) -> list[int]:
     return found
 
 
-_CONTINUATION = re.compile(r"\\\r?\n")
+_CONTINUATION = lazy(r"\\\r?\n")
 
 
 def _continued(raw: str) -> tuple[str, Callable[[int, bool], int]]:
@@ -893,7 +893,7 @@ def _continued(raw: str) -> tuple[str, Callable[[int, bool], int]]:
     return "".join(parts), to_raw
 
 
-_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_ESCAPE = lazy(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
 
@@ -987,7 +987,7 @@ def redact_json_text(raw: str, patterns: tuple[Pattern, ...] | None = None) -> s
 
 _SECRET_KEY = lazy(r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[A-Za-z0-9_.-]*")
 """A JSON key naming a secret, as the assignment pattern's key part does."""
-_NOT_A_VALUE = re.compile(r"(?i)\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)$")
+_NOT_A_VALUE = lazy(r"(?i)\[REDACTED|\$|<|\*\*\*|(?:true|false|null|none)$")
 """A placeholder, not a secret: what the assignment pattern leaves alone."""
 
 

@@ -49,7 +49,7 @@ class History(Protocol):
 
 
 class DecisionState(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     latest_stated: int | None = None
     """Position of the latest ``RequirementStated`` (reclassified or not): where a search for the

@@ -41,7 +41,7 @@ def slugify(title: str) -> str:
 
 
 class Entry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     number: int
     task_id: UUID
     slug: str
@@ -49,7 +49,7 @@ class Entry(BaseModel):
 
 
 class RegistryEvent(BaseModel, CanMutateAggregate[UUID]):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     TOPIC: ClassVar[str]
     class_version: ClassVar[int] = 1
     originator_id: UUID
@@ -70,7 +70,7 @@ class RegistryCreated(RegistryEvent, CanInitAggregate[UUID]):
 class Erased(BaseModel):
     """What a forgotten task's rewritten entry keeps of its title and slug: their sha256, for the chain."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     title_sha256: str
     slug_sha256: str
 
@@ -88,7 +88,7 @@ class TaskRegistered(RegistryEvent):
 class Tombstone(BaseModel):
     """What stays of a forgotten task: enough for the ledger's own audit, none of its content."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     number: int
     task_id: UUID
     title_sha256: str

@@ -15,19 +15,23 @@ from eventsourcing.domain import CanSnapshotAggregate
 from eventsourcing.utils import get_topic, resolve_topic
 from pydantic import BaseModel, ConfigDict
 
+from ledger.domain import plugin_search
+
+plugin_search.skip()  # before any model is built (registry and task snapshots need not load events first)
+
 _CLOCK = ("created_on", "modified_on")
 
 
 class SnapshotBody(BaseModel):
     """The aggregate's attributes worth keeping; subclasses add typed fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     created_on: datetime
     modified_on: datetime
 
 
 class ModelSnapshot(BaseModel, CanSnapshotAggregate[UUID]):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     TOPIC: ClassVar[str]
     originator_id: UUID
     originator_version: int

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,8 +11,10 @@ from cli import output
 from cli.context import Context, emit_json, fails_cleanly, json_option, pass_context, task_argument, whole_number
 from cli.picker import choose_entry
 from ledger.base.oneline import one_line
-from projections import brief, points, timeline
-from projections.state import TaskState
+from projections import points
+
+if TYPE_CHECKING:
+    from projections.state import TaskState
 
 max_chars_option = click.option(
     "--max-chars", type=whole_number(200), metavar="N",
@@ -26,6 +28,8 @@ change a reader would notice. 1 had no ``schema`` field."""
 
 
 def _show(state: TaskState, as_json: bool, max_chars: int | None, at: int | None = None) -> str:
+    from projections import brief  # the brief's rules load for resume and replay, not for list and log
+
     text = brief.render(state, max_chars=max_chars)
     if as_json:
         emit_json({"schema": RESUME_SCHEMA, "task": state.number, "position": state.position, "at": at,
@@ -97,6 +101,7 @@ def log(
 ) -> None:
     """Print TASK's timeline: one line per event, oldest first, filtered as asked."""
     from ledger.app import reading
+    from projections import timeline
     from projections.timeline import EventFilter
 
     keep = EventFilter(

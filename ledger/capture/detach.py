@@ -12,7 +12,6 @@ fails: the rows stay queued, and the next read folds them in (SessionStart by it
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import time
@@ -90,6 +89,8 @@ def wait_s(left: float) -> float:
 
 def lock_file(inbox: str) -> str:
     """The lock of the inbox at ``inbox``: one per ledger, in ``TRAIL_HOME/locks``."""
+    import hashlib  # here: only a drain's lock needs it, and the hook imports this module on every event
+
     name = hashlib.sha256(os.path.realpath(inbox).encode("utf-8", "surrogatepass")).hexdigest()[:24]
     return os.path.join(home_dir(), "locks", f"drain-{name}.lock")
 

@@ -19,7 +19,6 @@ which the next drain redacts and folds in (``take_spooled``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -110,6 +109,8 @@ def read_payload(stream: IO[bytes], limit: int | None = None) -> tuple[bytes, di
     raw = stream.read(limit + 1)
     if len(raw) <= limit:
         return raw, None
+    import hashlib  # here: only a payload over the bound needs it (OpenSSL's load is ~4 ms of every hook)
+
     digest = hashlib.sha256(raw)
     size = len(raw)
     while piece := stream.read(1 << 20):

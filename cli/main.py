@@ -46,8 +46,12 @@ def main() -> None:
         if text is not None:
             sys.stdout.write(text)
             sys.exit(0)
+    # This process is ours: pydantic need not search every installed package for plugins of its own
+    # (~30 ms a process; cli.plugin_search). A host importing the ledger as a library keeps them.
+    from cli import plugin_search
     from cli.app import cli
 
+    plugin_search.skip()
     cli()
 
 

@@ -22,9 +22,6 @@ from eventsourcing.utils import get_topic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ledger.base.schema import LINKED_TOPIC
-from ledger.domain import plugin_search
-
-plugin_search.skip()  # before any model is built: pydantic's plugin search costs every process ~30 ms
 
 ACTOR_RE = re.compile(r"^(user|system|agent:[^\s]+|tool:[^\s]+)$")
 

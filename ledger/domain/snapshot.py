@@ -15,10 +15,6 @@ from eventsourcing.domain import CanSnapshotAggregate
 from eventsourcing.utils import get_topic, resolve_topic
 from pydantic import BaseModel, ConfigDict
 
-from ledger.domain import plugin_search
-
-plugin_search.skip()  # before any model is built (registry and task snapshots need not load events first)
-
 _CLOCK = ("created_on", "modified_on")
 
 

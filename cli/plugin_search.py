@@ -1,11 +1,11 @@
-"""Pydantic without its plugin search: ``skip()`` runs before tasktrail's first model is built.
+"""Pydantic without its plugin search: a `trail` command (``cli.main``) calls ``skip()`` before any model is built.
 
 Building its first validator, pydantic looks for plugins of its own (the ``pydantic`` entry-point group):
 it imports ``importlib.metadata`` (and with it the ``email`` package) and reads the metadata of every
 installed distribution. That is ~30-40 ms of CPU in every `trail` process that validates a model, near a
 tenth of `trail list`, and the test suite runs thousands of them. tasktrail registers no such plugin and
-runs none inside its commands and hooks, so the search answers "none" without looking. Where pydantic's own
-loader is already imported (a host process that built a model first), it is left as it is.
+runs none inside its commands and hooks, so the search answers "none" without looking. A host process that
+imports the ledger as a library is not touched (its plugins are its own), nor one whose loader is already in.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def skip() -> None:
     """Stand in for pydantic's plugin loader with one that finds no plugins (idempotent)."""
     if LOADER in sys.modules:
         return
-    stand_in = types.ModuleType(LOADER, "tasktrail: no pydantic plugins are searched for (ledger.domain.plugin_search)")
+    stand_in = types.ModuleType(LOADER, "tasktrail: no pydantic plugins are searched for (cli.plugin_search)")
     stand_in.get_plugins = _none  # type: ignore[attr-defined]
     sys.modules[LOADER] = stand_in
 

@@ -442,9 +442,12 @@ def _cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-_PARTS = (("annotated-seen", "the sessions the rules were written on"), ("held-out", "held out from rule-writing"),
-          ("held-out-new", "held out, added at fold version 5 once the first held-out part had been looked at"),
-          ("held-out-3", "held out, added at fold version 6: other people's sessions nobody wrote rules on"))
+_PARTS = (("annotated-seen", "the sessions the rules were written on"),
+          ("held-out", "the first held-out part: no longer held out (rules since were written after looking at it)"),
+          ("held-out-new", "added held out at fold version 5: no longer held out (fold version 6's rules were "
+                           "written on it)"),
+          ("held-out-3", "held out: added at fold version 6, annotated and committed before any rule change"))
+"""The parts of the table, in order, and what each is now: only the last is still held out from rule-writing."""
 _HELD_PARTS = ("held-out", "held-out-new", "held-out-3")
 
 

@@ -72,7 +72,7 @@ def test_a_later_held_out_part_is_reported_apart_and_only_for_held_out_sessions(
         r.brief = BRIEF
     groups = fid.summary([seen, old, new])
     assert [groups[g]["sessions"] for g in ("annotated-seen", "held-out", "held-out-new", "all")] == [1, 1, 1, 3]
-    assert "held out, added at fold version 5" in fid.table([seen, old, new], 10_000).markdown()
+    assert "added held out at fold version 5: no longer held out" in fid.table([seen, old, new], 10_000).markdown()
     doc["sessions"][0]["held_out"] = False
     with pytest.raises(ValueError, match=r"demo-session.jsonl\): part must be one of held-out, held-out-new"):
         fid.parse_annotations(doc)

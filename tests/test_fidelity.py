@@ -275,6 +275,8 @@ add the migration with alembic
 - [30] $ npm test -t "Compaction Config" -> exit 1
 ## Failed earlier, passing since
 - $ uv run pyright: failed at [21], passes since [25]
+## Blocked: never ran, needs the user's permission
+- [26] Write {"file_path": "/p/CLAUDE.md"}: you haven't granted it yet
 ## Files changed (2, latest first)
 - /p/old_design.md (DELETED, last at [31])
 - /p/src/app.py (modified, last at [32])
@@ -295,6 +297,7 @@ def test_stale_items_count_only_in_sections_presenting_them_as_current() -> None
         _stale("fixed_failure", "Compaction Config"),  # Failing now
         _stale("abandoned_prompt", "second task's wording"),  # the second task's Requirements
         _stale("deleted_file", "src/app.py"),  # Files changed, not DELETED
+        _stale("superseded_requirement", "CLAUDE.md"),  # Blocked presents its call as current
         _stale("superseded_requirement", "migration", "alembic"),  # both phrases in Next step
     ]
     fine = [
@@ -302,6 +305,7 @@ def test_stale_items_count_only_in_sections_presenting_them_as_current() -> None
         _stale("done_step", "write the failing test"),  # a done plan step
         _stale("fixed_failure", "uv run pyright"),  # Failed earlier, passing since
         _stale("deleted_file", "old_design.md"),  # listed as DELETED
+        _stale("deleted_file", "CLAUDE.md"),  # Blocked: its Write never ran, so the file is not presented as there
         _stale("done_step", "src/app.py"),  # Files changed presents only files, and only for deleted_file
         _stale("superseded_requirement", "api stable", "alembic"),  # phrases in two sections are not one item
         _stale("superseded_requirement", "demo"),  # the task's title line is no section

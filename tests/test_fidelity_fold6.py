@@ -62,9 +62,15 @@ def test_a_bare_slash_command_is_asked_in_the_words_it_expands_to(
     t.said("I'll look at the codebase.")
     t.user("<command-name>/model</command-name>\n<command-message>model</command-message>")  # steers, asks nothing
     t.meta("Set model to Default")
-    _, state = _brief(ledger, location, t.write(tmp_path / "init.jsonl"))
+    # A custom command's template is its author's boilerplate, not the user's request.
+    t.user("<command-name>/bmad:create-tech-spec</command-name>\n<command-message>create-tech-spec</command-message>")
+    t.meta("IT IS CRITICAL THAT YOU FOLLOW THESE STEPS - while staying in character")
+    t.user("Now fix the broken recorder APIs in js/recorder.js")
+    brief, state = _brief(ledger, location, t.write(tmp_path / "init.jsonl"))
     assert [r.text for r in state.requirements] == [
-        "/init: Please analyze this codebase and create a CLAUDE.md file, which will be given to future instances."]
+        "/init: Please analyze this codebase and create a CLAUDE.md file, which will be given to future instances.",
+        "Now fix the broken recorder APIs in js/recorder.js"]
+    assert state.title.startswith("Now fix the broken recorder APIs")  # the user's own words name the task
 
 
 def test_calls_the_user_rejected_are_where_it_stopped(ledger: Ledger, location: Location, tmp_path: Path) -> None:

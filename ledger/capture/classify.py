@@ -234,13 +234,17 @@ def slash_request(text: str) -> str | None:
     return f"/{name} {args}"
 
 
+PROMPT_COMMANDS = frozenset({"init", "review", "security-review", "pr-comments"})
+"""Claude Code's own slash commands that do work by a fixed prompt ("/init": "Please analyze this codebase and
+create a CLAUDE.md file, ..."). A custom command's template is its author's boilerplate, not the request."""
+
+
 def bare_command(text: str) -> str | None:
-    """The name of a slash command typed without arguments that is not one of ``SESSION_COMMANDS``
-    (``/init``, a custom command): its work is in the prompt it expands to, which Claude Code writes as
-    the next user record (``isMeta``). None for anything else."""
+    """The name of one of ``PROMPT_COMMANDS`` typed without arguments: its work is in the prompt it expands to,
+    which Claude Code writes as the next user record (``isMeta``). None for anything else."""
     stripped = clean_prompt(text)
     match = _WRAPPED.search(stripped) if stripped.startswith("<command-") else _SLASH.match(stripped)
-    if match is None or " ".join((match.group(2) or "").split()) or match.group(1).lower() in SESSION_COMMANDS:
+    if match is None or " ".join((match.group(2) or "").split()) or match.group(1).lower() not in PROMPT_COMMANDS:
         return None
     return match.group(1)
 

@@ -674,7 +674,7 @@ class TranscriptMapper:
         if not words or request_text(words) is None:
             return
         end = re.search(r"[.!?](?:\s|$)", words)
-        self.request(f"/{name}: {words[: end.end() if end else 300].strip()[:300]}", src, ts)
+        self.request(f"/{name}: {words[: end.end() if end else 300].strip()[:300]}", src, ts, rank=1)
 
     def compact_summary(self, text: str, src: ev.SourceKey, ts: Any) -> None:
         items = self.session.items
@@ -734,7 +734,9 @@ class TranscriptMapper:
             return
         self.request(request or text.strip(), src, ts)
 
-    def request(self, cleaned: str, src: ev.SourceKey, ts: Any) -> None:
+    def request(self, cleaned: str, src: ev.SourceKey, ts: Any, rank: int = 2) -> None:
+        """A request of the user's; ``rank``: the highest ``title_rank`` it may name the task with (a command's
+        fixed prompt names it only until the user's own request comes)."""
         self.queued[:] = [q for q in self.queued if q[1] != cleaned]  # it came back as a user line
         self.close_turn()
         self.prompts += 1
@@ -745,10 +747,11 @@ class TranscriptMapper:
         session = self.session
         session.items.append(prompt_item(kind, cleaned, prompt_src, ts, self.wrong if kind == "correction" else None))
         titled_by = self.titled_by
+        ranked = min(rank, title_rank(cleaned))
         if (session.title is None or titled_by is not None) and kind == "requirement" and (
-                titled_by is None or title_rank(cleaned) > titled_by):
+                titled_by is None or ranked > titled_by):
             # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
-            session.title, self.titled_by = title_from(cleaned), title_rank(cleaned)
+            session.title, self.titled_by = title_from(cleaned), ranked
         self.interrupted, self.wrong = False, None
 
 

@@ -66,7 +66,7 @@ def test_a_bare_slash_command_is_asked_in_the_words_it_expands_to(
     t.user("<command-name>/bmad:create-tech-spec</command-name>\n<command-message>create-tech-spec</command-message>")
     t.meta("IT IS CRITICAL THAT YOU FOLLOW THESE STEPS - while staying in character")
     t.user("Now fix the broken recorder APIs in js/recorder.js")
-    brief, state = _brief(ledger, location, t.write(tmp_path / "init.jsonl"))
+    _, state = _brief(ledger, location, t.write(tmp_path / "init.jsonl"))
     assert [r.text for r in state.requirements] == [
         "/init: Please analyze this codebase and create a CLAUDE.md file, which will be given to future instances.",
         "Now fix the broken recorder APIs in js/recorder.js"]

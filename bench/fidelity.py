@@ -3,16 +3,17 @@
     python -m bench.fidelity [--verbose] [--json] [--only NAME]... [--fixtures PATH] [--max-chars N]
 
 For every session annotated in ``bench/fidelity/annotations.json`` (the facts a successor agent
-needs, written by hand from the transcript), the transcript is imported into a throw-away ledger
-and the brief taken at a budget of 10,000 characters, through real ``trail`` processes. The facts
-score is the share of the annotated facts the brief carries. Stale items (what was true once but is
-not at the end: a superseded requirement, a fixed failure, a done plan step, a prompt of a rewound
-branch, a deleted file) must not be presented as current: one found in a section that does (Next
-step, Requirements, Failing now, In progress, Blocked, an open plan step; for a deleted file also a
-Files changed line that does not say DELETED) is wrong. The score is the share of all items right.
-A naive baseline gets the same budget: the last 10,000 characters of the transcript's own text, all
-of it read as current. The transcripts live in ../shared/fixtures beside the checkout, and the
-held-out ones in bench/fidelity/sessions (see its SOURCES.md); with neither this exits with code 2.
+needs, written by hand from the transcript), the transcript is imported into a throw-away ledger and
+the brief taken at a budget of 10,000 characters, through real ``trail`` processes. The facts score
+is the share of the annotated facts the brief carries. Stale items (what was true once but is not at
+the end: a superseded requirement, a fixed failure, a done plan step, a prompt of a rewound branch,
+a deleted file) must not be presented as current: one found in a section that does (Next step,
+Requirements, Failing now, In progress, Blocked, an open plan step; for a deleted file also a Files
+changed line that does not say DELETED, but not Blocked, which lists its Write as never run) is
+wrong. The score is the share of all items right. A naive baseline gets the same budget: the last
+10,000 characters of the transcript's own text, all of it read as current. The transcripts live in
+../shared/fixtures beside the checkout, and the held-out ones in bench/fidelity/sessions (see its
+SOURCES.md); with neither this exits with code 2.
 """
 
 from __future__ import annotations
@@ -187,20 +188,22 @@ _HEADING = re.compile(r"^(#{1,2}) (.*)$")
 _DONE_STEP = re.compile(r"^\s*- \[x\]", re.IGNORECASE)
 
 
-def current_parts(brief: str) -> tuple[list[str], list[str]]:
-    """The parts of a brief that present their items as current, each normalised, and the Files changed
-    lines that present a file as there (not DELETED), for deleted files only.
+def current_parts(brief: str) -> tuple[list[str], list[str], list[str]]:
+    """The parts of a brief that present their items as current, each normalised; the Files changed lines
+    that present a file as there (not DELETED), for deleted files only; and the Blocked parts, which present
+    a call as current but as one that never ran (so not its file as there).
 
     One part per section (a plan gives its open steps), so an item's phrases must all be in one section.
     """
     parts: list[str] = []
     files: list[str] = []
+    blocked: list[str] = []
     section = ""
     chunk: list[str] = []
 
     def flush() -> None:
         if chunk:
-            parts.append(normalise("\n".join(chunk)))
+            (blocked if section.startswith("blocked") else parts).append(normalise("\n".join(chunk)))
         chunk.clear()
 
     for line in brief.splitlines():
@@ -216,15 +219,19 @@ def current_parts(brief: str) -> tuple[list[str], list[str]]:
         elif section.startswith("files changed") and "deleted" not in line.casefold():
             files.append(normalise(line))
     flush()
-    return parts, files
+    return parts, files, blocked
 
 
 def stale_as_current(stale: Iterable[Fact], brief: str, *, naive: bool = False) -> list[Fact]:
-    """The stale items ``brief`` presents as current; ``naive``: the whole text reads as current (the tail)."""
-    parts, files = ([normalise(brief)], [normalise(brief)]) if naive else current_parts(brief)
+    """The stale items ``brief`` presents as current; ``naive``: the whole text reads as current (the tail).
+
+    A file never written or deleted (``deleted_file``) is presented as there by a current section or a Files
+    changed line, not by a Blocked one: that lists its Write as never run ("needs the user's permission")."""
+    whole = [normalise(brief)]
+    parts, files, blocked = (whole, whole, []) if naive else current_parts(brief)
     return [item for item in stale
             if any(fact_present(item, part, normalised=True)
-                   for part in (parts + files if item.kind == "deleted_file" else parts))]
+                   for part in (parts + files if item.kind == "deleted_file" else parts + blocked))]
 
 
 # -- the naive baseline ---------------------------------------------------------------------
@@ -442,9 +449,13 @@ def _cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-_PARTS = (("annotated-seen", "the sessions the rules were written on"), ("held-out", "held out from rule-writing"),
-          ("held-out-new", "held out, added at fold version 5 once the first held-out part had been looked at"))
-_HELD_PARTS = ("held-out", "held-out-new")
+_PARTS = (("annotated-seen", "the sessions the rules were written on"),
+          ("held-out", "the first held-out part: no longer held out (rules since were written after looking at it)"),
+          ("held-out-new", "added held out at fold version 5: no longer held out (fold version 6's rules were "
+                           "written on it)"),
+          ("held-out-3", "held out: added at fold version 6, annotated and committed before any rule change"))
+"""The parts of the table, in order, and what each is now: only the last is still held out from rule-writing."""
+_HELD_PARTS = ("held-out", "held-out-new", "held-out-3")
 
 
 def table(results: list[Result], budget: int) -> Table:

@@ -16,9 +16,10 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ledger.base.lazyregex import lazy
 from ledger.base.oneline import one_line, quoted_line
 from projections.claims import contradiction
-from projections.state import OpenCall, Requirement, TaskState
+from projections.state import OpenCall, RecentCall, Requirement, TaskState
 from projections.summary import sections
 
 KEEP = 100
@@ -93,13 +94,33 @@ def _clip(text: str, width: int = 240) -> str:
 def _block(text: str, width: int, indent: str = "  ") -> str:
     """A multi-line text kept as lines (a reply, a summary section) in ``width`` characters: its
     opening and its end when it is longer (a closing message frames the work first, lists what is
-    next last)."""
+    next last), each cut at a line end (else a sentence end) and the cut said, so no line stops mid-word."""
     text = text.strip()
     if len(text) > width:
-        head = text[: width * 2 // 5].rstrip()
-        tail = text[-(width * 3 // 5) :].lstrip()
-        text = f"{head}\n[…]\n{tail}"
+        head = _cut_before(text[: width * 2 // 5])
+        tail = _cut_after(text[-(width * 3 // 5) :])
+        text = f"{head}\n[… {len(text) - len(head) - len(tail):,} characters of it not shown …]\n{tail}"
     return "\n".join(indent + quoted_line(line.rstrip()) for line in text.splitlines() if line.strip())
+
+
+_SENTENCE_END = lazy(r"[.!?:;](?=\s)")
+
+
+def _cut_before(head: str) -> str:
+    """``head`` up to its last line end, else its last sentence end, else its last space (never mid-word)."""
+    for end in (head.rfind("\n"), max((m.end() for m in _SENTENCE_END.finditer(head)), default=-1), head.rfind(" ")):
+        if end > len(head) // 3:
+            return head[:end].rstrip()
+    return head.rstrip()
+
+
+def _cut_after(tail: str) -> str:
+    """``tail`` from its first line start, else its first sentence start, else its first space."""
+    sentence = _SENTENCE_END.search(tail)
+    for start in (tail.find("\n"), sentence.end() if sentence else -1, tail.find(" ")):
+        if 0 <= start < len(tail) * 2 // 3:
+            return tail[start:].lstrip()
+    return tail.lstrip()
 
 
 _CLUTTER_PARTS = ("/.git/", "/node_modules/", "/__pycache__/", "/.claude/plans/", "/.pytest_cache/", "/.venv/")
@@ -269,11 +290,18 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
         tested = {t.position for t in state.tests.values()}
         # A test run is listed once, as its test result (read from the command just before it).
         commands = [c for c in state.commands if c.position + 1 not in tested][-5:]
+        passed_since: dict[int, int] = {}
+        for f in state.failures:
+            if f.resolved_at is not None:
+                # A failed test run's failure sits on its test result, just after the command that ran it.
+                passed_since[f.position - 1 if f.key.startswith("test:") else f.position] = f.resolved_at
         for i, cmd in enumerate(commands):
             # An unknown exit (Codex's hooks report none) is said as such, never as a code to read as failed.
             code = " (exit code not reported)" if cmd.exit_code is None else f" -> exit {cmd.exit_code}"
-            lines.append((cmd.position, f"- $ {_clip(cmd.line, 160)}{code} [{cmd.position}]", LOW + i))
-        for _, line, priority in sorted(lines):
+            passes = f", passes since [{passed_since[cmd.position]}]" if cmd.position in passed_since else ""
+            lines.append((cmd.position, f"- $ {_clip(cmd.line, 160)}{code} [{cmd.position}]{passes}", LOW + i))
+        # In the order they happened, the failures fixed since last: a reader takes the first lines as current.
+        for _, line, priority in sorted(lines, key=lambda row: (row[0] in passed_since, row[0])):
             add("results", line, priority)
         if state.commands_total > len(commands):
             looked = f", {state.read_only_commands} only read files" if state.read_only_commands else ""
@@ -295,18 +323,22 @@ def _where_it_stopped(
     if reply is not None and reply.text.strip():
         said = contradiction(state)
         if said is None:
-            label = f"- the agent's last words [{reply.position}]:"
+            before = state.last_intent is not None and reply.position < state.last_intent
+            # Words that came before the user's latest ones answer an earlier request, not the latest.
+            label = (f"- the agent's last words [{reply.position}]"
+                     f"{f' (before the user spoke at [{state.last_intent}])' if before else ''}:")
         else:
             # Its words are quoted as its claim, with what the log says against them, never as the state.
-            claim, failure = said
-            what = f"$ {_clip(failure.what, 120)}" if failure.key.startswith("cmd:") else _clip(failure.what, 120)
+            claim, against = said
             label = (f"- the agent said [{reply.position}] (a claim the log contradicts: \"{_clip(claim, 80)}\", but "
-                     f"{what} failed at [{failure.position}] and has not passed since):")
+                     f"{against}):")
         add("stopped", f"{label}\n{_block(reply.text, 3000)}", STOPPED)
     call = state.open_call
     if call is not None and (reply is None or call.position > reply.position):
         add("stopped", f"- [{call.position}] it stopped mid-action: its last call, {_call(call)}, got no result "
                        "(the session ended before it returned: check whether it ran)", STOPPED)
+    else:
+        _last_calls(state, add)
     if compaction is not None:
         parts = sections(compaction.summary)
         newer_plan = state.plan is not None and state.plan.position > compaction.position
@@ -331,8 +363,31 @@ def _where_it_stopped(
     add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
 
 
-def _call(call: OpenCall) -> str:
+def _last_calls(state: TaskState, add: Callable[[str, str, int], None]) -> None:
+    """The agent's last calls since the user spoke, when they, not its words, are where it stopped: the user
+    rejected them (they never ran), or the agent's words came before the user's latest ones."""
+    calls = state.recent_calls
+    if not calls:
+        return
+    refused = [c for c in calls if c.outcome == "refused"]
+    if refused:
+        named = "; ".join(f"{_call(c)} [{c.position}]" for c in refused)
+        add("stopped", f"- the user rejected its last call{'s' if len(refused) > 1 else ''}, so "
+                       f"{'they' if len(refused) > 1 else 'it'} never ran (interrupted there): {named}", STOPPED)
+        return
+    reply = state.last_reply
+    if reply is not None and state.last_intent is not None and reply.position > state.last_intent:
+        return  # the agent spoke after the user: its words say where it stopped
+    named = "; ".join(f"{_call(c)}{f' ({c.outcome})' if c.outcome and c.outcome != 'ok' else ''} [{c.position}]"
+                      for c in calls)
+    add("stopped", f"- after the user's words [{state.last_intent}] it said nothing more; its last calls: {named} "
+                   "(the session ended there, or the user stopped it)", STOPPED)
+
+
+def _call(call: OpenCall | RecentCall) -> str:
     """A tool call as a reader knows it: a command as ``$ line``, an edit by its file."""
+    if call.tool == "command":  # a command the fold kept as its line
+        return f"`$ {_clip(call.input, 200)}`"
     try:
         data = json.loads(call.input)
     except ValueError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
@@ -24,7 +24,7 @@ from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 from projections.intent import acknowledgement, enquiry, names_work, prescribes, says_failed, withdrawal
 
-FOLD_VERSION = 5
+FOLD_VERSION = 6
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -50,6 +50,7 @@ WORDINGS_KEPT = 5
 """Earlier wordings kept per requirement."""
 RECENT_WITHDRAWN = 20
 CHANGED_KEPT = 5
+RECENT_CALLS = 3
 """Paths named for the agent's changes since the user last spoke (the count goes on)."""
 
 
@@ -168,6 +169,16 @@ class OpenCall(Item):
     input: str
 
 
+class RecentCall(Item):
+    """One of the agent's latest tool calls (or commands) since the user last spoke, and how it came out."""
+
+    position: int
+    tool: str
+    input: str
+    outcome: Literal["ok", "failed", "refused", "not_run"] | None = None
+    """None while no result came; ``refused``: the user said no to it, so it never ran."""
+
+
 class Plan(Item):
     position: int
     at: datetime
@@ -279,6 +290,9 @@ class TaskState(Item):
     """The latest tool call when nothing has happened since (no result, no reply, no prompt)."""
     refused_write: RefusedWrite | None = None
     """A new file's Write the user refused, until the user next speaks (``_turned_down``)."""
+    recent_calls: tuple[RecentCall, ...] = ()
+    """The agent's last ``RECENT_CALLS`` tool calls and commands since the user last spoke: where it stopped
+    when its words came before them, or the user rejected them."""
     read_only_commands: int = 0
     """Commands that only looked (ls, cat, sed -n, git status...): in the log, not in ``commands``."""
     notes: tuple[Note, ...] = ()
@@ -365,13 +379,22 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
         # The events an agent session is mostly made of first: each case is an isinstance check.
         case ev.ToolCalled():
             called = " ".join(shown(event.input).split())
+            recent = RecentCall(position=pos, tool=event.tool, input=called[:400])
             return {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}",
-                    "open_call": OpenCall(position=pos, at=at, tool=event.tool, input=called[:400])}
+                    "open_call": OpenCall(position=pos, at=at, tool=event.tool, input=called[:400]),
+                    "recent_calls": (*state.recent_calls, recent)[-RECENT_CALLS:]}
         case ev.ToolResult():
             key = f"tool:{event.tool}"
+            outcome = "ok" if event.ok else "refused" if event.refused == "stopped" else event.refused or "failed"
+            came: dict[str, Any] = {"recent_calls": _came_out(state.recent_calls, event.tool, outcome)}
             if event.ok:
                 # The same call, allowed now, is no longer blocked.
-                return {"failures": _resolved(state.failures, (key, f"blocked:{state.last_call}"), pos)}
+                came["failures"] = _resolved(state.failures, (key, f"blocked:{state.last_call}"), pos)
+                answers = _answers(event.tool, shown(event.output))
+                if answers:  # the user's own words, given through the agent's question
+                    came["notes"] = _recent(state.notes, Note(position=pos, text=answers, at=at, actor="user"),
+                                            RECENT_NOTES)
+                return came
             output = shown(event.output)
             if event.refused == "stopped":
                 # The user said no: a correction, not a failure. A new file's Write refused is kept until the
@@ -379,12 +402,12 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 # A long Write keeps only its input's tail: the path may come with the user's words instead.
                 path = _written_path(state.open_call.input) if event.tool == "Write" and state.open_call else ""
                 refused = RefusedWrite(position=pos, path=path or "") if event.tool == "Write" else None
-                return {"tool_errors": state.tool_errors + 1, "refused_write": refused}
+                return {**came, "tool_errors": state.tool_errors + 1, "refused_write": refused}
             what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
             if event.refused == "not_run":
                 key = f"blocked:{what}"  # it never ran: it needs the user's permission
             failure = Failure(key=key, what=what, position=pos, at=at, output_tail=tail_lines(output, 3))
-            return {"tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}
+            return {**came, "tool_errors": state.tool_errors + 1, "failures": _failed(state.failures, failure)}
         case ev.CommandRan():
             run = facts.command_ran(event)
             line = run.line
@@ -397,7 +420,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 output_tail=run.output_tail,
             )
             failed = run.failed
+            ran = RecentCall(position=pos, tool="command", input=line[:400], outcome="failed" if failed else "ok")
             update: dict[str, Any] = {
+                "recent_calls": (*state.recent_calls, ran)[-RECENT_CALLS:],
                 "commands_total": state.commands_total + 1,
                 "commands_failed": state.commands_failed + int(failed),
                 "last_failed_command": rec if failed else state.last_failed_command,
@@ -601,7 +626,7 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
     and, in ``update``, the agent's changes since the user last spoke closed, as a failed attempt with the user's
     words as its reason when those words say it does not work ("still doesn't work")."""
     update: dict[str, Any] = {"changed_since_intent": (), "changes_since_intent": 0, "changed_since_position": None,
-                              "refused_write": None}
+                              "refused_write": None, "recent_calls": ()}
     if event.actor != "user":
         return {"update": {}}
     if acknowledgement(event.text):
@@ -631,27 +656,96 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
 
 def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
               ) -> dict[str, Any]:
-    """When the user asks for work, the current requirements that only asked for an answer or a check
-    (``projections.intent.enquiry``: "explain what X does", "Is everything OK? Do the tests pass?") and that
-    the agent has answered since are no longer current: they move to the withdrawn ones, as answered. The
-    user asks for work when the words name some ("replace them with a link", "add tar support"); another
-    question ("no, I meant the other function", "list its weak points") builds on the answer, which stays.
+    """When the user speaks again, the current requirements that are done in their own turn are no longer
+    current: they move to the withdrawn ones, as answered or done. Two kinds:
+
+    - one that only asked for an answer or a check (``projections.intent.enquiry``: "explain what X does",
+      "show tools"), answered since, once the user asks for work ("replace them with a link") or moves to
+      another subject (words that ask no further question, share no word with it and do not point back: "hi",
+      "explore the repo and give an overview"); another question ("no, I meant the other function", "list
+      five weak points") builds on the answer, which stays;
+    - a one-off command to run ("start phoenix in background", "run the benchmark"), once it ran without a
+      failure and the agent spoke since, when the new words share no word with it ("the scrollback still
+      does not work" is about something else; "the server still does not start" is not).
+
     A withdrawal is its own rule."""
     reply = state.last_reply
-    if reply is None or withdrawal(event.text) is not None or not names_work(event.text):
+    if reply is None or withdrawal(event.text) is not None:
         return {}
-    done = [r for r in state.requirements
-            if max(r.position, r.changed_at or 0) < reply.position and enquiry(r.text)]
-    if not done:
-        return {}
+    work = names_work(event.text)
     pos = event.originator_version
-    why = f"answered at [{reply.position}] (it asked for an answer, not a change); the user asked for more at [{pos}]"
-    gone = {r.position for r in done}
+    moved: list[Requirement] = []
+    for r in state.requirements:
+        said = max(r.position, r.changed_at or 0)
+        if said >= reply.position:
+            continue
+        if enquiry(r.text) and (work or not (enquiry(event.text) or _builds_on(r.text, event.text))):
+            why = (f"answered at [{reply.position}] (it asked for an answer, not a change); the user "
+                   f"{'asked for more' if work else 'moved on'} at [{pos}]")
+        elif _one_off(r.text) and _ran_clean(state, said) and not _words(r.text) & _words(event.text):
+            why = (f"done: a command to run, it ran without a failure by [{reply.position}]; "
+                   f"the user moved on at [{pos}]")
+        else:
+            continue
+        moved.append(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}))
+    if not moved:
+        return {}
+    gone = {r.position for r in moved}
     return {
         "requirements": tuple(r for r in state.requirements if r.position not in gone),
-        "withdrawn": (*state.withdrawn, *(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})
-                                         for r in done))[-RECENT_WITHDRAWN:],
+        "withdrawn": (*state.withdrawn, *moved)[-RECENT_WITHDRAWN:],
     }
+
+
+_STOPWORDS = frozenset({"what", "that", "this", "with", "from", "have", "does", "about", "there", "where",
+    "which", "please", "could", "would", "should", "into", "your", "when", "then", "them", "they", "will", "just",
+    "some", "also", "like", "make", "want", "need", "tell", "show", "more", "very", "only", "been", "were",
+    "here"})
+_POINTS_BACK = lazy(
+    r"\b(?:it|its|this|that|these|those|them|they|more|also|again|other|same|meant|instead)\b", re.IGNORECASE)
+_ONE_OFF = lazy(r"^\W*(?:please\s+)?(?:re)?(?:start|run|launch|boot|spin\s+up|stop|kill|open)\b\s*(.*)$",
+                      re.IGNORECASE | re.DOTALL)
+
+
+def _words(text: str) -> set[str]:
+    """The words of ``text`` that name something (four letters or more, not a function word)."""
+    return {w for w in re.findall(r"[a-z0-9_]{4,}", text.lower()) if w not in _STOPWORDS}
+
+
+def _builds_on(before: str, now: str) -> bool:
+    """Whether ``now`` comes back to ``before``: a word in common, or a word that points back ("its", "more")."""
+    return bool(_words(before) & _words(now)) or _POINTS_BACK.search(now) is not None
+
+
+def _one_off(text: str) -> bool:
+    """A short request to run or start something and nothing more ("start phoenix in background")."""
+    match = _ONE_OFF.match(text.strip())
+    return match is not None and len(text) <= 120 and "\n" not in text.strip() and not names_work(match.group(1))
+
+
+def _ran_clean(state: TaskState, since: int) -> bool:
+    """Whether a command ran without a failure after ``since`` and nothing has failed since then."""
+    ran = any(c.position > since and c.exit_code == 0 for c in state.commands)
+    return ran and not any(f.position > since and f.resolved_at is None for f in state.failures)
+
+
+def _came_out(calls: tuple[RecentCall, ...], tool: str, outcome: str) -> tuple[RecentCall, ...]:
+    """``calls`` with the latest call of ``tool`` still waiting given its ``outcome``."""
+    for i in range(len(calls) - 1, -1, -1):
+        if calls[i].tool == tool and calls[i].outcome is None:
+            return (*calls[:i], calls[i].model_copy(update={"outcome": outcome}), *calls[i + 1:])
+    return calls
+
+
+_ANSWER = lazy(r'"([^"]{1,300})"="([^"]{0,300})"')
+
+
+def _answers(tool: str, output: str) -> str:
+    """The user's answers to the agent's AskUserQuestion, as a note ("user answered: Which tools? -> X"), or ""."""
+    if tool != "AskUserQuestion":
+        return ""
+    pairs = _ANSWER.findall(output)
+    return "user answered: " + "; ".join(f"{q} -> {a}" for q, a in pairs) if pairs else ""
 
 
 def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade

@@ -16,7 +16,7 @@ from ledger.base.location import Location
 from ledger.capture.agents.claude_code.branches import REWOUND
 from ledger.capture.agents.claude_code.mapper import bare_feedback, slash_command
 from ledger.capture.agents.claude_code.refusals import NOT_RUN
-from ledger.capture.classify import classify, clean_prompt
+from ledger.capture.classify import bare_command, classify, clean_prompt
 from ledger.capture.importer import import_files
 from ledger.domain import events as ev
 from projections.brief import is_clutter, render
@@ -167,6 +167,7 @@ def _claude_counts(path: Path) -> dict[str, Any]:
     prompts = bash_inputs = replies = 0
     versions: dict[str, dict[str, Any]] = {}
     queued: list[str] = []  # typed while the agent worked; counted unless they come back as a user line
+    expanding = False  # a bare slash command was just typed: its expansion (isMeta) comes next
     for r in records:
         content = (r.get("message") or {}).get("content")
         queue = r.get("content") if r.get("type") == "queue-operation" and r.get("operation") == "enqueue" else None
@@ -190,7 +191,11 @@ def _claude_counts(path: Path) -> dict[str, Any]:
         )
         typed = not (r.get("isMeta") or r.get("isCompactSummary") or r.get("isSidechain"))
         has_result = isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+        if expanding and r.get("isMeta") and not r.get("isSidechain") and text.strip():
+            prompts += 1  # the prompt a bare `/init` expands to is its request
+            expanding = False
         if typed and not has_result and text.strip():
+            expanding = bare_command(text) is not None
             text = slash_command(text) or text  # a slash command with arguments is a request
             if text.startswith("<bash-input>"):
                 bash_inputs += 1

@@ -72,7 +72,7 @@ def test_a_later_held_out_part_is_reported_apart_and_only_for_held_out_sessions(
         r.brief = BRIEF
     groups = fid.summary([seen, old, new])
     assert [groups[g]["sessions"] for g in ("annotated-seen", "held-out", "held-out-new", "all")] == [1, 1, 1, 3]
-    assert "held out, added at fold version 5" in fid.table([seen, old, new], 10_000).markdown()
+    assert "added held out at fold version 5: no longer held out" in fid.table([seen, old, new], 10_000).markdown()
     doc["sessions"][0]["held_out"] = False
     with pytest.raises(ValueError, match=r"demo-session.jsonl\): part must be one of held-out, held-out-new"):
         fid.parse_annotations(doc)
@@ -205,7 +205,8 @@ def test_the_annotations_file_is_well_formed() -> None:
     assert len(sessions) >= 30
     assert sum(s.agent == "codex" for s in sessions) >= 2
     held_out = sum(s.held_out for s in sessions)
-    assert held_out >= 10 and len(sessions) / 4 <= held_out <= len(sessions) / 2
+    # The part nobody wrote rules on: at least six sessions of someone in no other part.
+    assert held_out >= 10 and sum(s.part == "held-out-3" for s in sessions) >= 6
     assert sum(len(s.stale) for s in sessions if not s.held_out) >= 20
     assert sum(len(s.stale) for s in sessions if s.held_out) >= 5
     assert {f.kind for s in sessions for f in s.stale} == fid.STALE_KINDS
@@ -244,7 +245,7 @@ def test_real_run_on_two_sessions_prints_scores_as_json() -> None:
         assert 0.0 <= r["brief_score"] <= 1.0 and 0.0 <= r["baseline_score"] <= 1.0
         assert r["facts"] >= 1 and r["tasks"] and 0 < r["brief_chars"] <= 10_000, r
         assert isinstance(r["missing_in_brief"], list) and isinstance(r["missing_in_baseline"], list)
-    assert set(doc["means"]) == {"all", "annotated-seen", "held-out", "held-out-new"}
+    assert set(doc["means"]) == {"all", "annotated-seen", "held-out", "held-out-new", "held-out-3"}
     assert doc["means"]["all"]["sessions"] == 2
     assert 0.0 <= doc["means"]["all"]["brief"] <= 1.0
 
@@ -274,6 +275,8 @@ add the migration with alembic
 - [30] $ npm test -t "Compaction Config" -> exit 1
 ## Failed earlier, passing since
 - $ uv run pyright: failed at [21], passes since [25]
+## Blocked: never ran, needs the user's permission
+- [26] Write {"file_path": "/p/CLAUDE.md"}: you haven't granted it yet
 ## Files changed (2, latest first)
 - /p/old_design.md (DELETED, last at [31])
 - /p/src/app.py (modified, last at [32])
@@ -294,6 +297,7 @@ def test_stale_items_count_only_in_sections_presenting_them_as_current() -> None
         _stale("fixed_failure", "Compaction Config"),  # Failing now
         _stale("abandoned_prompt", "second task's wording"),  # the second task's Requirements
         _stale("deleted_file", "src/app.py"),  # Files changed, not DELETED
+        _stale("superseded_requirement", "CLAUDE.md"),  # Blocked presents its call as current
         _stale("superseded_requirement", "migration", "alembic"),  # both phrases in Next step
     ]
     fine = [
@@ -301,6 +305,7 @@ def test_stale_items_count_only_in_sections_presenting_them_as_current() -> None
         _stale("done_step", "write the failing test"),  # a done plan step
         _stale("fixed_failure", "uv run pyright"),  # Failed earlier, passing since
         _stale("deleted_file", "old_design.md"),  # listed as DELETED
+        _stale("deleted_file", "CLAUDE.md"),  # Blocked: its Write never ran, so the file is not presented as there
         _stale("done_step", "src/app.py"),  # Files changed presents only files, and only for deleted_file
         _stale("superseded_requirement", "api stable", "alembic"),  # phrases in two sections are not one item
         _stale("superseded_requirement", "demo"),  # the task's title line is no section

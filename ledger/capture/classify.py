@@ -126,7 +126,12 @@ CHANGE = lazy(
     re.IGNORECASE | re.VERBOSE,
 )
 
-_WRAPPERS = lazy(r"<(ide_opened_file|ide_selection|system-reminder|task-notification)>.*?</\1>", re.S)
+_WRAPPERS = lazy(
+    r"<(ide_opened_file|ide_selection|system-reminder)>.*?</\1>"
+    # Claude Code follows a notification with its own line to the agent, no word of the user's.
+    r"|<task-notification>.*?</task-notification>(?:\s*Read the output file to retrieve the result:[^\n]*)?",
+    re.S,
+)
 
 
 def clean_prompt(text: str) -> str:
@@ -227,6 +232,21 @@ def slash_request(text: str) -> str | None:
     if not args or name.lower() in SESSION_COMMANDS:
         return ""
     return f"/{name} {args}"
+
+
+PROMPT_COMMANDS = frozenset({"init", "review", "security-review", "pr-comments"})
+"""Claude Code's own slash commands that do work by a fixed prompt ("/init": "Please analyze this codebase and
+create a CLAUDE.md file, ..."). A custom command's template is its author's boilerplate, not the request."""
+
+
+def bare_command(text: str) -> str | None:
+    """The name of one of ``PROMPT_COMMANDS`` typed without arguments: its work is in the prompt it expands to,
+    which Claude Code writes as the next user record (``isMeta``). None for anything else."""
+    stripped = clean_prompt(text)
+    match = _WRAPPED.search(stripped) if stripped.startswith("<command-") else _SLASH.match(stripped)
+    if match is None or " ".join((match.group(2) or "").split()) or match.group(1).lower() not in PROMPT_COMMANDS:
+        return None
+    return match.group(1)
 
 
 def request_text(text: str) -> str | None:

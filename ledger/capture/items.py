@@ -149,3 +149,23 @@ def plan_items(steps: list[tuple[str, str]], actor: str, source: ev.SourceKey, t
 
 def bounded(text: str | None, limit: int = bounds.OUTPUT) -> ev.Bounded | None:
     return bound(text, limit) if text else None
+
+
+REPLY_HEAD = 1500
+"""Bytes of a long reply's opening kept beside its tail: a closing message names the work first."""
+
+
+def reply_bound(text: str) -> ev.Bounded:
+    """The agent's reply within ``bounds.REPLY`` bytes: all of it when it fits, else its opening and its end,
+    each cut at a line end, with the cut said between them (a tail alone loses the title that frames it)."""
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= bounds.REPLY:
+        return bound(text, bounds.REPLY)
+    head = raw[:REPLY_HEAD].decode("utf-8", "ignore")
+    head = head[: head.rfind("\n")] if "\n" in head[len(head) // 3:] else head
+    room = bounds.REPLY - len(head.encode("utf-8")) - 80
+    tail = raw[-room:].decode("utf-8", "ignore")
+    tail = tail[tail.find("\n") + 1:] if "\n" in tail[: len(tail) * 2 // 3] else tail
+    cut = len(text) - len(head) - len(tail)
+    kept = f"{head.rstrip()}\n[… {cut:,} characters of the reply not kept …]\n{tail.lstrip()}"
+    return bound(kept, bounds.REPLY, full_size=len(raw), full_sha256=hashlib.sha256(raw).hexdigest())

@@ -18,7 +18,7 @@ from ledger.capture.agents.claude_code.branches import Branches
 from ledger.capture.agents.claude_code.refusals import INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.agents.claude_code.tasklist import TOOLS as TASK_TOOLS
 from ledger.capture.agents.claude_code.tasklist import TaskList, hook_change, items_for, tool_change
-from ledger.capture.classify import classify, request_text, slash_request
+from ledger.capture.classify import bare_command, classify, request_text, slash_request
 from ledger.capture.items import (
     Item,
     bounded,
@@ -26,6 +26,7 @@ from ledger.capture.items import (
     plan_items,
     prompt_item,
     prompt_record,
+    reply_bound,
     sha256,
     title_from,
     title_rank,
@@ -391,7 +392,7 @@ def reply_item(text: str, actor: str, session: str, timestamp: Any) -> Item:
     """The agent's closing message of a turn. Keyed by its text's hash, so the Stop hook's
     ``last_assistant_message`` and the transcript's last text of that turn are one fact."""
     return ev.AgentReplied, {
-        "text": bound(text.strip(), bounds.REPLY),
+        "text": reply_bound(text.strip()),
         "actor": actor,
         "timestamp": timestamp,
         "source": ev.SourceKey(agent=AGENT, session=session, record=f"{REPLY}{sha256(text.strip())[:16]}"),
@@ -509,6 +510,8 @@ class TranscriptMapper:
         self.last_prompt: str | None = None
         """The user's previous request: the same text again is a request re-sent (a rewind's branch may repeat an
         older one: that is not re-sent)."""
+        self.expanding: str | None = None
+        """A bare slash command just typed (``/init``): the prompt it expands to, next, is its request."""
         self.queued: list[tuple[int, str, Any]] = []
         """Prompts typed while the agent worked (index in items, text, time); one that
         never comes back as a user line is still something the user said, and lands where it was typed."""
@@ -660,6 +663,18 @@ class TranscriptMapper:
             self.tool_results(record, content, src, ts)
         if _is_prompt(record, content):
             self.prompt(text_of(content), key, src, ts)
+        elif self.expanding is not None and record.get("isMeta") and not record.get("isSidechain"):
+            self.expansion(text_of(content), src, ts)
+
+    def expansion(self, text: str, src: ev.SourceKey, ts: Any) -> None:
+        """The prompt a bare slash command expands to (``/init``: "Please analyze this codebase and create a
+        CLAUDE.md file, ..."): what the user asked for, in the command's words (its first sentence)."""
+        name, self.expanding = self.expanding, None
+        words = " ".join(text.split())
+        if not words or request_text(words) is None:
+            return
+        end = re.search(r"[.!?](?:\s|$)", words)
+        self.request(f"/{name}: {words[: end.end() if end else 300].strip()[:300]}", src, ts, rank=1)
 
     def compact_summary(self, text: str, src: ev.SourceKey, ts: Any) -> None:
         items = self.session.items
@@ -713,12 +728,15 @@ class TranscriptMapper:
                 self.user_command = None
             return
         request = request_text(text)  # `/orchestrator create TODO app`: the arguments are the request
+        self.expanding = bare_command(text) if request is None else None
         if request is None:
             self.close_turn()  # the user took the turn (`/compact`), though nothing was asked for
             return
         self.request(request or text.strip(), src, ts)
 
-    def request(self, cleaned: str, src: ev.SourceKey, ts: Any) -> None:
+    def request(self, cleaned: str, src: ev.SourceKey, ts: Any, rank: int = 2) -> None:
+        """A request of the user's; ``rank``: the highest ``title_rank`` it may name the task with (a command's
+        fixed prompt names it only until the user's own request comes)."""
         self.queued[:] = [q for q in self.queued if q[1] != cleaned]  # it came back as a user line
         self.close_turn()
         self.prompts += 1
@@ -729,10 +747,11 @@ class TranscriptMapper:
         session = self.session
         session.items.append(prompt_item(kind, cleaned, prompt_src, ts, self.wrong if kind == "correction" else None))
         titled_by = self.titled_by
+        ranked = min(rank, title_rank(cleaned))
         if (session.title is None or titled_by is not None) and kind == "requirement" and (
-                titled_by is None or title_rank(cleaned) > titled_by):
+                titled_by is None or ranked > titled_by):
             # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
-            session.title, self.titled_by = title_from(cleaned), title_rank(cleaned)
+            session.title, self.titled_by = title_from(cleaned), ranked
         self.interrupted, self.wrong = False, None
 
 

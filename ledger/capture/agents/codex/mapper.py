@@ -35,7 +35,17 @@ from ledger.capture.agents.codex.outcomes import CHANGES_KEY, OUTCOME_KEY
 from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
 from ledger.capture.inbox_queue import HUNKS_KEY
-from ledger.capture.items import Item, bounded, own_tool, plan_items, prompt_item, prompt_record, title_from, title_rank
+from ledger.capture.items import (
+    Item,
+    bounded,
+    own_tool,
+    plan_items,
+    prompt_item,
+    prompt_record,
+    reply_bound,
+    title_from,
+    title_rank,
+)
 from ledger.capture.jsonl import Skipped, loads, records
 from ledger.capture.session import Session
 from ledger.capture.testruns import command_facts
@@ -445,7 +455,7 @@ class RolloutMapper:
                 (
                     ev.AgentReplied,
                     {
-                        "text": bound(reply.text.strip(), bounds.REPLY),
+                        "text": reply_bound(reply.text.strip()),
                         "actor": ACTOR,
                         "timestamp": reply.timestamp,
                         "source": self.keyed("reply:", reply.text.strip(), reply.origin),
@@ -877,7 +887,7 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
         if event == "Stop" and isinstance(said, str) and said.strip():
             record = "reply:" + prompt_record(said.strip(), {}).removeprefix("prompt:")
             items.append((ev.AgentReplied, {
-                "text": bound(said.strip(), bounds.REPLY), "actor": ACTOR, "timestamp": timestamp,
+                "text": reply_bound(said.strip()), "actor": ACTOR, "timestamp": timestamp,
                 "source": ev.SourceKey(agent=AGENT, session=session, record=record),
             }))
         return items

@@ -166,7 +166,10 @@ def list_tasks(ctx: Context, statuses: tuple[str, ...], here: bool, as_json: boo
             continue
         step = f"  next: {one_line(r['next_step'])}" if r["next_step"] else ""
         where = one_line(os.path.basename(r["project"].rstrip("/")) or r["project"], 16) if r["project"] else "-"
-        lines.append(f"{mark} #{r['number']:<4} {status} {where:<16} {r['slug']:<40} {r['events']:>6} ev{step}")
+        # The title, not the slug: the slug stays what the first title made it, so after `trail title` it
+        # would read as if the rename had not taken.
+        name = one_line(r["title"], 40) if r["title"] else r["slug"]
+        lines.append(f"{mark} #{r['number']:<4} {status} {where:<16} {name:<40} {r['events']:>6} ev{step}")
     if lines:
         output.page("\n".join(lines))
     broken = [r for r in rows if r["broken"]]

@@ -2,7 +2,8 @@
 
 ``/`` is every task by project with its status and next step, and a search box (``?q=``: `trail find`'s
 answer); ``/task/N`` is task N's report (``projections.report``), which asks ``/task/N/position`` every
-second and draws itself anew when the task has grown (a hook appended). Every request is a read command of
+second and draws itself anew when the task has grown (a hook appended); the index likewise asks ``/version``
+(the ledger's last notification) and draws itself anew when any task moved. Every request is a read command of
 its own: it catches up with the capture inbox (``Context.catch_up``, as `trail list` would) and reads
 through the same checks, so a tampered task is refused with the one line `trail show` prints (HTTP 409).
 Nothing else is written. The standard library's ``ThreadingHTTPServer``; the ledger is used by one request
@@ -75,7 +76,15 @@ class Site:
             readmodel.refresh(ledger, path)
             kept, broken = reading.checked_found(ledger, readmodel.find_tasks(path, words, FOUND_LIMIT))
             found, refused = kept, [str(exc) for exc in broken]
-        return index.render(rows, self.ctx.location.display, query, words, found, refused)
+        return index.render(rows, self.ctx.location.display, query, words, found, refused, live="/version",
+                            version=self.version(caught_up=True))
+
+    def version(self, caught_up: bool = False) -> int:
+        """The ledger's last notification (after folding in the capture inbox): the index is drawn anew when
+        it moves, as a hook appended to a task or began one."""
+        if not caught_up:
+            self.ctx.next_command()
+        return self.ctx.ledger().recorder.max_notification_id() or 0
 
     def task(self, number: int) -> str:
         from ledger.app import reading, verify
@@ -113,6 +122,8 @@ def handler(site: Site) -> type[BaseHTTPRequestHandler]:
                     if not parts:
                         query = " ".join(parse_qs(url.query).get("q", []))
                         self._send(HTTPStatus.OK, "text/html", site.index(query).encode())
+                    elif parts == ["version"]:
+                        self._send(HTTPStatus.OK, "application/json", orjson.dumps({"version": site.version()}))
                     elif len(parts) == 2 and parts[0] == "task" and parts[1].isdigit():
                         self._send(HTTPStatus.OK, "text/html", site.task(int(parts[1])).encode())
                     elif len(parts) == 3 and parts[0] == "task" and parts[1].isdigit() and parts[2] == "position":
@@ -133,7 +144,7 @@ def handler(site: Site) -> type[BaseHTTPRequestHandler]:
 
         def _refuse(self, status: HTTPStatus, line: str) -> None:
             """One line, as the CLI prints it: JSON to the page's own poll, text to a browser."""
-            if self.path.endswith("/position"):
+            if self.path.endswith(("/position", "/version")):
                 self._send(status, "application/json", orjson.dumps({"error": line}))
             else:
                 self._send(status, "text/plain", (line + "\n").encode())

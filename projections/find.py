@@ -24,30 +24,59 @@ command that failed is remembered better than one that passed."""
 SHOWN = 3
 """Matching lines shown under each task found."""
 
+LAST_WORDS = "last words"
+"""The kind of a task's newest reply: where the agent stopped, in its words (every reply would let a long
+task's chatter outweigh what the user said), so a task keeps one place of this kind."""
+
+
+def _joined(*parts: Any) -> str:
+    """The parts that are there, joined as SQL's ``concat_ws(' — ', ...)`` joins them."""
+    return " — ".join(str(p) for p in parts if p is not None)
+
+
+def event_place(name: str, payload: dict[str, Any]) -> tuple[str, str] | None:
+    """The place (kind, text) an event of type ``name`` holds by itself, from its stored ``payload``; None
+    for the events whose places are their read-model rows (``row_place``) or that hold none."""
+    text: Any
+    match name:
+        case "NoteAdded":
+            kind, text = "note", payload.get("text")
+        case "NextStepSet":
+            kind, text = "next", payload.get("text")
+        case "CheckpointMarked":
+            kind, text = "checkpoint", _joined(payload.get("label"), payload.get("note"))
+        case "AgentReplied":
+            kind, text = LAST_WORDS, (payload.get("text") or {}).get("tail")
+        case _:
+            return None
+    return (kind, text) if isinstance(text, str) else None
+
+
+def row_place(table: str, row: dict[str, Any]) -> tuple[str, str] | None:
+    """The place (kind, text) a read-model row holds (its columns by name); None when it holds no text."""
+    text: Any
+    match table:
+        case "intents":
+            kind, text = row["kind"], row["text"]
+        case "decisions" | "attempts":
+            kind, text = table[:-1], _joined(row["text"], row["reason"])
+        case "files":
+            kind, text = "file", row["path"]
+        case "commands":
+            kind, text = "failed command" if row["failed"] else "command", row["line"]
+        case "tests":
+            kind, text = "test", row["name"]
+        case _:
+            return None
+    return (kind, text) if isinstance(text, str) else None
+
+
 _PLACES = f"""
-    SELECT task_id, 1 AS position, 'title' AS kind, title AS text FROM tasks
-    UNION ALL SELECT task_id, position, kind, text FROM intents f WHERE NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, 'decision', concat_ws(' — ', text, reason) FROM decisions f
-        WHERE NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, 'attempt', concat_ws(' — ', text, reason) FROM attempts f
-        WHERE NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, 'note', payload->>'text' FROM events f
-        WHERE type = 'NoteAdded' AND NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, 'file', path FROM files f WHERE NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, CASE WHEN failed THEN 'failed command' ELSE 'command' END, line
-        FROM commands f WHERE NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, 'test', name FROM tests f WHERE NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, 'next', payload->>'text' FROM events f
-        WHERE type = 'NextStepSet' AND NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, 'checkpoint', concat_ws(' — ', payload->>'label', payload->>'note')
-        FROM events f WHERE type = 'CheckpointMarked' AND NOT EXISTS ({COPIED})
-    UNION ALL SELECT task_id, position, 'last words', text FROM (
-        SELECT task_id, position, payload->'text'->>'tail' AS text,
-               row_number() OVER (PARTITION BY task_id ORDER BY position DESC) AS nth
-        FROM events f WHERE type = 'AgentReplied' AND NOT EXISTS ({COPIED})) WHERE nth = 1
+    SELECT task_id, 1 AS position, 'title' AS kind, title AS text, lower(title) AS low FROM tasks
+    UNION ALL SELECT task_id, position, kind, text, low FROM places f WHERE NOT EXISTS ({COPIED})
 """
-# The last reply only: where the agent stopped, in its words. Every reply would let a long task's chatter
-# outweigh what the user said.
+# The read model's ``places`` table holds every other place, lower-cased once as it is caught up: reading the
+# texts out of the events' JSON and lower-casing them on each query took seconds at a million events.
 
 
 @dataclass(frozen=True)
@@ -116,20 +145,26 @@ def sql(words: list[str], limit: int, only: Only | None = None) -> tuple[str, di
     """The query finding the tasks that hold every one of ``words``, best first, at most ``limit`` of them,
     each row a task with its best ``SHOWN`` matching places; ``only`` narrows the tasks looked in."""
     params: dict[str, Any] = {f"w{i}": word for i, word in enumerate(words)}
-    hits = " + ".join(f"contains(lower(text), $w{i})::INTEGER" for i in range(len(words)))
-    every = " AND ".join(f"bool_or(contains(lower(text), $w{i}))" for i in range(len(words)))
+    flags = ", ".join(f"contains(low, $w{i}) AS h{i}" for i in range(len(words)))
+    hits = " + ".join(f"h{i}::INTEGER" for i in range(len(words)))
+    every = " AND ".join(f"bool_or(h{i})" for i in range(len(words)))
+    some = " OR ".join(f"h{i}" for i in range(len(words)))
     weight = "CASE kind " + " ".join(f"WHEN '{k}' THEN {w}" for k, w in WEIGHTS.items()) + " ELSE 1 END"
     params["limit"] = limit
     params["shown"] = SHOWN
+    # One pass over the places: each word is looked for once per place, and each task's score and its best
+    # SHOWN places come out of one grouping (max_by keeps a small heap per task: sorting every hit of a big
+    # task to keep three cost seconds at a million events).
     query = f"""
     WITH places AS ({_PLACES}),
-    counted AS (SELECT *, ({hits}) AS words FROM places WHERE text IS NOT NULL),
-    hit AS (SELECT task_id, position, kind, text, words * {weight} AS score FROM counted WHERE words > 0),
-    found AS (SELECT task_id, sum(score)::BIGINT AS score FROM hit GROUP BY task_id HAVING {every})
-    SELECT t.number, t.title, t.status, t.cwd, t.updated_at, found.score,
-           (SELECT list({{'position': h.position, 'kind': h.kind, 'text': h.text}}
-                        ORDER BY h.score DESC, h.position DESC)[1:$shown]
-            FROM hit h WHERE h.task_id = found.task_id) AS matches
+    flagged AS (SELECT task_id, position, kind, text, {flags} FROM places WHERE low IS NOT NULL),
+    hit AS (SELECT *, ({hits}) * {weight} AS score FROM flagged WHERE {some}),
+    found AS (
+        SELECT task_id, sum(score)::BIGINT AS score,
+               max_by({{'position': position, 'kind': kind, 'text': text}},
+                      score::BIGINT * 4294967296 + position, $shown) AS matches
+        FROM hit GROUP BY task_id HAVING {every})
+    SELECT t.number, t.title, t.status, t.cwd, t.updated_at, found.score, found.matches
     FROM found JOIN tasks t USING (task_id)
     WHERE {(only or Only()).where(params)}
     ORDER BY found.score DESC, t.updated_at DESC, t.number DESC

@@ -20,10 +20,13 @@ def by_project(rows: Sequence[dict[str, Any]]) -> list[tuple[str | None, list[di
 
 
 def render(rows: Sequence[dict[str, Any]], where: str, query: str = "", words: Sequence[str] = (),
-           found: Sequence[Found] = (), refused: Sequence[str] = ()) -> str:
+           found: Sequence[Found] = (), refused: Sequence[str] = (), live: str | None = None,
+           version: int = 0) -> str:
     """The index of ``rows``; with ``query``, the tasks found for its ``words`` above it. ``where`` names the
-    ledger."""
+    ledger. ``live``: the path a served index polls for the ledger's ``version`` (its last notification),
+    drawing itself anew when that moved."""
     return environment().get_template("index.html.j2").render(
         projects=by_project(rows), total=len(rows), where=where, query=query, words=list(words), found=found,
-        refused=refused, css=static("report.css"),
+        refused=refused, css=static("report.css"), live=live, version=version,
+        live_script=static("index_live.js") if live else "",
     ) + "\n"

@@ -63,7 +63,7 @@ class Log(archived.Source, Protocol):
     @property
     def recorder(self) -> ApplicationRecorder: ...
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 """Bump when a table changes: a read model with another version is rebuilt from the log."""
 
 BATCH = 5_000
@@ -112,6 +112,8 @@ CREATE TABLE decisions (
 CREATE TABLE intents (
     task_id VARCHAR, task_number INTEGER, position INTEGER, timestamp TIMESTAMPTZ, kind VARCHAR, text VARCHAR,
     wrong VARCHAR, actor VARCHAR, wordings INTEGER, changed_at INTEGER);
+CREATE TABLE places (
+    task_id VARCHAR, position INTEGER, kind VARCHAR, text VARCHAR, low VARCHAR);
 CREATE VIEW branch_points AS
     -- A branch starts with copies of its origin's events, up to its branched_from link: counted once, there.
     SELECT task_id, min(position) AS at FROM events
@@ -137,7 +139,7 @@ CREATE VIEW current_files AS
     FROM netted QUALIFY row_number() OVER (PARTITION BY task_id, path ORDER BY position DESC) = 1;
 """
 
-TABLES = ("events", "tasks", "files", "attempts", "commands", "tests", "decisions", "intents")
+TABLES = ("events", "tasks", "files", "attempts", "commands", "tests", "decisions", "intents", "places")
 _ROW_TABLES = ("events", "files", "commands", "tests", "decisions")
 """Tables a row is only ever added to."""
 _KEYED_TABLES = ("attempts", "intents")
@@ -325,6 +327,10 @@ class _Batch:
     count: int = 0
     forgotten: set[str] = field(default_factory=set)
     """Tasks whose tombstone (``TaskForgotten``) this batch read: every row of theirs goes at commit."""
+    places: list[tuple[Any, ...]] = field(default_factory=list)
+    """``find``'s places (``projections.find.place``) of the row tables and the events: only ever added."""
+    last_words: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    """Each task's newest reply in this batch: the one place of its kind a task keeps."""
 
     def _row(self, table: str, task_id: str, position: int | None) -> dict[str, Any] | None:
         """The row at ``position`` of ``task_id`` in a keyed table, from this batch or an earlier one."""
@@ -341,6 +347,12 @@ class _Batch:
             rows[key] = dict(zip(COLUMNS[table], found, strict=True))
             self.stored[table].add(key)
         return rows[key]
+
+    def _append(self, table: str, row: tuple[Any, ...]) -> None:
+        """Add ``row`` to a row table, and its place for ``find``."""
+        self.rows[table].append(row)
+        if (found := find.row_place(table, dict(zip(COLUMNS[table], row, strict=True)))) is not None:
+            self.places.append((row[0], row[2], found[0], found[1], found[1].lower()))
 
     def add(self, notification_id: int, event: ev.TaskEvent) -> None:
         task_id = str(event.originator_id)
@@ -377,11 +389,18 @@ class _Batch:
         task.last_position = pos
         task.updated_at = at
         self.count += 1
+        if (found := find.event_place(name, payload)) is not None:
+            kind, text = found
+            row = (task_id, pos, kind, text, text.lower())
+            if kind == find.LAST_WORDS:
+                self.last_words[task_id] = row
+            else:
+                self.places.append(row)
         match event:
             case ev.FileChanged():
                 change = facts.file_changed(event)
                 task.file_changes += 1
-                self.rows["files"].append((
+                self._append("files", (
                     *common, change.path, change.operation, change.renamed_from, change.before_sha256,
                     change.after_sha256, change.diff_size, attempt,
                 ))
@@ -406,17 +425,17 @@ class _Batch:
                 run = facts.command_ran(event)
                 task.commands += 1
                 task.commands_failed += run.failed
-                self.rows["commands"].append((
+                self._append("commands", (
                     *common, run.line, run.cwd, run.exit_code, run.failed, run.read_only, run.duration_ms,
                     run.output_tail, attempt,
                 ))
             case ev.TestResult():
                 test = facts.tested(event)
-                self.rows["tests"].append(
+                self._append("tests",
                     (*common, test.name, test.outcome, test.failing, test.duration_ms, test.message, attempt)
                 )
             case ev.DecisionRecorded():
-                self.rows["decisions"].append((*common, event.text, event.reason, list(event.rejected), event.actor))
+                self._append("decisions", (*common, event.text, event.reason, list(event.rejected), event.actor))
             case ev.TaskRetitled():
                 task.title = event.title
             case ev.StatusChanged():
@@ -464,6 +483,34 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[tuple[Any
     )
 
 
+def _commit_places(con: duckdb.DuckDBPyConnection, batch: _Batch) -> None:
+    """``find``'s places for what the batch added or changed: the row tables' and events' places are added;
+    a keyed row's place (an intent reworded, an attempt that ended with its reason) is replaced; a task's
+    last words are its newest reply only."""
+    _insert(con, "places", batch.places)
+    keyed = [(table, key, row) for table in _KEYED_TABLES for key, row in batch.keyed[table].items()]
+    if keyed:
+        con.execute(
+            "DELETE FROM places USING (SELECT unnest($1) AS task_id, unnest($2) AS position) AS k"
+            " WHERE places.task_id = k.task_id AND places.position = k.position AND places.kind <> $3",
+            [[key[0] for _, key, _ in keyed], [key[1] for _, key, _ in keyed], find.LAST_WORDS],
+        )
+        rows = [(key[0], key[1], kind, text, text.lower()) for table, key, row in keyed
+                if (found := find.row_place(table, row)) is not None for kind, text in [found]]
+        _insert(con, "places", rows)
+    if batch.last_words:
+        newer = list(batch.last_words.values())
+        con.execute(
+            "DELETE FROM places USING (SELECT unnest($1) AS task_id, unnest($2) AS position) AS k"
+            " WHERE places.task_id = k.task_id AND places.kind = $3 AND places.position < k.position",
+            [[r[0] for r in newer], [r[1] for r in newer], find.LAST_WORDS],
+        )
+        kept = {row[0] for row in con.execute(
+            "SELECT DISTINCT task_id FROM places WHERE kind = $1 AND task_id IN (SELECT unnest($2))",
+            [find.LAST_WORDS, [r[0] for r in newer]]).fetchall()}
+        _insert(con, "places", [r for r in newer if r[0] not in kept])  # an archive read late is older
+
+
 def _load_tasks(con: duckdb.DuckDBPyConnection, task_ids: set[str]) -> dict[str, _TaskRow]:
     if not task_ids:
         return {}
@@ -494,10 +541,11 @@ def _commit_batch(
         if batch.tasks:
             con.execute("DELETE FROM tasks WHERE task_id IN (SELECT unnest($1))", [sorted(batch.tasks)])
             _insert(con, "tasks", [t.values() for t in batch.tasks.values()])
+        _commit_places(con, batch)
         if batch.forgotten:
             # Another machine's forget deleted the task's events from a shared ledger; its tombstone is
             # the one notification every read model still gets, so the rows this model holds go with it.
-            for table in (*_ROW_TABLES, *_KEYED_TABLES, "tasks"):
+            for table in (*_ROW_TABLES, *_KEYED_TABLES, "tasks", "places"):
                 con.execute(f"DELETE FROM {table} WHERE task_id IN (SELECT unnest($1))", [sorted(batch.forgotten)])
         if tracking is not None:
             Position(con).insert_tracking(tracking)

@@ -31,12 +31,12 @@ def work(home: Path, tmp_path: Path) -> Path:
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(home: Path, work: Path) -> None:
     code, seen = on_a_terminal(["list"], home, work, env={"LINES": "100"})
-    assert code == 0 and f"{ESC}" in seen and "fix-login-timeout" in seen  # the status, styled
+    assert code == 0 and f"{ESC}" in seen and "Fix login timeout" in seen  # the status, styled
     for args, env in ((["list"], {"NO_COLOR": "1", "LINES": "100"}), (["--no-color", "list"], {"LINES": "100"})):
         code, seen = on_a_terminal(args, home, work, env=env)
-        assert code == 0 and ESC not in seen and "fix-login-timeout" in seen, (args, env)
+        assert code == 0 and ESC not in seen and "Fix login timeout" in seen, (args, env)
     piped = run_trail("list", home=home, cwd=work, check=True)
-    assert ESC not in piped.stdout and "fix-login-timeout" in piped.stdout
+    assert ESC not in piped.stdout and "Fix login timeout" in piped.stdout
     assert ESC not in run_trail("log", home=home, cwd=work, check=True).stdout
 
 

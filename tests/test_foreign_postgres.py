@@ -55,5 +55,5 @@ def test_an_empty_schema_made_for_the_ledger_becomes_one(tmp_path: Path, schema:
     _sql(f"CREATE SCHEMA {schema}")
     url = with_schema(POSTGRES_URL, schema)
     run_trail("--db", url, "start", "Fix login", home=tmp_path / "home", check=True)
-    assert "fix-login" in run_trail("--db", url, "list", home=tmp_path / "home", check=True).stdout
+    assert "Fix login" in run_trail("--db", url, "list", home=tmp_path / "home", check=True).stdout
     assert ("tasktrail_events",) in _relations(schema)

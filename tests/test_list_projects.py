@@ -32,7 +32,7 @@ def test_each_task_names_its_project_and_here_keeps_to_this_one(
     text = run_trail("list", "--here", home=home, cwd=api, check=True).stdout.splitlines()
     assert len(text) == 1 and text[0].split()[:4] == ["*", "#2", "active", "api-server"]
     everything = run_trail("list", home=home, cwd=api, check=True).stdout
-    assert [line.split()[-4] for line in everything.splitlines() if "#" in line] == ["site", "api-server", "site"]
+    assert [line[2:].split()[2] for line in everything.splitlines() if "#" in line] == ["site", "api-server", "site"]
 
 
 def test_here_in_a_project_with_no_task_says_so(tmp_path: Path, home: Path, location: Location) -> None:

@@ -91,7 +91,7 @@ def test_schema_is_created_on_first_use_and_shared_by_urls(tmp_path: Path) -> No
     try:
         run_trail("--db", url, "start", "In its own schema", home=tmp_path, check=True)
         assert "In its own schema" not in run_trail("--db", POSTGRES_URL, "list", home=tmp_path).stdout
-        assert "in-its-own-schema" in run_trail("--db", url, "list", home=tmp_path, check=True).stdout
+        assert "In its own schema" in run_trail("--db", url, "list", home=tmp_path, check=True).stdout
     finally:
         from tests.conftest import drop_schemas
 

@@ -3,7 +3,9 @@ files it names, so an example that rots (a renamed column, a position past the e
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -60,3 +62,31 @@ def test_every_command_of_the_readme_tour_works_as_printed(
     renamed = next(out for cmd, out in outputs.items() if cmd.startswith("trail title"))
     assert "retitled: Login fails on 3G: the token refresh retries forever" in renamed, renamed
     assert "Login fails on 3G: the token refresh retries forever" in (work / "report.html").read_text()
+
+
+def help_examples(command: str, home: Path) -> list[list[str]]:
+    """The example lines of ``trail COMMAND --help`` as it prints them: each ``trail ...`` line, without the
+    words after the two spaces that say what it does."""
+    printed = run_here(command, "--help", home=home, check=True).stdout
+    lines = [line.strip() for line in printed.splitlines() if line.startswith("  trail ")]
+    return [shlex.split(re.split(r"\s{2,}", line)[0]) for line in lines]
+
+
+@pytest.mark.sqlite_only("the help is about the command line, not the store")
+def test_every_example_of_trail_find_help_works_as_printed(home: Path, tmp_path: Path) -> None:
+    examples = help_examples("find", home)
+    assert len(examples) >= 4 and all(argv[0] == "trail" for argv in examples), examples
+    work = tmp_path / "work"
+    _project(work)
+    run_here("demo", "--keep", home=home, cwd=work, check=True)  # #1, the login story
+    run_here("start", "Redirect /old to /new", home=home, cwd=work, check=True)
+    run_here("note", "the rewrites in vercel.json did nothing", home=home, cwd=work, check=True)
+    run_here("start", "Speed up the login bug triage", home=home, cwd=work, check=True)
+    run_here("pause", home=home, cwd=work, check=True)
+    for argv in examples:
+        done = run_here(*argv[1:], home=home, cwd=work)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (argv, done.stdout, done.stderr)
+        if "--json" in argv:
+            assert isinstance(json.loads(done.stdout), list), (argv, done.stdout)
+        if argv[1:3] == ["find", "redirect"]:
+            assert done.stdout.startswith("#2 "), done.stdout  # the task both words are in

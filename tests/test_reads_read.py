@@ -85,7 +85,7 @@ def test_reads_answer_and_write_nothing_while_the_write_lock_is_held(
     holder.execute("BEGIN IMMEDIATE")  # another writer, mid-transaction
     try:
         listed = run_here("list", home=home, check=True)
-        assert "fix-the-parser" in listed.stdout and "13 ev" in listed.stdout
+        assert "Fix the parser" in listed.stdout and "13 ev" in listed.stdout
         assert "Fix the parser" in run_here("resume", home=home, check=True).stdout
         assert json.loads(run_here("resume", "--json", home=home, check=True).stdout)["position"] == 13
         assert "note 11" in run_here("log", home=home, check=True).stdout

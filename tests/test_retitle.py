@@ -62,6 +62,15 @@ def test_a_renamed_task_shows_its_new_title_everywhere_and_still_verifies(home: 
     assert entries == [first["title"], "Second task", NEW]
 
 
+def test_the_list_a_person_reads_shows_the_new_title_not_the_old_slug(home: Path, location: Location) -> None:
+    _setup(location)
+    (first,) = [t for t in json.loads(run_here("list", "--json", home=home, check=True).stdout) if t["number"] == 1]
+    run_here("title", "1", NEW, home=home, check=True)
+    lines = {line[2:].split()[0]: line for line in run_here("list", home=home, check=True).stdout.splitlines()}
+    assert NEW in lines["#1"] and first["slug"] not in lines["#1"], lines["#1"]  # the rename reads as taken
+    assert "Second task" in lines["#2"]
+
+
 def test_the_same_title_again_and_bad_input_record_nothing(home: Path, location: Location) -> None:
     _setup(location)
     run_here("switch", "2", home=home, check=True)

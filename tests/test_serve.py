@@ -159,6 +159,30 @@ def test_the_index_finds_a_task_and_its_page_follows_a_hook_as_it_appends(
 
 
 @needs_chromium
+@needs_chromium
+def test_the_index_draws_itself_anew_when_a_hook_begins_a_task(
+    home: Path, tmp_path: Path, serve: Served, page: Any
+) -> None:
+    login, parser = _project(tmp_path / "login-app"), _project(tmp_path / "parser-lib")
+    run_here("start", "Fix login timeout on 3G", home=home, cwd=login, check=True)
+    page.goto(serve.url)
+    assert page.locator("tr.task").count() == 1
+    page.evaluate("window.stillTheSamePage = true")  # gone if the page were loaded anew
+    page.fill("#q", "half-typed")  # what the reader is typing stays
+
+    hook({"session_id": SESSION, "hook_event_name": "SessionStart", "source": "startup"}, home, parser)
+    hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit",
+          "prompt": "Make the tokenizer accept tabs"}, home, parser)
+    # Awaited in the browser (a selector, as the page's policy forbids an eval'd predicate): the new task's row.
+    row = page.wait_for_selector(f'section.project[data-project="{parser}"] tr.task', timeout=60_000)
+    assert row is not None and "Make the tokenizer accept tabs" in row.inner_text()
+    assert page.locator("tr.task").count() == 2 and page.evaluate("window.stillTheSamePage") is True
+    assert page.input_value("#q") == "half-typed"
+    status, body = serve.get("/version")
+    assert status == 200 and json.loads(body)["version"] == int(
+        page.evaluate("document.documentElement.dataset.version"))
+
+
 def test_a_tampered_task_is_refused_on_its_page_and_in_its_poll(
     home: Path, location: Location, serve: Served, page: Any
 ) -> None:

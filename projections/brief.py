@@ -378,6 +378,8 @@ def _last_calls(state: TaskState, add: Callable[[str, str, int], None]) -> None:
     reply = state.last_reply
     if reply is not None and state.last_intent is not None and reply.position > state.last_intent:
         return  # the agent spoke after the user: its words say where it stopped
+    if (state.next_step_position or 0) > calls[-1].position:
+        return  # a next step set since the calls says where it stopped, and that it was not cut off there
     named = "; ".join(f"{_call(c)}{f' ({c.outcome})' if c.outcome and c.outcome != 'ok' else ''} [{c.position}]"
                       for c in calls)
     add("stopped", f"- after the user's words [{state.last_intent}] it said nothing more; its last calls: {named} "

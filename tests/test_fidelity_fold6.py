@@ -230,3 +230,6 @@ def test_the_demo_brief_does_not_lead_its_last_results_with_the_failure_fixed_si
     results = _section(brief, "## Last results").splitlines()
     assert results[0] == "- test tests/test_login.py::test_login_3g PASSED [16]", results
     assert "- $ pytest tests/test_login.py -> exit 1 [7], passes since [16]" in results
+    # Its last command ran and passed, then a checkpoint and a next step were set: not a session cut off.
+    stopped = _section(brief, "## Where it stopped")
+    assert "its last calls" not in stopped and "checkpoint 'unit-tests-green'" in stopped, stopped

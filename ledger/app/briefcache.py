@@ -442,10 +442,12 @@ def _folded_rows(con: sqlite3.Connection, task: str) -> str:
     snapshots' interval, so a long task costs no more than a short one."""
     since = 0
     if con.execute(_table_exists, (VIEWS,)).fetchone():
-        since = con.execute(
-            f"SELECT coalesce(max(position), 0) FROM {VIEWS} WHERE originator_id IN (?, ?) AND fold_version = "
-            f"(SELECT max(fold_version) FROM {VIEWS} WHERE originator_id IN (?, ?))",
-            (task, _dashed(task), task, _dashed(task))).fetchone()[0]
+        # Each id spelling's newest row in the key's order (fold version, position): an index look-up each,
+        # where a max() over ``IN (?, ?)`` read every view snapshot of the task (8 ms at 1M events).
+        tops = [row for name in (task, _dashed(task)) if (row := con.execute(
+            f"SELECT fold_version, position FROM {VIEWS} WHERE originator_id = ? "
+            "ORDER BY fold_version DESC, position DESC LIMIT 1", (name,)).fetchone())]
+        since = max(tops)[1] if tops else 0
     blob = hashlib.sha256()
     for position, state in con.execute("SELECT originator_version, state FROM stored_events WHERE originator_id = ?"
                                        " AND originator_version >= ? ORDER BY originator_version", (task, since)):

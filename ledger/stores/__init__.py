@@ -17,10 +17,11 @@ __all__ = ["LedgerStore", "for_ledger", "store_class"]
 
 def for_ledger(env: Mapping[str, str], recorder: Any) -> LedgerStore:
     """The store of an open ledger from its settings (the application's ``env``) and its recorder, whose
-    connections a PostgreSQL store shares (``Ledger.store``), by the library's persistence module."""
+    connections a PostgreSQL store shares (an SQLite store, for the rules' look-ups), by the library's
+    persistence module (``Ledger.store``)."""
     module = env.get("PERSISTENCE_MODULE")
     if module == "eventsourcing.sqlite":
-        return SQLiteStore(Path(env.get("SQLITE_DBNAME") or ""))
+        return SQLiteStore(Path(env.get("SQLITE_DBNAME") or ""), getattr(recorder, "datastore", None))
     if module == "eventsourcing.postgres":
         from ledger.stores import postgres  # psycopg loads only for PostgreSQL ledgers
 

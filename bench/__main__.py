@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sqlite3
 import sys
@@ -35,8 +36,6 @@ def machine() -> str:
         memory = f"{mem_kb / 1024 / 1024:.1f} GiB"
     except (OSError, StopIteration):
         memory = "unknown memory"
-    import os
-
     return (f"{os.cpu_count()} CPUs (nproc), {memory}, {cpu}; Python {platform.python_version()}, "
             f"SQLite {sqlite3.sqlite_version}; {platform.system()} {platform.release()}")
 
@@ -91,6 +90,10 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
 
 
 def main() -> None:
+    # The hook gives up after 5 s (``ledger.capture.hook.DEADLINE_S``) and answers SessionStart with nothing;
+    # on a loaded machine a full-path SessionStart takes longer, and the start-up measure then stopped the
+    # run ("gave no brief"). The bench times the work, so every process it starts may finish it.
+    os.environ.setdefault("TRAIL_HOOK_DEADLINE_S", "600")
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--quick", action="store_true", help="scaled-down sizes; about two minutes")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write every table's figures as JSON")

@@ -275,9 +275,13 @@ class GraphRun:
 
 def grow_langgraph(plan: Plan, directory: Path, variant: str, sizes: tuple[int, ...],
                    log: Callable[[str], None]) -> GraphRun:
-    from bench.langgraph_peer import LangGraphPeer, has_delta
-
     run = GraphRun(variant)
+    try:
+        from bench.langgraph_peer import LangGraphPeer, has_delta
+    except ImportError as exc:  # no `.[bench]` extra: LangGraph's goals are printed as not measured
+        log(f"LangGraph {variant}: not run ({exc})")
+        run.available = False
+        return run
     if variant == "delta" and not has_delta():
         run.available = False
         return run

@@ -214,3 +214,16 @@ def test_the_big_import_row_runs_a_real_import_process_and_judges_its_peak(tmp_p
     assert found["bytes"] >= 1_000_000 and found["events"] == found["calls"] + 4  # request, link, end, status
     assert 20 < found["peak_mb"] < 1_000  # the child's own figure, in MB
     assert table.goals == [Goal("import 1 MB peak RSS <= 150 MB", True)]
+
+
+def test_without_langgraph_its_goals_are_not_measured_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "bench.langgraph_peer", None)  # its import fails, as without the extra
+    said: list[str] = []
+    plan = _tiny_plan()
+    graph = systems.grow_langgraph(plan, tmp_path, "delta", plan.langgraph_delta, said.append)
+    assert graph.available is False and graph.peer is None
+    assert said and said[0].startswith("LangGraph delta: not run")

@@ -255,6 +255,8 @@ RESUME_VS_PEER = 0.5
 """In-process resume at most this share of LangGraph delta's ``get_state`` of the same size."""
 FLAT = 1.2
 """The largest task's ``trail resume`` process at most this multiple of the smallest's."""
+SNAPSHOT_FLAT = 1.5
+"""The largest task's latest snapshot at most this multiple of the smallest's bytes (issue 24)."""
 TRAVEL_VS_PEER = 0.5
 """Time-travel p95 at most this share of LangGraph delta's p95 by checkpoint id."""
 
@@ -266,6 +268,11 @@ def _peer(delta: GraphRun, default: GraphRun) -> GraphRun | None:
         if run.available and run.disk:
             return run
     return None
+
+
+def _bytes(n: int) -> str:
+    # Bytes below 10 KB: the bounded decision state's snapshot is ~400 B, which "0 KB" hid.
+    return f"{n:,} B" if n < 10_000 else f"{n / 1e3:,.0f} KB"
 
 
 def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> Table:
@@ -311,13 +318,17 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
             goals.append(f"in-process <= {RESUME_VS_PEER:g}x LangGraph get_state")
             cells.append(table.check(f"resume {size(n)} in-process <= {RESUME_VS_PEER:g}x LangGraph", None))
         if n == largest:
+            first, last = trail.last_snapshot.get(sizes[0], 0), trail.last_snapshot.get(n, 0)
+            goals.append(f"latest snapshot <= {SNAPSHOT_FLAT:g}x {smallest}'s")
+            cells.append(table.check(f"latest snapshot {size(n)} <= {SNAPSHOT_FLAT:g}x {smallest}",
+                                     bool(first) and last <= SNAPSHOT_FLAT * first))
             goals.append(f"process <= {FLAT:g}x {smallest}")
             cells.append(table.check(flat_goal, ratio <= FLAT))
         table.add(
             size(n),
             ms(process),
             ms(inproc),
-            f"{trail.last_snapshot.get(n, 0) / 1e3:,.0f} KB",
+            _bytes(trail.last_snapshot.get(n, 0)),
             f"{ratio:.2f}x",
             _lg_cell(delta, n, ms(delta.latest.get(n))),
             _lg_cell(default, n, ms(default.latest.get(n))),

@@ -51,15 +51,20 @@ def _best(work: Callable[[], object], repeat: int) -> float:
     return best
 
 
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g}"  # the quick run's 256 KiB is 0.25, not "0"
+
+
 def table(sizes: tuple[int, int] = (1 << 20, 4 << 20), repeat: int = 3) -> Table:
     from ledger.capture.jsonl import too_deep
     from ledger.domain.redact import BUILTIN, redact_text
 
     small, large = sizes
+    lo, hi = _mib(small), _mib(large)
     out = Table(
-        f"redaction, worst input per MB ({small >> 20} and {large >> 20} MiB, best of {repeat})",
+        f"redaction, worst input per MB ({lo} and {hi} MiB, best of {repeat})",
         ("input", "ms per MB", "floor ms per MB", "vs floor", f"goal (<= {FLOOR_GOAL:g}x)", "goal met",
-         f"per MB at {large >> 20} vs {small >> 20} MiB", f"goal (<= {FLAT_GOAL:g}x)", "goal met"),
+         f"per MB at {hi} vs {lo} MiB", f"goal (<= {FLAT_GOAL:g}x)", "goal met"),
     )
     data: dict[str, dict[str, float]] = {}
     for name, make in INPUTS.items():

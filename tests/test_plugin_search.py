@@ -26,7 +26,7 @@ def test_a_trail_command_answers_without_pydantic_s_plugin_search(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "stand-in"  # and the task was validated and stored through it
     listed = _run("sys.argv = ['trail', 'list']\nfrom cli.main import main\nmain()", tmp_path)
-    assert "a-task" in listed.stdout and listed.stdout.splitlines()[-1] == "stand-in"
+    assert "a task" in listed.stdout and listed.stdout.splitlines()[-1] == "stand-in"
 
 
 def test_a_host_importing_the_ledger_keeps_pydantic_s_own_loader(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ class Raw:
     def _run(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         if self.location.is_sqlite:
             tables = {"events": "stored_events", "snapshots": "stored_snapshots", "heads": "tasktrail_heads",
-                      "views": "tasktrail_views"}
+                      "views": "tasktrail_views", "edits": "tasktrail_edits"}
             with sqlite3.connect(self.location.sqlite_path) as db:
                 found = db.execute(statement.format(**tables).replace("%s", "?"),
                                    tuple(p.hex if isinstance(p, UUID) else p for p in params)).fetchall()
@@ -44,7 +44,7 @@ class Raw:
 
         target = self.location.postgres()
         schema = f'"{target.schema}"'
-        tables = {name: f"{schema}.tasktrail_{name}" for name in ("events", "snapshots", "heads", "views")}
+        tables = {name: f"{schema}.tasktrail_{name}" for name in ("events", "snapshots", "heads", "views", "edits")}
         with psycopg.connect(host=target.host, port=target.port, dbname=target.dbname, user=target.user,
                              password=target.password) as conn:
             cursor = conn.execute(statement.format(**tables), params)
@@ -76,6 +76,8 @@ class Raw:
             self._run(f"DELETE FROM {{{table}}} WHERE originator_id = %s", (aggregate,))
         if self.location.is_postgres or self._run("SELECT name FROM sqlite_master WHERE name = 'tasktrail_views'"):
             self._run("DELETE FROM {views} WHERE originator_id = %s", (aggregate,))  # made on first use
+        # A forger who knows the ledger wipes what its edit journal recorded of these deletes (docs/audit.md).
+        self._run("DELETE FROM {edits} WHERE originator_id = %s", (aggregate,))
 
 
 def _three_tasks(home: Path, location: Location) -> tuple[list[UUID], str]:

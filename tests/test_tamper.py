@@ -136,6 +136,9 @@ def test_the_external_head_catches_what_the_anchor_cannot(home: Path, location: 
         db.execute("UPDATE tasktrail_heads SET version = 17, chain = (SELECT json_extract(state, '$.chain') FROM"
                    " stored_events WHERE originator_version = 17 AND originator_id = tasktrail_heads.originator_id)"
                    " WHERE originator_id != ?", (REGISTRY_ID.hex,))
+    assert run_trail("verify", "1", home=home).returncode == 5  # the edit journal recorded the cut
+    with sqlite3.connect(task) as db:  # a forger who knows it wipes that too
+        db.execute("DELETE FROM tasktrail_edits")
     assert run_trail("verify", "1", home=home).returncode == 0  # the forgery holds against the anchor
     proc = run_trail("verify", "1", "--head", token, "--json", home=home)
     assert proc.returncode == 5
@@ -158,11 +161,12 @@ def test_a_forged_collected_tail_is_named(home: Path, location: Location) -> Non
     assert _verified(home) == {"position": 15, "kind": "collected",
                                "detail": "stdout is marked collected but holds text"}
     assert "collected" in _refused(home, "log", "1")
-    # The brief's fold keeps no tail of a passing command, so resume and replay never show the forged
-    # text; they are not walked event by event (that is verify's job), and do not refuse.
+    # resume and replay do not walk the rows event by event (that is verify's job), but the edit journal
+    # recorded the row's change: they refuse it too, and never show the forged text.
     for args in (("resume", "1", "--json"), ("replay", "1", "--at", "18", "--json")):
         proc = run_trail(*args, home=home)
-        assert proc.returncode == 0 and "all 214 tests passed" not in proc.stdout
+        assert proc.returncode == 5 and "all 214 tests passed" not in proc.stdout
+        assert "position 15 (journal)" in proc.stderr, proc.stderr
 
 
 @sqlite_rows

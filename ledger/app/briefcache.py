@@ -16,7 +16,10 @@ a fast path answers only when it can show the full path would answer the same by
   ledger's real path, the task's last stored row (its version and whole state, chain hash included),
   how many rows it has from which position, its latest snapshot row, its archive index rows and their
   files' inode, size, mtime and ctime, the registry's last row, and the head anchor's row, which must
-  also agree with the last row. Anything that differs, is missing or fails to read takes the full
+  also agree with the last row;
+- the edit journal (``schema.EDITS``) holds no row of the task and its triggers are the ones tasktrail
+  installed (``_guarded``), as the full path checks: it covers the rows below the newest view snapshot,
+  which neither path reads. Anything that differs, is missing or fails to read takes the full
   path, which refuses or answers (``ledger.app.reading``'s checks), and refreshes the cache.
 
 The file is one JSON document per ledger under ``TRAIL_HOME/cache`` (mode 0600), sealed with an HMAC-SHA256
@@ -46,11 +49,14 @@ from ledger.base.ledger_file import read_only_uri, sqlite_ledger
 from ledger.base.project import current_project, project_of
 from ledger.base.schema import (
     ARCHIVES,
+    EDITS,
     FORGOTTEN_KEYS,
     HEADS,
     LINKED_SESSION_SQL,
     LINKED_TOPIC,
     REGISTRY_HEX,
+    REWRITING,
+    SQLITE_GUARDS,
     VIEWS,
     key_hash,
 )
@@ -429,10 +435,26 @@ def _task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str
     # bounds them from below; a count over every row was most of a long task's resume (1.5 s at 1M events).
     span = con.execute("SELECT min(originator_version) FROM stored_events WHERE originator_id = ?",
                        (task,)).fetchone()
+    _guarded(con, task)
     parts = (FORMAT, _code(), ledger, task, _digest(last), _digest(registry), tuple(span),
              _digest(snapshot) if snapshot else None, archives, list(head) if head else None,
              _folded_rows(con, task))
     return hashlib.sha256(repr(parts).encode()).hexdigest(), _digest(registry), int(last[0])
+
+
+def _guarded(con: sqlite3.Connection, task: str) -> None:
+    """Miss unless the edit journal records no change of the task's rows and its triggers are in place
+    (``SQLiteStore.changed_outside``, which the full path asks): an edit anywhere in the task, below the
+    newest view snapshot too, takes the full path, which refuses it. Two indexed look-ups, whatever the size."""
+    if not con.execute(_table_exists, (EDITS,)).fetchone():
+        return  # a ledger from before the journal: the full path checks no more than this
+    found = dict(con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = "
+                             "'stored_events'").fetchall())
+    if any(found.get(name) != text for name, text in SQLITE_GUARDS.items()):
+        raise Miss("the edit journal's triggers are not in place")
+    if con.execute(f"SELECT 1 FROM {REWRITING}").fetchone() or con.execute(
+            f"SELECT 1 FROM {EDITS} WHERE originator_id = ? LIMIT 1", (task,)).fetchone():
+        raise Miss("the edit journal records a change of the task")
 
 
 def _folded_rows(con: sqlite3.Connection, task: str) -> str:

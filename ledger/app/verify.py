@@ -18,13 +18,17 @@ chain, so upcasting cannot mask a change; it names the first break with its posi
   collecting empties it, so the text was put there afterwards.
 - ``registry``: the task list's entry (number, slug, title) is not what the task's opening says.
 - ``archive``: an archive of compacted events (``trail compact``) is missing, altered or unreadable.
+- ``journal``: the database's edit journal (``ledger.base.schema.EDITS``) records a change of a stored event
+  made outside tasktrail (even one put back as it was), or its triggers are not as tasktrail installed them.
 
 The registry (the task list) is walked the same way (``verify_registry``): its own chain, its
 anchor, its snapshots against its events, and an erased entry only under a recorded forget.
 
 Reads cannot afford the walk on every call, so ``checked_state`` and ``check_events`` check
-only what a read loads anyway (its snapshot, the last event, the anchor) and raise
-``LedgerBroken`` with the same kinds; the walk stays here for `trail verify`.
+only what a read loads anyway (its snapshot, the last event, the anchor, the rows after the view
+snapshot it folds from) and the edit journal, which names a change of any row below that snapshot
+without the row being read, and raise ``LedgerBroken`` with the same kinds; the walk stays here for
+`trail verify`.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ class Verifiable(archive.Source, Protocol):
 
 Kind = Literal[
     "missing", "altered", "out of place", "truncated", "anchor", "undecodable", "snapshot", "collected",
-    "registry", "archive",
+    "registry", "archive", "journal",
 ]
 
 
@@ -151,6 +155,8 @@ def verify_task(ledger: Verifiable, task_id: UUID, entry: Entry | None = None, e
         walk.check_end(anchor, expect)
         if entry is not None:
             walk.check_entry(entry)
+        if (found := journal_problem(ledger, task_id)) is not None:
+            raise _Found(found)
     except _Found as stop:
         return Report(task_id, walk.count, walk.previous, stop.found, anchor, walk.stale_snapshots)
     return Report(task_id, walk.count, walk.previous, None, anchor, walk.stale_snapshots)
@@ -542,10 +548,28 @@ def checked_state(
         problem := _entry_problem(entry, state.number, state.slug, title)
     ) is not None:
         found = Break(1, "registry", problem)
+    if found is None:
+        # Last, so whatever the checks above name keeps its kind; this one covers every row, below the view
+        # snapshot the fold started from too, without reading them.
+        found = journal_problem(ledger, task_id)
     if found is not None:
         raise refusal(number, found)
     assert state is not None
     return state
+
+
+def journal_problem(ledger: Verifiable, task_id: UUID) -> Break | None:
+    """What the database's edit journal holds against the task (``LedgerStore.changed_outside``), as a break."""
+    found = ledger.store.changed_outside(task_id)
+    if found is None:
+        return None
+    position, change = found
+    if change == "guard":
+        return Break(0, "journal", "the ledger's edit journal triggers are not as tasktrail installed them "
+                     "(dropped, altered or disabled outside tasktrail)")
+    done = {"update": "updated", "delete": "deleted", "replace": "replaced"}.get(change, change)
+    return Break(position, "journal", f"the stored event was {done} outside tasktrail (the ledger's edit "
+                 "journal records it)")
 
 
 def _fold_start(ledger: Verifiable, task_id: UUID, upto: int | None) -> int:
@@ -713,6 +737,8 @@ def check_events(ledger: Verifiable, task_id: UUID, events: list[ev.TaskEvent], 
     found = end_problem(ledger, task_id, len(events), events[-1].chain if events else "")
     if found is None:  # every event is shown: every live row is re-hashed (archives are held to their sha256)
         found = rows_problem(ledger, task_id, 0, len(events))
+    if found is None:
+        found = journal_problem(ledger, task_id)
     if found is not None:
         raise refusal(number, found)
 

@@ -44,3 +44,41 @@ Key = tuple[str, str, str]
 def key_hash(key: Key) -> str:
     """What a tombstone keeps of a source key: its sha256, nothing readable."""
     return hashlib.sha256("\x1f".join(key).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+EDITS = "tasktrail_edits"
+"""The edit journal: a row (task id, position, what was done) for each stored event changed after it was
+appended (updated, deleted, or replaced by an insert at its position) by anyone but tasktrail's own rewrites,
+written by triggers of the database itself (``SQLITE_GUARDS``; ``postgres.GUARD_FUNCTION``). Reads refuse a
+task with a row here, wherever the row is, so an edit below a view snapshot is refused without the rows
+there being read again."""
+REWRITING = "tasktrail_rewriting"
+"""Holds one row only inside a transaction of tasktrail's own rewrites (redaction, collection, compaction,
+forget): the SQLite triggers record nothing while it does."""
+
+CREATE_EDITS = (
+    f"CREATE TABLE {EDITS} (id INTEGER PRIMARY KEY, originator_id TEXT NOT NULL, position INTEGER NOT NULL,"
+    " change TEXT NOT NULL, at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    f"CREATE INDEX {EDITS}_task ON {EDITS} (originator_id, position)",
+    f"CREATE TABLE {REWRITING} (one INTEGER PRIMARY KEY CHECK (one = 1))",
+)
+_UNSANCTIONED = f"WHEN NOT EXISTS (SELECT 1 FROM {REWRITING})"
+_RECORD = f"INSERT INTO {EDITS} (originator_id, position, change)"
+SQLITE_GUARDS = {
+    "tasktrail_guard_update": (
+        f"CREATE TRIGGER tasktrail_guard_update AFTER UPDATE ON stored_events {_UNSANCTIONED} BEGIN"
+        f" {_RECORD} VALUES (OLD.originator_id, OLD.originator_version, 'update');"
+        f" {_RECORD} SELECT NEW.originator_id, NEW.originator_version, 'update' WHERE"
+        " NEW.originator_id IS NOT OLD.originator_id OR NEW.originator_version IS NOT OLD.originator_version; END"),
+    "tasktrail_guard_delete": (
+        f"CREATE TRIGGER tasktrail_guard_delete AFTER DELETE ON stored_events {_UNSANCTIONED} BEGIN"
+        f" {_RECORD} VALUES (OLD.originator_id, OLD.originator_version, 'delete'); END"),
+    # INSERT OR REPLACE deletes the row it replaces without firing the delete trigger: caught before it.
+    "tasktrail_guard_replace": (
+        "CREATE TRIGGER tasktrail_guard_replace BEFORE INSERT ON stored_events WHEN EXISTS (SELECT 1 FROM"
+        " stored_events WHERE originator_id = NEW.originator_id AND originator_version = NEW.originator_version)"
+        f" AND NOT EXISTS (SELECT 1 FROM {REWRITING}) BEGIN"
+        f" {_RECORD} VALUES (NEW.originator_id, NEW.originator_version, 'replace'); END"),
+}
+"""The SQLite triggers that fill the edit journal, by name, exactly as ``sqlite_master`` holds them: a read
+holds the ledger's triggers to this text (a dropped or altered one refuses every task)."""

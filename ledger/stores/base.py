@@ -243,6 +243,15 @@ class LedgerStore(ABC):
         """Delete the task's view snapshots at positions ``first..last`` (to its end when None),
         of every fold version; how many went."""
 
+    # -- the edit journal (``ledger.base.schema.EDITS``) -------------------------------------
+
+    @abstractmethod
+    def changed_outside(self, task_id: UUID) -> tuple[int, str] | None:
+        """The task's lowest position the database's edit journal records a change of (an update, delete or
+        replace not made by tasktrail's own rewrites), with that change; ``(0, "guard")`` when the journal's
+        triggers are not as tasktrail installed them (dropped, altered, disabled, or held off); None when
+        neither, or when the ledger has no journal (one from before it this process could not add it to)."""
+
     # -- rewriting and deleting rows ------------------------------------------------------
 
     @abstractmethod

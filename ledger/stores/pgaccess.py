@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, REGISTRY_HEX, VIEWS
+from ledger.base.schema import ARCHIVES, EDITS, FORGOTTEN_KEYS, HEADS, REGISTRY_HEX, VIEWS
 
 TASK_PROJECTS = "tasktrail_task_projects"
 GRANTS = "tasktrail_grants"
@@ -90,6 +90,8 @@ POLICIES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     FORGOTTEN_KEYS: (
         ("read", "SELECT", "task_number IN (SELECT number FROM {schema}." + TASK_PROJECTS + ")", ""),
     ),
+    # The edit journal: a grantee's reads check its tasks' rows; the guard's definer rights write them.
+    EDITS: (("read", "SELECT", f"originator_id IN {_TASKS} OR originator_id = {_REG}", ""),),
 }
 for _table in (SNAPSHOTS, VIEWS, ARCHIVES):
     # Task rows only: the registry's snapshots hold every project's entries.
@@ -104,6 +106,7 @@ WRITE_PRIVILEGES = {
     EVENTS: "SELECT, INSERT, UPDATE, DELETE", SNAPSHOTS: "SELECT, INSERT, UPDATE, DELETE",
     VIEWS: "SELECT, INSERT, UPDATE, DELETE", ARCHIVES: "SELECT, INSERT, UPDATE, DELETE",
     HEADS: "SELECT, INSERT, UPDATE", TASK_PROJECTS: "SELECT, INSERT", GRANTS: "SELECT", FORGOTTEN_KEYS: "SELECT",
+    EDITS: "SELECT",
 }
 
 
@@ -131,6 +134,23 @@ def apply(conn: psycopg.Connection[Any], schema: str) -> None:
             clauses = (f" USING ({using})" if using else "") + (f" WITH CHECK ({check})" if check else "")
             conn.execute(sql.SQL("CREATE POLICY {} ON {} FOR " + command).format(policy, target)
                          + _q(clauses, schema))
+
+
+def protect(conn: psycopg.Connection[Any], schema: str, table: str) -> None:
+    """One table's policies (a table added to a ledger after ``apply`` ran on it), and its read privilege for
+    every role granted a project, in the caller's transaction."""
+    target = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+    conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(target))
+    for name, command, using, check in POLICIES[table]:
+        clauses = (f" USING ({using})" if using else "") + (f" WITH CHECK ({check})" if check else "")
+        conn.execute(sql.SQL("CREATE POLICY {} ON {} FOR " + command).format(sql.Identifier(f"tasktrail_{name}"),
+                                                                            target) + _q(clauses, schema))
+    if _one(conn, "SELECT to_regclass(%s)", (f'"{schema}".{GRANTS}',)) not in (None, (None,)):
+        with conn.cursor(row_factory=tuple_row) as cur:
+            roles = cur.execute(_q("SELECT DISTINCT g.role FROM {schema}." + GRANTS + " g JOIN pg_roles r"
+                                   " ON r.rolname = g.role", schema)).fetchall()
+        for (role,) in roles:
+            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(target, sql.Identifier(role)))
 
 
 def grant_privileges(conn: psycopg.Connection[Any], schema: str, role: str, writing: bool) -> None:

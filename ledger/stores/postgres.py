@@ -35,7 +35,7 @@ from ledger.base import private
 from ledger.base.errors import BadInput, PermissionDenied, StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
 from ledger.base.oneline import one_line, reason
-from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, Key
+from ledger.base.schema import ARCHIVES, EDITS, FORGOTTEN_KEYS, HEADS, VIEWS, Key
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores import pgaccess
 from ledger.stores.base import (
@@ -54,7 +54,7 @@ EVENTS_TABLE = "tasktrail_events"
 SNAPSHOTS_TABLE = "tasktrail_snapshots"
 RECLAIM_LOCK_WAIT = 5
 """Seconds compaction's VACUUM FULL waits for a table's lock before settling for plain VACUUM."""
-OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, pgaccess.TASK_PROJECTS)
+OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, pgaccess.TASK_PROJECTS, EDITS)
 """Every table of a ledger: what a migration moves into place."""
 
 CREATE = (
@@ -81,6 +81,47 @@ UPSERT_SNAPSHOT = (f"INSERT INTO {{schema}}.{SNAPSHOTS_TABLE} (originator_id, or
                    " SET topic = EXCLUDED.topic, state = EXCLUDED.state")
 
 
+GUARD = "tasktrail_guard"
+REWRITING = "tasktrail.rewriting"
+"""The setting tasktrail's own rewrites turn on for their transaction (``_rewriting``): the guard records nothing."""
+GUARD_BODY = (
+    " BEGIN IF current_setting('" + REWRITING + "', true) = 'on' THEN RETURN NULL; END IF;"
+    f" INSERT INTO {{schema}}.{EDITS} (originator_id, position, change)"
+    " VALUES (OLD.originator_id, OLD.originator_version, lower(TG_OP));"
+    " IF TG_OP = 'UPDATE' AND (NEW.originator_id, NEW.originator_version)"
+    " IS DISTINCT FROM (OLD.originator_id, OLD.originator_version) THEN"
+    f" INSERT INTO {{schema}}.{EDITS} (originator_id, position, change)"
+    " VALUES (NEW.originator_id, NEW.originator_version, 'update'); END IF; RETURN NULL; END ")
+"""The edit journal's trigger function (``schema.EDITS``), as ``pg_proc.prosrc`` holds it: reads hold it to this."""
+GUARD_TYPE = 1 | 8 | 16
+"""``pg_trigger.tgtype`` of the guard: for each row, after DELETE or UPDATE (an upsert's update included)."""
+CREATE_GUARD = (
+    f"CREATE TABLE {{schema}}.{EDITS} (id bigserial PRIMARY KEY, originator_id uuid NOT NULL,"
+    " position bigint NOT NULL, change text NOT NULL, at timestamptz NOT NULL DEFAULT now())",
+    f"CREATE INDEX ON {{schema}}.{EDITS} (originator_id, position)",
+    f"CREATE OR REPLACE FUNCTION {{schema}}.{GUARD}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER"
+    " SET search_path = pg_catalog, pg_temp AS $$" + GUARD_BODY + "$$",
+    f"CREATE TRIGGER {GUARD} AFTER UPDATE OR DELETE ON {{schema}}.{EVENTS_TABLE} FOR EACH ROW"
+    f" EXECUTE FUNCTION {{schema}}.{GUARD}()",
+    # Fires in a replica session too (``session_replication_role``), which would skip an ordinary trigger.
+    f"ALTER TABLE {{schema}}.{EVENTS_TABLE} ENABLE ALWAYS TRIGGER {GUARD}",
+)
+
+
+def _install_guard(curs: Any, schema: str) -> None:
+    """The edit journal and its trigger, on a ledger without the journal (new, or from before it); never
+    on one that has it (a guard dropped since is for reads to name, not to mend quietly on open). Its rows
+    are shown to a grantee as the events are (``pgaccess.POLICIES``)."""
+    curs.execute("SELECT to_regclass(%s) AS found", (f'"{schema}".{EDITS}',))
+    row = curs.fetchone()
+    if row is not None and row["found"] is not None:
+        return
+    ident = sql.Identifier(schema)
+    for statement in CREATE_GUARD:
+        curs.execute(sql.SQL(statement).format(schema=ident))
+    pgaccess.protect(curs.connection, schema, EDITS)
+
+
 class AnchoredRecorder(PostgresApplicationRecorder):
     """The library's recorder, plus the head anchor (``ledger.base.schema.HEADS``) in each insert's own transaction:
     one upsert per aggregate appended to, after its rows (under the library's table lock); and the snapshots
@@ -97,6 +138,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
             curs.execute("SELECT to_regclass(%s) AS found", (f'"{self.datastore.schema}".{HEADS}',))
             row = curs.fetchone()
             if row is not None and row["found"] is not None:
+                _install_guard(curs, self.datastore.schema)
                 return
             # A ledger from before the anchor starts from the log as it is now (``base.refill``).
             curs.execute(sql.SQL(CREATE_HEADS).format(schema=schema))
@@ -108,6 +150,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
                      for r in curs.fetchall()]
             if found := refill(last, REGISTRY_ID):
                 curs.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), found)
+            _install_guard(curs, self.datastore.schema)
 
     def _insert_stored_events(self, curs: psycopg.Cursor[DictRow], stored_events: Sequence[StoredEvent],
                               **kwargs: Any) -> None:
@@ -229,6 +272,11 @@ def cache_dir(home: Path, host: str, port: int | str, dbname: str, schema: str) 
     """Where this machine keeps the archive files of the ledger in ``schema`` it has read."""
     digest = hashlib.sha256(f"{host}:{port}/{dbname}/{schema}".encode()).hexdigest()[:16]
     return home / "archives" / digest
+
+
+def _rewriting(conn: psycopg.Connection[Any]) -> None:
+    """tasktrail's own rewrite, in the caller's transaction: the guard records nothing of it (``GUARD_BODY``)."""
+    conn.execute("SELECT set_config(%s, 'on', true)", (REWRITING,))
 
 
 def _rows(conn: psycopg.Connection[Any], query: sql.SQL | sql.Composed, params: Any = None) -> list[tuple[Any, ...]]:
@@ -399,6 +447,7 @@ class PostgresStore(LedgerStore):
             ).format(self.events), (archive.task_id, marker.originator_version, marker.topic, marker.state))
             for head in heads_of([marker], self._plain()):
                 conn.execute(sql.SQL(UPSERT_HEAD).format(schema=sql.Identifier(self.schema)), head)
+            _rewriting(conn)
             conn.execute(sql.SQL(
                 "DELETE FROM {} WHERE originator_id = %s AND originator_version BETWEEN %s AND %s"
             ).format(self.events), (archive.task_id, archive.first, archive.last))
@@ -458,6 +507,23 @@ class PostgresStore(LedgerStore):
             ).format(self.views), (task_id, first, last)).rowcount
         return int(deleted or 0)
 
+    # -- the edit journal ----------------------------------------------------------------------
+
+    def changed_outside(self, task_id: UUID) -> tuple[int, str] | None:
+        with self._conn() as conn:
+            if _rows(conn, sql.SQL("SELECT to_regclass(%s)"), (f'"{self.schema}".{EDITS}',))[0][0] is None:
+                return None  # a ledger from before the journal, not opened by its owner since
+            guard = _rows(conn, sql.SQL(
+                "SELECT t.tgenabled, t.tgtype, t.tgqual IS NULL AND t.tgattr::text = '', p.prosrc, p.prosecdef"
+                " FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass(%s)"
+                " AND t.tgname = %s"), (f'"{self.schema}".{EVENTS_TABLE}', GUARD))
+            body = sql.SQL(GUARD_BODY).format(schema=sql.Identifier(self.schema)).as_string(conn)
+            if guard != [("A", GUARD_TYPE, True, body, True)]:
+                return 0, "guard"
+            rows = _rows(conn, sql.SQL("SELECT position, change FROM {} WHERE originator_id = %s"
+                                       " ORDER BY position LIMIT 1").format(_table(self.schema, EDITS)), (task_id,))
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+
     # -- rewriting and deleting --------------------------------------------------------------
 
     def rewrite_states(
@@ -471,6 +537,7 @@ class PostgresStore(LedgerStore):
                 "SELECT originator_id, originator_version, state FROM {}"
                 " WHERE originator_id = coalesce(%s, originator_id) AND topic = ANY(%s) FOR UPDATE"
             ).format(self.events), (task_id, list(topics)))
+            _rewriting(conn)
             for owner, position, raw in rows:
                 changed = rewrite(bytes(raw))
                 if changed is None:
@@ -498,6 +565,7 @@ class PostgresStore(LedgerStore):
     ) -> int:
         registry_rewrite = self._through(registry_rewrite)
         with self._conn() as conn, conn.transaction():
+            _rewriting(conn)
             with conn.cursor() as cur:
                 cur.executemany(
                     sql.SQL("INSERT INTO {} VALUES (%s, %s) ON CONFLICT DO NOTHING").format(self.forgotten_table),
@@ -655,6 +723,12 @@ class PostgresStore(LedgerStore):
                 conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(_table(into.schema, name)))
                 conn.execute(sql.SQL("ALTER TABLE {} SET SCHEMA {}").format(
                     _table(source.schema, name), sql.Identifier(into.schema)))
+            # The guard's function names its schema's journal: made again in the target, before the staging
+            # schema (and its function, with the trigger that still calls it) is dropped.
+            conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
+                sql.Identifier(GUARD), _table(into.schema, EVENTS_TABLE)))
+            for statement in CREATE_GUARD[2:]:
+                conn.execute(sql.SQL(statement).format(schema=sql.Identifier(into.schema)))
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(source.schema)))
         shutil.rmtree(cache_dir(staging.home, source.host, source.port, source.dbname, source.schema),
                       ignore_errors=True)

@@ -23,7 +23,18 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from ledger.base import private
 from ledger.base.location import Location
-from ledger.base.schema import ARCHIVES, FORGOTTEN_KEYS, HEADS, LINKED_SESSION_SQL, VIEWS, Key
+from ledger.base.schema import (
+    ARCHIVES,
+    CREATE_EDITS,
+    EDITS,
+    FORGOTTEN_KEYS,
+    HEADS,
+    LINKED_SESSION_SQL,
+    REWRITING,
+    SQLITE_GUARDS,
+    VIEWS,
+    Key,
+)
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores.base import (
     Archive,
@@ -90,6 +101,7 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
             )
             last = [(str(r[0]), int(r[1]), chain_of(bytes(r[2]))) for r in c.fetchall()]
             c.executemany(UPSERT_HEAD, refill(last, REGISTRY_ID.hex))
+        _install_guard(c)
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -117,6 +129,33 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
 def _create_views(con: sqlite3.Connection) -> None:
     con.execute(CREATE_VIEWS)
     con.execute(CREATE_VIEWS_KEY)
+
+
+def _install_guard(c: SQLiteCursor) -> None:
+    """The edit journal and its triggers (``schema.EDITS``), on a ledger that has no journal yet (new, or from
+    before it). Never on one that has it: a trigger dropped since is a finding reads name, not one to mend
+    quietly on the next open. A read-only file is left as it is (its reads check what it has)."""
+    c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (EDITS,))
+    if c.fetchone() is not None:
+        return
+    try:
+        for statement in (*CREATE_EDITS, *SQLITE_GUARDS.values()):
+            c.execute(statement)
+    except sqlite3.OperationalError as exc:
+        if "readonly" not in str(exc):
+            raise
+
+
+@contextmanager
+def _rewriting(con: sqlite3.Connection) -> Iterator[None]:
+    """tasktrail's own rewrite, inside the caller's write transaction: the journal's triggers record nothing
+    of it (the marker row is gone again before the commit). A ledger without the journal has nothing to mark."""
+    if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (REWRITING,)).fetchone():
+        yield
+        return
+    con.execute(f"INSERT OR IGNORE INTO {REWRITING} VALUES (1)")
+    yield
+    con.execute(f"DELETE FROM {REWRITING}")
 
 
 def _hex(originator_id: UUID | str) -> str:
@@ -279,10 +318,11 @@ class SQLiteStore(LedgerStore):
             )
             con.execute(CREATE_HEADS)
             con.executemany(UPSERT_HEAD, heads_of([marker], self._plain()))
-            con.execute(
-                "DELETE FROM stored_events WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
-                (owner, archive.first, archive.last),
-            )
+            with _rewriting(con):
+                con.execute(
+                    "DELETE FROM stored_events WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
+                    (owner, archive.first, archive.last),
+                )
             con.execute(
                 "DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version < ?",
                 (owner, archive.last),
@@ -357,6 +397,23 @@ class SQLiteStore(LedgerStore):
                 (task_id.hex, first, last),
             ).rowcount)
 
+    # -- the edit journal ----------------------------------------------------------------------
+
+    def changed_outside(self, task_id: UUID) -> tuple[int, str] | None:
+        with self._reading() as con:
+            if con is None:
+                return None
+            if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (EDITS,)).fetchone():
+                return None  # a ledger from before the journal, on a file this process could not add it to
+            found = dict(con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+                                     " AND tbl_name = 'stored_events'").fetchall())
+            if any(found.get(name) != text for name, text in SQLITE_GUARDS.items()) or con.execute(
+                    f"SELECT 1 FROM {REWRITING}").fetchone():
+                return 0, "guard"
+            row = con.execute(f"SELECT position, change FROM {EDITS} WHERE originator_id = ?"
+                              " ORDER BY position LIMIT 1", (task_id.hex,)).fetchone()
+        return (int(row[0]), str(row[1])) if row else None
+
     # -- rewriting and deleting --------------------------------------------------------------
 
     def rewrite_states(
@@ -374,13 +431,14 @@ class SQLiteStore(LedgerStore):
                     f" WHERE originator_id = coalesce(?, originator_id) AND topic IN ({','.join('?' * len(wanted))})",
                     (task_id.hex if task_id else None, *wanted),
                 ).fetchall()
-                for rowid, owner, position, raw in rows:
-                    changed = rewrite(bytes(raw))
-                    if changed is None:
-                        continue
-                    first_touched[owner] = min(position, first_touched.get(owner, position))
-                    if not dry_run:
-                        con.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (changed, rowid))
+                with _rewriting(con):
+                    for rowid, owner, position, raw in rows:
+                        changed = rewrite(bytes(raw))
+                        if changed is None:
+                            continue
+                        first_touched[owner] = min(position, first_touched.get(owner, position))
+                        if not dry_run:
+                            con.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (changed, rowid))
                 _create_views(con)
                 for owner, position in first_touched.items():
                     con.execute("DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version >= ?",
@@ -411,7 +469,9 @@ class SQLiteStore(LedgerStore):
                 con.executemany(
                     f"INSERT OR IGNORE INTO {FORGOTTEN_KEYS} VALUES (?, ?)", ((h, number) for h in key_hashes)
                 )
-                deleted = con.execute("DELETE FROM stored_events WHERE originator_id = ?", (task_id.hex,)).rowcount
+                with _rewriting(con):
+                    deleted = con.execute("DELETE FROM stored_events WHERE originator_id = ?",
+                                          (task_id.hex,)).rowcount
                 # Snapshots of the task, and of the registry (they hold titles); the task's archive index rows.
                 con.execute(CREATE_HEADS)
                 _create_views(con)
@@ -422,12 +482,13 @@ class SQLiteStore(LedgerStore):
                     "SELECT originator_version, state FROM stored_events WHERE originator_id = ? AND topic = ?",
                     (REGISTRY_ID.hex, TaskRegistered.TOPIC),
                 ).fetchall()
-                for version, raw in rows:
-                    if (rewritten := registry_rewrite(bytes(raw))) is not None:
-                        con.execute(
-                            "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
-                            (rewritten, REGISTRY_ID.hex, version),
-                        )
+                with _rewriting(con):
+                    for version, raw in rows:
+                        if (rewritten := registry_rewrite(bytes(raw))) is not None:
+                            con.execute(
+                                "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                                (rewritten, REGISTRY_ID.hex, version),
+                            )
             return int(deleted)
         finally:
             con.close()

@@ -161,7 +161,7 @@ def build(state: Context) -> "MCPServer[Any]":
     # -- the arguments every task tool takes --
     TaskArg = Annotated[
         str | int | None,
-        Field(description="The task: its number (7 or \"#7\") or a unique prefix of its slug. "
+        Field(description="The task: its number (7 or \"#7\"), a unique prefix of its slug, or its title. "
                           "Default: the active task of the project."),
     ]
     ProjectArg = Annotated[

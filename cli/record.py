@@ -14,7 +14,7 @@ from ledger.base.agent_env import default_actor
 from ledger.domain import events as ev
 
 task_option = click.option(
-    "-t", "--task", "task_ref", metavar="TASK", help="Task number or slug prefix (default: the active task)."
+    "-t", "--task", "task_ref", metavar="TASK", help="Task number, slug prefix or title (default: the active task)."
 )
 actor_option = click.option(
     "--actor",

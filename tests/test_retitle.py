@@ -71,6 +71,18 @@ def test_the_list_a_person_reads_shows_the_new_title_not_the_old_slug(home: Path
     assert "Second task" in lines["#2"]
 
 
+def test_a_task_is_named_by_the_title_the_list_shows(home: Path, location: Location) -> None:
+    """The list a person reads shows titles, so the words read there name the task (slugs still come first)."""
+    _setup(location)
+    run_here("title", "1", NEW, home=home, check=True)
+    for ref in (NEW, "login TIMES  out", "  Login times"):
+        assert run_here("resume", ref, home=home, check=True).stdout.startswith(f"# Task #1 {NEW} ["), ref
+    assert run_here("resume", "second", home=home, check=True).stdout.startswith("# Task #2 Second task")
+    missing = run_here("resume", "Login times out on 4G", home=home)
+    assert missing.returncode == 2 and missing.stderr.strip() == (
+        "trail: no task matches 'Login times out on 4G' (see `trail list`)"), missing.stderr
+
+
 def test_the_same_title_again_and_bad_input_record_nothing(home: Path, location: Location) -> None:
     _setup(location)
     run_here("switch", "2", home=home, check=True)

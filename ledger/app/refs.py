@@ -116,9 +116,20 @@ def task_number(ref: str) -> int | None:
 
 
 def candidates(ref: str, entries: list[Entry]) -> list[Entry]:
-    """The tasks a slug reference may mean: the one whose slug it is, else every one it begins."""
+    """The tasks a reference may mean: the one whose slug it is, else every one whose slug it begins; failing
+    those, by title as `trail list` shows it (case and spacing aside): the one it is, else every one it begins."""
     ref = ref.strip()
-    return [e for e in entries if e.slug == ref] or [e for e in entries if e.slug.startswith(ref.lower())]
+    by_slug = [e for e in entries if e.slug == ref] or [e for e in entries if e.slug.startswith(ref.lower())]
+    if by_slug:
+        return by_slug
+    said = _words(ref)
+    if not said:
+        return []
+    return [e for e in entries if _words(e.title) == said] or [e for e in entries if _words(e.title).startswith(said)]
+
+
+def _words(text: str) -> str:
+    return " ".join(text.casefold().split())
 
 
 def resolve(ref: str | None, entries: list[Entry], location: Location, project: str | None = None) -> Entry:
@@ -146,5 +157,5 @@ def resolve(ref: str | None, entries: list[Entry], location: Location, project: 
         raise NotFound(f"no task matches {ref!r} (see `trail list`)")
     if len(matches) > 1:
         names = ", ".join(f"#{e.number} {e.slug}" for e in matches[:5])
-        raise Ambiguous(f"{ref!r} matches {len(matches)} tasks ({names}); give more of the slug or the number")
+        raise Ambiguous(f"{ref!r} matches {len(matches)} tasks ({names}); give more of the title or the number")
     return matches[0]

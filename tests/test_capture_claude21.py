@@ -227,6 +227,19 @@ def test_a_nudge_to_go_on_is_a_reply_even_first(text: str) -> None:
     assert classify(text, first=True) == "reply" and classify(text, first=False) == "reply"
 
 
+@pytest.mark.parametrize("text", ["did you push?", "Did you run the tests?", "have you committed it?",
+                                  "has it merged?", "Have you published the docs?"])
+def test_asking_whether_a_step_was_taken_is_a_reply_even_after_an_interrupt(text: str) -> None:
+    # "did you push?" checks on the agent: no work asked for, nothing it got wrong
+    assert classify(text, first=False) == "reply" and classify(text, first=False, after_interrupt=True) == "reply"
+
+
+@pytest.mark.parametrize("text", ["did you even read the code?", "did you push the fix to prod and tag it",
+                                  "Did you run the tests? They fail for me with a timeout in auth"])
+def test_pushback_or_a_request_worded_as_did_you_is_not_a_reply(text: str) -> None:
+    assert classify(text, first=False) != "reply"
+
+
 @pytest.mark.parametrize("text", [
     "Continue the refactor by moving parse() into lexer.py", "carry on but use postgres",
     "continue with the migration to postgres", "next, fix the parser", "What is left to do in the parser module?",

@@ -172,7 +172,11 @@ _STATUS = lazy(
     (?:what(?:'s|\s+is|\s+else\s+is|\s+are)?\s+(?:left|next|remaining|still\s+(?:left|open|to\s+do)|the\s+status|
         the\s+next\s+step|left\s+to\s+do)(?:\s+(?:now|then))? |
        where\s+(?:are|were)\s+we(?:\s+at)? | how\s+far\s+(?:are|did)\s+(?:we|you)(?:\s+get)? |
-       status | progress | any\s+progress | are\s+(?:we|you)\s+done | is\s+it\s+done)
+       status | progress | any\s+progress | are\s+(?:we|you)\s+done | is\s+it\s+done |
+       # "did you push?", "have you run the tests?": whether a step was taken, asked of the agent
+       (?:did|have|has)\s+(?:you|we|it|that|this)\s+(?:already\s+)?
+       (?:push|commit|merge|deploy|run|ran|test|build|built|release|publish|finish|open)(?:ed|ted|d)?
+       (?:\s+(?:it|them|the|that|this|those|all|your|my|\w+s)){0,3}\s*\?)
     [\s?!.]*$""",
     re.IGNORECASE | re.VERBOSE,
 )

@@ -15,6 +15,7 @@ import pytest
 
 from ledger.app.store import Ledger
 from ledger.base.location import Location
+from ledger.capture.items import REPLY_HEAD, reply_bound
 from tests.conftest import run_trail
 from tests.test_fidelity_fold import _brief, _Session
 from tests.test_fidelity_rules import _section
@@ -221,6 +222,16 @@ def test_a_long_last_reply_keeps_its_opening_and_is_cut_at_line_ends_saying_so(
     # Every other quoted line is a whole line of the reply: none stops mid-word.
     whole = {"  " + line for line in body.splitlines()}
     assert all(line in whole for line in quoted[1:-1] if line not in cut), quoted
+
+
+def test_a_long_reply_is_redacted_before_it_is_cut() -> None:
+    """A token at the opening's cut would keep a prefix too short for any rule to find, once cut."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    text = "x" * (REPLY_HEAD - 11) + " " + token + " " + "word " * 3000 + "tail: " + token + " end"
+    kept = reply_bound(text)
+    assert kept.truncated and kept.size == len(text)
+    assert "ghp_" not in kept.tail and "A1b2C3" not in kept.tail, kept.tail[:REPLY_HEAD + 80]
+    assert kept.tail.count("[REDACTED:github-token") == 1  # the one at the end; the opening's is cut away
 
 
 def test_the_demo_brief_does_not_lead_its_last_results_with_the_failure_fixed_since(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from ledger.capture.classify import Kind
 from ledger.domain import bounds
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
+from ledger.domain.redact import redact_text
 
 Item = tuple[type[ev.TaskEvent], dict[str, Any]]
 
@@ -161,11 +162,16 @@ def reply_bound(text: str) -> ev.Bounded:
     raw = text.encode("utf-8", "replace")
     if len(raw) <= bounds.REPLY:
         return bound(text, bounds.REPLY)
-    head = raw[:REPLY_HEAD].decode("utf-8", "ignore")
+    # Redacted before it is cut, as ``bound`` does: a token cut at either end is a fragment no rule can find.
+    clean = redact_text(text)
+    shown = clean.encode("utf-8", "replace")
+    if len(shown) <= bounds.REPLY:
+        return bound(clean, bounds.REPLY)
+    head = shown[:REPLY_HEAD].decode("utf-8", "ignore")
     head = head[: head.rfind("\n")] if "\n" in head[len(head) // 3:] else head
     room = bounds.REPLY - len(head.encode("utf-8")) - 80
-    tail = raw[-room:].decode("utf-8", "ignore")
+    tail = shown[-room:].decode("utf-8", "ignore")
     tail = tail[tail.find("\n") + 1:] if "\n" in tail[: len(tail) * 2 // 3] else tail
-    cut = len(text) - len(head) - len(tail)
+    cut = len(clean) - len(head) - len(tail)
     kept = f"{head.rstrip()}\n[… {cut:,} characters of the reply not kept …]\n{tail.lstrip()}"
     return bound(kept, bounds.REPLY, full_size=len(raw), full_sha256=hashlib.sha256(raw).hexdigest())

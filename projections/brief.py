@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ledger.base.lazyregex import lazy
 from ledger.base.oneline import one_line, quoted_line
 from projections.claims import contradiction
-from projections.state import OpenCall, RecentCall, Requirement, TaskState
+from projections.state import OpenCall, RecentCall, Requirement, TaskState, written_path
 from projections.summary import sections
 
 KEEP = 100
@@ -403,7 +403,8 @@ def _call(call: OpenCall | RecentCall) -> str:
         for key in ("file_path", "path", "url", "pattern", "description"):
             if isinstance(data.get(key), str):
                 return f"{_clip(call.tool, 40)} {_clip(data[key], 200)}"
-    return f"{_clip(call.tool, 40)} {_clip(call.input, 160)}"
+    named = written_path(call.input) if data is None else ""  # a long input kept by its ends names its file
+    return f"{_clip(call.tool, 40)} {_clip(named or call.input, 200 if named else 160)}"
 
 
 def _asked_after(state: TaskState, position: int) -> Requirement | None:

@@ -178,7 +178,9 @@ def prescribes(text: str) -> bool:
 _ENQUIRES = lazy(
     r"""\b(?:explain|describe|summari[sz]e|tell\s+me|show\s+me|walk\s+me\s+through|what|why|how|which|where|who|
         is\s+(?:there|it|this|that|everything)|are\s+(?:there|the|all)|do(?:es)?\s+(?:all|the|it|this|that|we)|
-        did\s+(?:all|the|it|you)|can\s+(?:it|this|that))\b|^\W*(?:please\s+)?(?:show|list)\b""",
+        did\s+(?:all|the|it|you)|can\s+(?:it|this|that)|
+        (?:can|could)\s+you\s+(?:please\s+)?(?:check|verify|confirm|look)|check\s+(?:again|it|that|this|on|the\s+status|
+            whether|if))\b|^\W*(?:please\s+)?(?:show|list|check)\b""",
     re.IGNORECASE | re.VERBOSE,
 )
 ENQUIRY_MAX = 400
@@ -206,7 +208,7 @@ def enquiry(text: str) -> bool:
 _THANKS = lazy(
     _LEAD
     + r"""(?:(?:thanks?|thank\s+you|thx|ty|great|perfect|nice|cool|awesome|excellent|brilliant|good|yes|yay|
-        ok(?:ay)?|lovely|sweet)\b[\s,.!:;-]*)+
+        ok(?:ay)?|lovely|sweet)\b[\s,.!:;-]*)*
         (?:(?:that|it|this|everything)(?:'s|\s+is|\s+was)?\s+(?:now\s+)?(?:works?|worked|working|fixed(?:\s+it)?|
             did\s+(?:it|the\s+trick)|does\s+it|looks\s+(?:good|great|right|fine)|(?:all\s+)?good|fine|right|done)
          |(?:works?|worked|fixed|solved)(?:\s+(?:now|fine|perfectly|great))?|(?:looks\s+)?good|lgtm|all\s+good)
@@ -217,5 +219,34 @@ _THANKS = lazy(
 
 def acknowledgement(text: str) -> bool:
     """Whether ``text`` only tells the agent that what it did is fine ("Thanks, that works", "perfect, that
-    fixed it!", "great, works now"): nothing new to do. A request after it ("thanks, now add X") is one."""
+    fixed it!", "great, works now", "it worked!"): nothing new to do. A request after it ("thanks, now add X")
+    is one."""
     return len(text) <= 120 and _THANKS.match(text.strip()) is not None
+
+
+_WORKS = lazy(
+    r"""\b(?:it|that|this|things|everything|all|the\s+[\w.@/-]+)\s+(?:(?:is|are|was|were)\s+)?(?:now\s+)?(?:all\s+)?
+        (?:works?|worked|working)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_FIRST_SENTENCE = lazy(r"^[^\n]*?(?:[.!?](?=\s|$)|\n|$)")
+
+
+def says_works(text: str) -> bool:
+    """Whether ``text``'s first sentence says that it works now ("it worked!", "other than the encryption, things
+    are working smoothly"): not a question ("did it work?"), not opening on a failure ("still doesn't work")."""
+    match = _FIRST_SENTENCE.match(text.strip())
+    sentence = match.group(0) if match else ""
+    return (not sentence.rstrip().endswith("?") and _WORKS.search(sentence) is not None
+            and not says_failed(text))
+
+
+_SHELL_PROMPT = lazy(r"^\s*(?:\([\w.-]+\)\s+)?[\w.-]+@[\w.-]+(?::\S*)?(?:\s+[^\s$%#]+)?\s*[$%#]\s+\S", re.MULTILINE)
+"""A shell's prompt and the command typed after it (``jim@host:~/x$ make``, ``me@mac proj % npm test``): a terminal
+session pasted into the prompt."""
+
+
+def reports_problem(text: str) -> bool:
+    """Whether ``text`` reports that something does not work: it says so first ("still no", "still doesn't
+    work"), or it carries what the user saw (a pasted terminal session, a log or a trace)."""
+    return says_failed(text) or pasted_output(text) or _SHELL_PROMPT.search(text) is not None

@@ -22,9 +22,18 @@ from projections import facts
 from projections.commands import chain_heads, command_head, covers, is_probe, readdresses
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
-from projections.intent import acknowledgement, enquiry, names_work, prescribes, says_failed, withdrawal
+from projections.intent import (
+    acknowledgement,
+    enquiry,
+    names_work,
+    prescribes,
+    reports_problem,
+    says_failed,
+    says_works,
+    withdrawal,
+)
 
-FOLD_VERSION = 6
+FOLD_VERSION = 7
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -400,7 +409,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 # The user said no: a correction, not a failure. A new file's Write refused is kept until the
                 # user speaks: if they then ask for something else, what it was for is no longer wanted.
                 # A long Write keeps only its input's tail: the path may come with the user's words instead.
-                path = _written_path(state.open_call.input) if event.tool == "Write" and state.open_call else ""
+                path = written_path(state.open_call.input) if event.tool == "Write" and state.open_call else ""
                 refused = RefusedWrite(position=pos, path=path or "") if event.tool == "Write" else None
                 return {**came, "tool_errors": state.tool_errors + 1, "refused_write": refused}
             what = state.last_call if state.last_call and state.last_call.startswith(event.tool) else event.tool
@@ -461,8 +470,11 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             changed = state.changed_since_intent
             if event.path not in changed and len(changed) < CHANGED_KEPT:
                 changed = (*changed, event.path)
-            # A file edited is the editing tool working again.
-            return {"files": files, "failures": _resolved(state.failures, _EDITOR_KEYS, pos),
+            # A file edited is the editing tool working again; a file deleted takes its own failures with it.
+            failures = _resolved(state.failures, _EDITOR_KEYS, pos)
+            if event.operation == "deleted":
+                failures = _gone_with(failures, event.path, pos)
+            return {"files": files, "failures": failures,
                     "changed_since_intent": changed, "changes_since_intent": state.changes_since_intent + 1,
                     "changed_since_position": state.changed_since_position or pos}
         case ev.TestResult():
@@ -576,12 +588,14 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             summary = shown(event.summary)
             return {"compaction": Compaction(position=pos, at=at, trigger=event.trigger, summary=summary)}
         case ev.AgentReplied():
-            return {"last_reply": Reply(position=pos, at=at, text=shown(event.text))}
+            return {**_checked(state, pos), "last_reply": Reply(position=pos, at=at, text=shown(event.text))}
         case ev.StatusChanged():
             return {"status": event.status, "status_reason": event.reason}
         case ev.NoteAdded():
             n = Note(position=pos, text=event.text, at=at, actor=event.actor)
-            return {"notes": _recent(state.notes, n, RECENT_NOTES)}
+            reply = event.text.removeprefix(USER_REPLY) if event.actor == "user" else ""
+            resolved = _works_now(state, reply, pos) if event.text.startswith(USER_REPLY) else {}
+            return {**resolved, "notes": _recent(state.notes, n, RECENT_NOTES)}
         case ev.ConversationLinked():
             conv = Conversation(
                 position=pos, agent=event.agent, session_id=event.session_id, transcript=event.transcript, at=at
@@ -629,6 +643,10 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
                               "refused_write": None, "recent_calls": ()}
     if event.actor != "user":
         return {"update": {}}
+    resolved = _works_now(state, event.text, event.originator_version)
+    if resolved:
+        update.update(resolved)
+        state = state.model_copy(update=resolved)
     if acknowledgement(event.text):
         return {"update": update, "acknowledges": True}
     moved = _answered(state, event) or _turned_down(state, event)
@@ -688,13 +706,56 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
         else:
             continue
         moved.append(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}))
+    return _moved_out(state, moved)
+
+
+def _moved_out(state: TaskState, moved: list[Requirement]) -> dict[str, Any]:
+    """The fields that move ``moved`` (copies of current requirements, their reason set) to the withdrawn ones."""
     if not moved:
         return {}
     gone = {r.position for r in moved}
-    return {
-        "requirements": tuple(r for r in state.requirements if r.position not in gone),
-        "withdrawn": (*state.withdrawn, *moved)[-RECENT_WITHDRAWN:],
-    }
+    return {"requirements": tuple(r for r in state.requirements if r.position not in gone),
+            "withdrawn": (*state.withdrawn, *moved)[-RECENT_WITHDRAWN:]}
+
+
+USER_REPLY = "user: "
+"""How capture files the user's reply that is no request ("it worked!"): a note with this prefix."""
+
+
+def _works_now(state: TaskState, text: str, position: int) -> dict[str, Any]:
+    """The user says it works now ("it worked!", "things are working smoothly"): the current requirements that
+    reported it did not (``projections.intent.reports_problem``: "still no" with a pasted terminal session,
+    "it still seems to hang") are resolved, and move to the withdrawn ones."""
+    if not (acknowledgement(text) or says_works(text)):
+        return {}
+    moved = [r.model_copy(update={"withdrawn_at": position,
+                                  "withdrawn_because": f"resolved: the user said it works at [{position}]"})
+             for r in state.requirements if max(r.position, r.changed_at or 0) < position and reports_problem(r.text)]
+    return _moved_out(state, moved)
+
+
+def _checked(state: TaskState, position: int) -> dict[str, Any]:
+    """The agent answers after its plan finished: a request that only asked it to check or say something
+    (``projections.intent.enquiry``: "the subagents seem stuck or done... can you check?") made before the plan
+    finished is answered, though the user has not spoken since; it moves to the withdrawn ones."""
+    plan = state.plan
+    if plan is None or not plan.steps or any(step.status != "completed" for step in plan.steps):
+        return {}
+    done = max(plan.since or (plan.position,))
+    why = f"answered at [{position}], after the plan finished at [{done}]"
+    moved = [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": why})
+             for r in state.requirements if max(r.position, r.changed_at or 0) < done and enquiry(r.text)]
+    return _moved_out(state, moved)
+
+
+def _gone_with(failures: tuple[Failure, ...], path: str, position: int) -> tuple[Failure, ...]:
+    """``failures`` with the open ones that name the deleted file ``path`` (`npm test src/a.test.ts` after the
+    file was removed) marked resolved at ``position``: what failed in a file that is gone is not failing now."""
+    def names(f: Failure) -> bool:
+        return any(len(word) > 3 and ("/" in word or "." in word)
+                   and (path == word or path.endswith("/" + word.lstrip("./"))) for word in f.what.split())
+    return tuple(f.model_copy(update={"resolved_at": position}) if f.resolved_at is None and names(f) else f
+                 for f in failures)
 
 
 _STOPWORDS = frozenset({"what", "that", "this", "with", "from", "have", "does", "about", "there", "where",
@@ -757,7 +818,7 @@ def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementC
     refused = state.refused_write
     if refused is None or not state.requirements or withdrawal(event.text) is not None:
         return {}
-    path = refused.path or _written_path(getattr(event, "wrong", None) or "")
+    path = refused.path or written_path(getattr(event, "wrong", None) or "")
     latest = state.requirements[-1]
     if not path or path in state.files or max(latest.position, latest.changed_at or 0) > refused.position:
         return {}
@@ -777,7 +838,7 @@ def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementC
 _WRITTEN = lazy(r'"file_path":\s*"((?:[^"\\]|\\.)+)"')
 
 
-def _written_path(call: str) -> str:
+def written_path(call: str) -> str:
     """The file a Write call was to create, read from its input as the fold keeps it (clipped JSON), or from
     a correction's ``wrong`` (``Write {"file_path": ...``); "" when neither says."""
     match = _WRITTEN.search(call)

@@ -12,7 +12,7 @@ from uuid import UUID
 
 from ledger.capture.agent import Agent, HookMapper, Refusal
 from ledger.capture.agent_mcp import claude_code_has_it
-from ledger.capture.agents.claude_code.refusals import INTERRUPTED, NOT_RUN, STOPPED
+from ledger.capture.agents.claude_code.refusals import ABORTED, INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.classify import clean_prompt
 from ledger.capture.items import Item
 from ledger.capture.session import Session
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ledger.base.location import Location
     from projections.brief import Budget
 
-_STOPPED = (STOPPED, "Error: " + STOPPED, INTERRUPTED)
+_STOPPED = (STOPPED, "Error: " + STOPPED, INTERRUPTED, ABORTED)
 
 
 class ClaudeCode(Agent):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.capture.agents.claude_code.branches import Branches
-from ledger.capture.agents.claude_code.refusals import INTERRUPTED, NOT_RUN, STOPPED
+from ledger.capture.agents.claude_code.refusals import ABORTED, INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.agents.claude_code.tasklist import TOOLS as TASK_TOOLS
 from ledger.capture.agents.claude_code.tasklist import TaskList, hook_change, items_for, tool_change
 from ledger.capture.classify import bare_command, classify, request_text, slash_request
@@ -248,7 +248,8 @@ class ToolCall:
             change = tool_change(tasks, name, data, self.result, self.content)
             return items_for(tasks, change, self.actor, self.source, self.ts)
         plain = self.content.removeprefix("Error: ")
-        rejected = is_error and (plain.startswith((STOPPED, INTERRUPTED)) or any(d in plain[:300] for d in NOT_RUN))
+        rejected = is_error and (plain.startswith((STOPPED, INTERRUPTED, ABORTED))
+                                or any(d in plain[:300] for d in NOT_RUN))
         if name == "Bash" and not rejected:
             return self._bash()
         if name in EDIT_TOOLS and not is_error:
@@ -350,7 +351,7 @@ class ToolCall:
                 {
                     "tool": name,
                     "call_id": source.record,
-                    "input": bounded(json.dumps(data, default=str)) or bounded("{}"),
+                    "input": bounded(_input_json(data)) or bounded("{}"),
                     "actor": self.actor,
                     "source": _with(source, "#call"),
                     "timestamp": ts,
@@ -370,6 +371,21 @@ class ToolCall:
             ),
             *extra,
         ]
+
+
+VALUE_KEPT = 1000
+"""Bytes kept of each long string of a call's input that would not fit whole (its end, redacted first)."""
+
+
+def _input_json(data: dict[str, Any]) -> str:
+    """A call's input as JSON, whole when it fits ``bounds.OUTPUT``; else with each long string cut to its end,
+    so its first keys (a Write's ``file_path``) are not pushed out of the kept tail by the content after them."""
+    whole = json.dumps(data, default=str)
+    if len(whole.encode("utf-8", "replace")) <= bounds.OUTPUT:
+        return whole
+    cut = {k: "…" + bound(v, VALUE_KEPT).tail if isinstance(v, str) and len(v) > VALUE_KEPT else v
+           for k, v in data.items()}
+    return json.dumps(cut, default=str)
 
 
 SYNTHETIC_REPLIES = frozenset({"", "No response requested.", "(no content)"})
@@ -702,7 +718,7 @@ class TranscriptMapper:
             is_error = bool(block.get("is_error"))
             if is_error and bare_feedback(call.name, body, record):
                 body = f"{REJECTED} with this tool use. To tell you how to proceed, the user said:\n{body}"
-            if is_error and (body.startswith(REJECTED) or body.startswith(INTERRUPTED)):
+            if is_error and body.startswith((REJECTED, INTERRUPTED, ABORTED)):
                 # A rejection with a reason is itself the correction (see ToolCall.items); the
                 # agent goes on, so the next prompt is not one because of it.
                 self.interrupted = rejection_reason(body) is None

@@ -688,20 +688,26 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
 
     A withdrawal is its own rule."""
     reply = state.last_reply
-    if reply is None or withdrawal(event.text) is not None:
+    if withdrawal(event.text) is not None:
         return {}
     work = names_work(event.text)
     pos = event.originator_version
     moved: list[Requirement] = []
     for r in state.requirements:
         said = max(r.position, r.changed_at or 0)
-        if said >= reply.position:
+        replied = reply is not None and reply.position > said
+        # A check ("check again") is answered by the checks the agent ran, when it said nothing in between.
+        # A read-only check is a recent call, not a command kept.
+        calls = [c.position for c in state.commands] + [c.position for c in state.recent_calls]
+        ran = min((p for p in calls if p > said), default=None) if work else None
+        if not (replied or ran is not None):
             continue
+        at = reply.position if reply is not None and replied else ran
         if enquiry(r.text) and (work or not (enquiry(event.text) or _builds_on(r.text, event.text))):
-            why = (f"answered at [{reply.position}] (it asked for an answer, not a change); the user "
+            why = (f"answered at [{at}] (it asked for an answer, not a change); the user "
                    f"{'asked for more' if work else 'moved on'} at [{pos}]")
-        elif _one_off(r.text) and _ran_clean(state, said) and not _words(r.text) & _words(event.text):
-            why = (f"done: a command to run, it ran without a failure by [{reply.position}]; "
+        elif replied and _one_off(r.text) and _ran_clean(state, said) and not _words(r.text) & _words(event.text):
+            why = (f"done: a command to run, it ran without a failure by [{at}]; "
                    f"the user moved on at [{pos}]")
         else:
             continue

@@ -101,6 +101,21 @@ def test_a_check_stays_current_while_the_plan_is_open(ledger: Ledger, location: 
     assert [r.text for r in state.requirements] == ["Run the three research tasks with teammates", "check again"]
 
 
+def test_a_check_answered_by_the_checks_it_ran_is_done_when_the_user_asks_for_more(
+    ledger: Ledger, location: Location, tmp_path: Path
+) -> None:
+    t = _S()
+    t.user("Implement the review page")
+    t.said("The tests run in the background.")
+    t.user("check again")
+    t.bash("tail -20 /tmp/tests.output", 0, "43 tests, 0 failures")  # the check, with no word said after it
+    t.user("new beads for the epic were added. tackle them")
+    _, state = _brief(ledger, location, t.write(tmp_path / "again.jsonl"))
+    assert [r.text for r in state.requirements] == ["Implement the review page",
+                                                    "new beads for the epic were added. tackle them"]
+    assert [r.text for r in state.withdrawn] == ["check again"]
+
+
 def test_a_failure_in_a_file_deleted_since_is_not_failing_now(
     ledger: Ledger, location: Location, tmp_path: Path
 ) -> None:

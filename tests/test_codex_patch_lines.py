@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from ledger.base.hook_spool import HUNKS_KEY
 from ledger.capture import patchlines
 from ledger.capture.agents.codex import mapper, outcomes
-from ledger.capture.inbox_queue import HUNKS_KEY
 from ledger.domain import events as ev
 from projections import hunks
 from tests.conftest import run_here

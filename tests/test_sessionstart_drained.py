@@ -25,6 +25,7 @@ from typing import IO, Any
 import pytest
 
 from ledger.app.briefcache import cached_session_start
+from ledger.base import hook_spool
 from ledger.base.ledger_file import ledger_file
 from ledger.capture import detach, hook, settle
 from ledger.capture.agent_mcp import has_tasktrail_mcp
@@ -55,11 +56,14 @@ def send(home: Path, agent: str, session: str, event: str, **fields: Any) -> sub
 
 
 def queued(home: Path) -> int:
+    """Payloads waiting to be folded in: inbox rows, and tool events the hook spooled unread (``hook_spool``)."""
     con = sqlite3.connect(ledger_file())  # this process's TRAIL_HOME is ``home`` (the fixture sets it)
     try:
-        return int(con.execute("SELECT count(*) FROM capture_inbox").fetchone()[0])
+        rows = int(con.execute("SELECT count(*) FROM capture_inbox").fetchone()[0])
     finally:
         con.close()
+    names, _ = hook_spool.listing()
+    return rows + len(names)
 
 
 def context(proc: subprocess.CompletedProcess[str]) -> str:

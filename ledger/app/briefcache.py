@@ -8,7 +8,7 @@ a fast path answers only when it can show the full path would answer the same by
 
 - the ledger is an SQLite file whose capture inbox holds no row that folding in would append from
   (``_harmless``: only SessionStarts of sessions linked already to an active task), besides, for
-  SessionStart, its own row;
+  SessionStart, its own row, and no payload the hook spooled unread waits for it (``_unspooled``);
 - which task is meant is memoised from the full path's resolution, keyed by the bytes of
   ``active.json``, the project and what was asked, and valid only while the task registry's last row
   (hence every task's number, slug and being there at all) is the one it was resolved against;
@@ -161,6 +161,15 @@ def _harmless(
     if linked is None:
         raise Miss("a new session would be linked")
     _active(cache, con, ledger, linked)
+
+
+def _unspooled(ledger: str) -> None:
+    """Miss while a payload the hook spooled unread may be meant for this ledger (``capture.hook_spool``): a tool
+    event, that would append, not yet redacted into the inbox where ``_harmless`` could vet it."""
+    from ledger.base.hook_spool import pending
+
+    if pending(ledger):
+        raise Miss("payloads spooled by the hook are still to be folded in")
 
 
 def _session(queued: dict[str, Any]) -> str:
@@ -356,6 +365,7 @@ def _opened(db: str | None = None) -> Iterator[tuple[str, dict[str, Any], sqlite
     if path is None:
         raise Miss("not an SQLite ledger")
     ledger = os.path.realpath(path)
+    _unspooled(ledger)
     cache = _load(ledger)
     if cache is None:
         raise Miss("no cache")

@@ -12,10 +12,12 @@ inbox table.
 from __future__ import annotations
 
 import os
-from collections.abc import Set
 
 from ledger.base.home import home_dir, named, sqlite_file
-from ledger.base.lazyregex import lazy
+
+TYPE_CHECKING = False  # collections.abc (and typing) cost the hook's path: annotations only
+if TYPE_CHECKING:
+    from collections.abc import Set
 
 LEDGER_TABLES = frozenset({"stored_events", "capture_inbox"})
 """Tables only a tasktrail ledger file holds: the library's events, and the capture inbox, which the hook
@@ -77,6 +79,7 @@ INBOX_DDL = (
 
 def masked(url: str) -> str:
     """A server URL as it may be printed or stored (``Location.display``): any password replaced by ``***``."""
+    import re  # here, as urllib: the hook of an SQLite ledger needs neither
     from urllib.parse import urlsplit  # stdlib, ~2 ms: only a server ledger's hook pays for it
 
     try:
@@ -86,11 +89,11 @@ def masked(url: str) -> str:
         return url.partition("://")[0] + "://..."
     netloc = parts.netloc if password is None else parts.netloc.replace(f":{password}@", ":***@", 1)
     query = "&".join(
-        f"{name}=***" if _SECRET_PARAM.search(name) else f"{name}={value}" if sep else name
+        f"{name}=***" if re.search(_SECRET_PARAM, name) else f"{name}={value}" if sep else name
         for name, sep, value in (pair.partition("=") for pair in parts.query.split("&") if pair)
     )
     return parts._replace(netloc=netloc, query=query).geturl()
 
 
-_SECRET_PARAM = lazy(r"(?i)pass|pwd|secret|token|key|auth|sig|credential")
+_SECRET_PARAM = r"(?i)pass|pwd|secret|token|key|auth|sig|credential"
 """Query parameters a URL may carry a secret in (``?password=…``): shown as ``***``."""

@@ -15,10 +15,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ledger.base.home import home_dir
+
+TYPE_CHECKING = False  # collections.abc costs the hook of every stop; annotations only
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 SWITCH = "TRAIL_BACKGROUND_DRAIN"
 OFF = ("0", "off", "no", "false")

@@ -33,6 +33,7 @@ from ledger.app.store import open_ledger
 from ledger.app.verify import LedgerBroken
 from ledger.base.caps import restore
 from ledger.base.errors import StoreUnavailable
+from ledger.base.hook_spool import DROPPED_KEY
 from ledger.base.ledger_file import INBOX_DDL, legacy_inbox_for_url
 from ledger.base.location import Location, inbox_path, resolve
 from ledger.base.oneline import one_line
@@ -40,7 +41,7 @@ from ledger.base.project import project_of, within
 from ledger.capture import agents
 from ledger.capture.agent import Agent
 from ledger.capture.classify import classify, request_text
-from ledger.capture.inbox_queue import DROPPED_KEY, spool, take_spooled
+from ledger.capture.inbox_queue import spool, take_spooled
 from ledger.capture.items import PROMPT_KEY, Item, prompt_item, prompt_record, title_from, title_rank
 from ledger.capture.jsonl import loads
 from ledger.capture.writer import (

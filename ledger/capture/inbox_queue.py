@@ -14,12 +14,15 @@ import contextlib
 import json
 import os
 import sqlite3
+import stat
 import time
 from typing import TYPE_CHECKING, Any
 
-from ledger.base import private
+from ledger.base import hook_spool, private
 from ledger.base.caps import CUTS_KEY, cap_payload
+from ledger.base.crashpoints import crash_point
 from ledger.base.home import home_dir
+from ledger.base.hook_spool import DROPPED_KEY, HUNKS_KEY
 from ledger.base.ledger_file import INBOX_DDL, foreign_tables, legacy_inbox_for_url, read_only_uri
 from ledger.capture.agents import known
 from ledger.capture.jsonl import loads
@@ -27,13 +30,6 @@ from ledger.domain.redact import patterns_for, redact_json, redact_json_text, re
 
 if TYPE_CHECKING:
     from ledger.base.location import Location
-
-DROPPED_KEY = "_trail_dropped"
-"""The key of a stand-in payload: ``{"size": N, "sha256": H, "limit": MAX_PAYLOAD}``, set by the hook only."""
-HUNKS_KEY = "_trail_patch_hunks"
-"""Where the hook puts, for each file of a PostToolUse ``apply_patch``, the ``[old, new]`` 1-based starts of
-its hunks (``{path as written: [[old, new], …]}``, ``ledger.capture.patchlines``); set by the hook only."""
-
 
 class ForeignFile(ValueError):
     """The ledger path names another application's SQLite database: nothing is written into it."""
@@ -68,16 +64,18 @@ def prepare(payload: dict[str, Any]) -> str:
     return json.dumps(clean, ensure_ascii=False)
 
 
-def insert(path: str, agent: str, text: str, busy_s: float = 30.0) -> int:
-    """Append a prepared row to the inbox at ``path``; returns its id. Waits at most ``busy_s``
-    seconds for a writer holding the file; refuses (``ForeignFile``) a file that is another
-    application's database, by the test ``open_ledger`` makes (``ledger.base.ledger_file``)."""
+def insert(path: str, agent: str, text: str, busy_s: float = 30.0, until: float | None = None) -> int:
+    """Append a prepared row to the inbox at ``path``, after the payloads spooled for it (``take``, in the same
+    transaction: a row never lands before an event its session sent earlier); returns its id. Waits at most
+    ``busy_s`` seconds for a writer holding the file; refuses (``ForeignFile``) a file that is another
+    application's database, by the test ``open_ledger`` makes (``ledger.base.ledger_file``). Raises ``Behind``,
+    the row not added, when the spooled payloads could not all be taken in by ``until`` (``time.monotonic``)."""
     fresh = not os.path.exists(path)
     if fresh:
         private.folder(os.path.dirname(path) or ".")
-    # The last connection to close a WAL file checkpoints it and deletes the WAL: two fsyncs, more than
-    # the rest of the hook. A read-only connection never checkpoints, so one holding the WAL open while
-    # the row is written (and closing last) leaves the WAL for the ledger's next writer to fold in.
+    # The last connection to close a WAL file checkpoints it and deletes the WAL: two fsyncs, more than the rest
+    # of the hook. A read-only connection never checkpoints, so one holding the WAL open while the row is written
+    # (and closing last) leaves the WAL for the ledger's next writer to fold in.
     reader = None if fresh else _wal_holder(path)
     conn = sqlite3.connect(path, timeout=busy_s, isolation_level=None)
     try:
@@ -90,15 +88,167 @@ def insert(path: str, agent: str, text: str, busy_s: float = 30.0) -> int:
         # In WAL mode NORMAL never corrupts; a power cut may lose the last rows committed. The commit then
         # needs no fsync of its own (FULL's fsync of every commit cost a hook 5-20 ms).
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(INBOX_DDL)
-        cursor = conn.execute(
-            "INSERT INTO capture_inbox (agent, received, payload) VALUES (?, ?, ?)", (agent, time.time(), text)
-        )
-        return int(cursor.lastrowid or 0)
+        taken, row = _take_then(conn, path, until, (agent, text))
+        _unlink(taken)
+        if row is None:  # those taken keep their order; this row waits behind the rest
+            raise Behind(f"{path}: payloads spooled before this one are still to be taken in")
+        with contextlib.suppress(OSError):
+            hook_spool.trust(os.path.abspath(path))  # a ledger's inbox, checked above: the hook may spool for it
+        return row
     finally:
         conn.close()
         if reader is not None:
             reader.close()
+
+
+def _take_then(conn: sqlite3.Connection, path: str, until: float | None,
+               row: tuple[str, str] | None) -> tuple[list[str], int | None]:
+    """In one write transaction of the inbox at ``path``: take the payloads spooled for it in (``_take``), then,
+    when all were taken by ``until``, add ``row`` (agent, prepared text). Returns the names taken (committed:
+    unlink them) and the row's id (None: not added)."""
+    conn.execute(INBOX_DDL)
+    conn.execute(SPOOLED_DDL)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        taken, done = _take(conn, path, until)
+        crash_point("spool-taken")
+        added = None
+        if done and row is not None:
+            cursor = conn.execute("INSERT INTO capture_inbox (agent, received, payload) VALUES (?, ?, ?)",
+                                  (row[0], time.time(), row[1]))
+            added = int(cursor.lastrowid or 0)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    crash_point("spool-committed")
+    return taken, added
+
+
+class Behind(Exception):
+    """Payloads spooled for the inbox before this row could not all be taken in in time: the row is not added."""
+
+
+SPOOLED_DDL = "CREATE TABLE IF NOT EXISTS capture_spooled (name TEXT PRIMARY KEY)"
+"""The spooled files taken into this inbox whose unlinking is not yet seen done: each is taken once, even when
+the process taking it dies between its commit and the unlink, or the unlink fails."""
+
+
+def take_spooled(path: str) -> int:
+    """Move the payloads spooled for the inbox at ``path`` into it, redacted as the hook would have, in the order
+    the hooks wrote them; one that is not a JSON object (or not a whole, regular file of this user) goes to the
+    dead letters, redacted. Returns how many files were taken."""
+    if not hook_spool.pending(path):
+        return 0
+    fresh = not os.path.exists(path)
+    if fresh:
+        private.folder(os.path.dirname(path) or ".")
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        if fresh:
+            conn.execute("PRAGMA journal_mode=WAL")
+        taken, _ = _take_then(conn, path, None, None)
+    finally:
+        conn.close()
+    _unlink(taken)
+    return len(taken)
+
+
+def _unlink(names: list[str]) -> None:
+    where = hook_spool.folder()
+    for name in names:
+        with contextlib.suppress(OSError):  # left: the inbox's capture_spooled row keeps it from being taken again
+            os.unlink(os.path.join(where, name))
+
+
+def _take(conn: sqlite3.Connection, path: str, until: float | None) -> tuple[list[str], bool]:
+    """In ``conn``'s open write transaction, add the payloads spooled for the inbox at ``path`` as its next rows
+    (the files of other inboxes are left). Returns the names taken (to unlink once committed), and whether all
+    were: False when ``until`` (``time.monotonic``) passed first."""
+    names, temps = hook_spool.listing()
+    seen = {name for (name,) in conn.execute("SELECT name FROM capture_spooled")}
+    if seen:
+        present = set(names)
+        conn.executemany("DELETE FROM capture_spooled WHERE name = ?", [(n,) for n in seen if n not in present])
+    taken = [name for name in names if name in seen]  # taken before; their unlink is still to be done
+    mine = os.path.realpath(path)
+    for name in names:
+        if name in seen:
+            continue
+        if until is not None and time.monotonic() >= until:
+            return taken, False
+        kept = _read_spooled(name)
+        if isinstance(kept, tuple):  # not to be taken in: dead-lettered (redacted) with the reason
+            spool(kept[1], f"spooled payload {name}: {kept[0]}")
+        elif kept.inbox is not None and os.path.realpath(kept.inbox) != mine:
+            continue  # another ledger's: its own next read takes it in
+        else:
+            _queue_spooled(conn, name, kept)
+        conn.execute("INSERT INTO capture_spooled (name) VALUES (?)", (name,))
+        taken.append(name)
+    for name in temps:
+        _clear_temp(name)
+    return taken, True
+
+
+def _read_spooled(name: str) -> hook_spool.Spooled | tuple[str, str]:
+    """The spooled file ``name``, or why it is not taken in and what it holds (for its dead letter): not a
+    regular file of this user, over the bound, no whole header."""
+    file = os.path.join(hook_spool.folder(), name)
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a link is not followed, a FIFO not waited on
+    except OSError as exc:
+        return f"not opened ({exc.strerror or exc})", ""
+    bound = hook_spool.LIMIT + hook_spool.HEADER_MAX
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file", ""
+        data = handle.read(bound + 1)
+    text = data[:bound].decode("utf-8", "replace")
+    if info.st_uid != os.geteuid():
+        return f"owned by another user (uid {info.st_uid}), not by this one: not taken in", text
+    try:
+        kept = hook_spool.parse(name, data)
+    except ValueError as exc:
+        return str(exc), text
+    if len(data) > bound or len(kept.body) > hook_spool.LIMIT:
+        return f"over the {hook_spool.LIMIT} bytes a hook keeps: not taken in", text
+    return kept
+
+
+def _queue_spooled(conn: sqlite3.Connection, name: str, kept: hook_spool.Spooled) -> None:
+    """Add one spooled payload as the inbox's next row, capped and redacted (or dead-letter it, redacted)."""
+    text = kept.body.decode("utf-8", "replace")
+    agent = kept.agent if known(kept.agent) else "claude-code"
+    try:
+        if not known(kept.agent):
+            raise ValueError(f"spooled payload of unknown agent {kept.agent!r}")
+        payload = parse(text)
+        if kept.kind != hook_spool.PARSED:  # as the agent sent it: keys only the hook sets say nothing
+            payload.pop(DROPPED_KEY, None)
+            payload.pop(HUNKS_KEY, None)
+        if not payload.get("cwd") and kept.cwd:
+            payload["cwd"] = kept.cwd  # the folder the hook ran in, not this process's
+        row = prepare(payload)
+    except ValueError as exc:
+        spool(text, f"spooled payload {name}: {exc}", agent)
+        return
+    conn.execute("INSERT INTO capture_inbox (agent, received, payload) VALUES (?, ?, ?)",
+                 (kept.agent, kept.received or time.time(), row))
+
+
+def _clear_temp(name: str) -> None:
+    """Dead-letter (redacted) and remove a temporary file its hook left when it died writing: a torn payload."""
+    if not hook_spool.abandoned(name):
+        return  # being written: renamed into place soon, and taken by the next drain
+    kept = _read_spooled(name)
+    text = kept[1] if isinstance(kept, tuple) else kept.body.decode("utf-8", "replace")
+    agent = kept.agent if isinstance(kept, hook_spool.Spooled) and known(kept.agent) else "claude-code"
+    spool(text, f"spooled payload {name}: torn (its hook died writing it)", agent)
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(hook_spool.folder(), name))
 
 
 def _wal_holder(path: str) -> sqlite3.Connection | None:
@@ -115,11 +265,6 @@ def deadletter_dir() -> str:
     return os.path.join(home_dir(), "deadletter")
 
 
-def spool_dir() -> str:
-    """Payloads the hook had no time to take in, kept as they came (private) until the next drain."""
-    return os.path.join(home_dir(), "spool")
-
-
 def waiting(location: Location) -> bool:
     """Whether the capture inbox of the ledger at ``location`` may hold rows: False only when it surely holds
     none. Read with sqlite3 alone and without writing (a command that finds nothing waiting opens no more)."""
@@ -127,10 +272,9 @@ def waiting(location: Location) -> bool:
 
     if not location.is_sqlite and os.path.exists(legacy_inbox_for_url(str(location.home), location.url)):
         return True  # queued by a release before the masked name: the drain takes it in and removes it
-    with contextlib.suppress(OSError):
-        if os.listdir(spool_dir()):
-            return True  # payloads the hook ran out of time on, to be redacted and folded in
     path = inbox_path(location)
+    if hook_spool.pending(str(path)):
+        return True  # payloads the hook kept unread, to be redacted and folded in
     if not path.exists():
         return False
     try:
@@ -155,40 +299,11 @@ def _private_file(folder: str, data: bytes) -> str:
     return target
 
 
-def spool_raw(raw: bytes, agent: str) -> str:
-    """Keep a payload the hook ran out of time on, unread: the agent's name, a newline, its bytes.
-    Not redacted (that is the work there was no time for): the file is private, and the next drain
-    redacts it on the way into the inbox (``take_spooled``)."""
-    return _private_file(spool_dir(), agent.encode() + b"\n" + raw)
-
-
-def take_spooled(path: str) -> int:
-    """Move the spooled payloads into the inbox at ``path``, redacted as the hook would have; one
-    that is not a JSON object goes to the dead letters (redacted). Returns how many were taken."""
-    folder = spool_dir()
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return 0
-    taken = 0
-    for name in names:
-        file = os.path.join(folder, name)
-        try:
-            with open(file, "rb") as handle:
-                agent, _, raw = handle.read().partition(b"\n")
-        except OSError:
-            continue
-        who = agent.decode("utf-8", "replace")
-        text = raw.decode("utf-8", "replace")
-        try:
-            if not known(who):
-                raise ValueError(f"spooled payload of unknown agent {who!r}")
-            enqueue(path, who, parse(text))
-        except ValueError as exc:
-            spool(text, f"spooled payload {name}: {exc}", who if known(who) else "claude-code")
-        os.unlink(file)
-        taken += 1
-    return taken
+def spool_raw(raw: bytes, agent: str, inbox: str) -> str:
+    """Keep a payload the hook ran out of time on, unread, for the inbox at ``inbox`` (``hook_spool``). Not
+    redacted (that is the work there was no time for): the file is private, and the next drain redacts it on
+    the way into the inbox (``take_spooled``)."""
+    return hook_spool.write(agent, os.path.abspath(inbox), os.getcwd(), hook_spool.RAW, raw)
 
 
 def spool(raw: str, reason: str, agent: str = "claude-code") -> str:

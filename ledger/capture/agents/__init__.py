@@ -9,7 +9,8 @@ entry point group (``NAME = "package.module:OBJECT"``); the group is read only f
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing costs the hook ~3 ms; mypy reads the block below all the same
 
 if TYPE_CHECKING:
     from ledger.capture.agent import Agent

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from ledger.base.hook_spool import HUNKS_KEY
 from ledger.capture import patchlines
 from ledger.capture.agents.codex.outcomes import CHANGES_KEY, OUTCOME_KEY
 from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
-from ledger.capture.inbox_queue import HUNKS_KEY
 from ledger.capture.items import (
     Item,
     bounded,

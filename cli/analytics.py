@@ -7,6 +7,7 @@ then reads it. Parsing and printing only; ``projections.readmodel`` does the wor
 from __future__ import annotations
 
 import csv
+import os
 import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -46,7 +47,11 @@ def _cell(value: Any) -> str:
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, date | timedelta):
         return str(value)
-    text = " ".join(str(value).split()) if isinstance(value, str) else str(value)
+    if isinstance(value, str):
+        from projections.find import cell
+
+        return cell(value, CELL_WIDTH)
+    text = str(value)
     return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
 
@@ -204,39 +209,20 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
         project = project_of(project)  # a path: its git top level, as a task's project is
     only = find.Only(project=project, statuses=statuses, agent=agent,
                      since=since.replace(tzinfo=UTC) if since is not None else None)
-    found = readmodel.find_tasks(_refreshed(ctx, checked=False), words, limit, only)
+    path = _refreshed(ctx, checked=False)
+    found = readmodel.find_tasks(path, words, limit, only)
     # The read model is a copy: a task that does not pass a read's checks is not shown, and refused after.
     found, refused = reading.checked_found(ctx.ledger(), found)
     if as_json:
         emit_json(find.as_records(found))
-    elif not found and not refused:
-        among = " among the tasks asked for" if only != find.Only() else ""
-        click.echo(f"No task holds all of: {', '.join(words)}{among}. Fewer words find more; "
-                   "`trail list` shows every task.")
-    for f in found if not as_json else ():
-        when = f"{f.updated_at:%Y-%m-%d %H:%M}" if f.updated_at else ""
-        where = f"  ({f.cwd})" if f.cwd else ""
-        click.echo(f"#{f.number:<4} {f.status:<9} {_cell(f.title)}{where}  {when}".rstrip())
-        for m in f.matches:
-            click.echo(f"      [{m.position}] {m.kind}: {_snippet(m.text, words)}")
+    elif found or not refused:
+        click.echo(find.as_text(found, words, only != find.Only()), nl=False)
+    if ctx.location.is_sqlite:  # the next find answers from the index while nothing changes (cli.main)
+        from ledger.app import findindex
+
+        findindex.fill(ctx.ledger(), os.path.realpath(ctx.location.sqlite_path), path)
     if refused:
         raise refused[0]
-
-
-SNIPPET = 100
-"""Characters of a matching place shown: around the first word found in it."""
-
-
-def _snippet(text: str, words: list[str]) -> str:
-    from ledger.base.oneline import one_line
-
-    flat = one_line(text)
-    if len(flat) <= SNIPPET:
-        return flat
-    at = min((i for i in (flat.lower().find(w) for w in words) if i >= 0), default=0)
-    start = max(0, at - SNIPPET // 3)
-    cut = flat[start:start + SNIPPET]
-    return ("…" if start else "") + cut + ("…" if start + SNIPPET < len(flat) else "")
 
 
 @click.command("export")

@@ -27,6 +27,50 @@ def resume_args(argv: list[str]) -> tuple[str | None, str | None] | None:
     return db, argv[1] if len(argv) == 2 else None
 
 
+FIND_VALUED = {"-n": "limit", "--limit": "limit", "--project": "project", "--status": "statuses",
+               "--since": "since", "--agent": "agent"}
+"""`trail find`'s options that take a value, by what they set."""
+
+
+def find_args(argv: list[str]) -> tuple[str | None, Any] | None:
+    """``(db, findindex.Asked)`` when ``argv`` is `[--db PATH] find WORD... [OPTION...]` with options the find
+    index answers for, each in a form it is sure to read as click does; None otherwise (click parses it)."""
+    db = None
+    if argv[:1] == ["--db"] and len(argv) >= 2:
+        db, argv = argv[1], argv[2:]
+    elif argv[:1] and argv[0].startswith("--db="):
+        db, argv = argv[0].removeprefix("--db="), argv[1:]
+    if argv[:1] != ["find"] or db == "":
+        return None
+    words: list[str] = []
+    asked: dict[str, Any] = {"statuses": []}
+    rest = iter(argv[1:])
+    for arg in rest:
+        name, _, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if arg in ("--json", "--here"):
+            asked[arg[2:].replace("json", "as_json")] = True
+        elif name in FIND_VALUED:
+            value = value or next(rest, "")
+            if not value or value.startswith("-"):
+                return None
+            if FIND_VALUED[name] == "statuses":
+                asked["statuses"].append(value)
+            else:
+                asked[FIND_VALUED[name]] = value
+        elif arg.startswith("-") or not arg:
+            return None
+        else:
+            words.append(arg)
+    limit = asked.get("limit", "10")
+    if not (limit.isascii() and limit.isdigit()) or not 1 <= int(limit) < 2**63:
+        return None
+    from ledger.app.findindex import Asked
+    from projections.find import words_of
+
+    asked.update(limit=int(limit), statuses=tuple(asked["statuses"]))
+    return db, Asked(words=words_of(tuple(words)), **asked)
+
+
 def main() -> None:
     import os
 
@@ -46,6 +90,15 @@ def main() -> None:
         from ledger.capture.agents import BUILTIN
 
         text = cached_resume(asked[1], asked[0], BUILTIN)
+        if text is not None:
+            sys.stdout.write(text)
+            sys.exit(0)
+    find = find_args(sys.argv[1:])
+    if find is not None:
+        # `trail find` answers from the find index while nothing it would show has changed.
+        from ledger.app.findindex import cached_find
+
+        text = cached_find(find[1], find[0])
         if text is not None:
             sys.stdout.write(text)
             sys.exit(0)

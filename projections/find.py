@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ledger.base.oneline import one_line
 from projections.queries import COPIED
 
 WEIGHTS = {"title": 5, "requirement": 3, "correction": 3, "decision": 2, "attempt": 2, "note": 2, "next": 2,
@@ -193,3 +194,42 @@ def as_records(found: list[Found], text_width: int | None = None) -> list[dict[s
              "matches": [{"position": m.position, "kind": m.kind, "text": cut(m.text)} for m in f.matches]}
             for f in found]
 
+
+
+CELL = 60
+"""Characters of a title shown on its task's line."""
+SNIPPET = 100
+"""Characters of a matching place shown: around the first word found in it."""
+
+
+def cell(text: str, width: int = CELL) -> str:
+    """``text`` on one line of at most ``width`` characters (as `trail query` shows a cell)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def snippet(text: str, words: list[str]) -> str:
+    """The part of a matching place shown: ``SNIPPET`` characters around the first of ``words`` in it."""
+    flat = one_line(text)
+    if len(flat) <= SNIPPET:
+        return flat
+    at = min((i for i in (flat.lower().find(w) for w in words) if i >= 0), default=0)
+    start = max(0, at - SNIPPET // 3)
+    cut = flat[start:start + SNIPPET]
+    return ("…" if start else "") + cut + ("…" if start + SNIPPET < len(flat) else "")
+
+
+def as_text(found: list[Found], words: list[str], narrowed: bool) -> str:
+    """What `trail find` prints for ``found`` (each line ended): a line a task, the places under it; or what
+    to try when nothing was found (``narrowed``: a filter was given). Both of its paths print this."""
+    if not found:
+        among = " among the tasks asked for" if narrowed else ""
+        return (f"No task holds all of: {', '.join(words)}{among}. Fewer words find more; "
+                "`trail list` shows every task.\n")
+    lines = []
+    for f in found:
+        when = f"{f.updated_at:%Y-%m-%d %H:%M}" if f.updated_at else ""
+        where = f"  ({f.cwd})" if f.cwd else ""
+        lines.append(f"#{f.number:<4} {f.status:<9} {cell(f.title)}{where}  {when}".rstrip())
+        lines += [f"      [{m.position}] {m.kind}: {snippet(m.text, words)}" for m in f.matches]
+    return "".join(line + "\n" for line in lines)

@@ -102,7 +102,7 @@ def cached_resume(ref: str | None, db: str | None, agents: Agents) -> str | None
     """What `trail [--db DB] resume [REF]` prints (no other option), or None when the full path must run."""
     try:
         with _opened(db) as (ledger, cache, con):
-            for _, agent, _, text in _inbox(con, INBOX_ROWS):
+            for _, agent, _, text in inbox(con, INBOX_ROWS):
                 _harmless(cache, con, ledger, agent, json.loads(text), agents)
             task = _memo(cache, con, ("resume", ref or "", current_project() or "", _pointers()))
             text = str(_entry(cache, con, ledger, task)["resume"])
@@ -123,7 +123,7 @@ def cached_session_start(payload: dict[str, Any], agent: str, row: int, has_mcp:
     try:
         with _opened() as (ledger, cache, con):
             ours = None
-            for found, queued_by, received, text in _inbox(con, INBOX_ROWS):
+            for found, queued_by, received, text in inbox(con, INBOX_ROWS):
                 if found == row and queued_by == agent:
                     ours = float(received), json.loads(text)
                 else:
@@ -278,7 +278,7 @@ class Watch:
         memo_task = _session_pointer(self.ledger, project) if kind == "session" else task
         con = self.con
         con.execute("BEGIN")
-        key, registry, last = _task_key(con, self.ledger, task)
+        key, registry, last = task_key(con, self.ledger, task)
         con.execute("COMMIT")
         # Checked after every read: unchanged, nobody wrote between the full path's reads and the key's.
         if con.execute("PRAGMA data_version").fetchone()[0] != self.version or _pointers() != self.pointers:
@@ -359,25 +359,41 @@ _table_exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
 def _opened(db: str | None = None) -> Iterator[tuple[str, dict[str, Any], sqlite3.Connection]]:
     """The ledger's real path (named by ``db`` as `--db` takes it, else as the environment says), its cache,
     and a read-only connection in one read transaction."""
+    ledger = fast_ledger(db)
+    cache = _load(ledger)
+    if cache is None:
+        raise Miss("no cache")
+    with reading(ledger) as con:
+        yield ledger, cache, con
+
+
+def fast_ledger(db: str | None = None) -> str:
+    """The real path of the SQLite ledger ``db`` names (as `--db` takes it, else as the environment says), or
+    Miss: not an SQLite ledger, a setting the full path checks is set, or payloads the hook spooled wait for
+    it. For every fast path."""
     if any(os.environ.get(name) for name in SKIP_ENV):
         raise Miss("a setting the full path checks")
     path = sqlite_ledger(db)
     if path is None:
         raise Miss("not an SQLite ledger")
     ledger = os.path.realpath(path)
-    _unspooled(ledger)
-    cache = _load(ledger)
-    if cache is None:
-        raise Miss("no cache")
+    _unspooled(ledger)  # the full path would fold the hook's spooled payloads in first
+    return ledger
+
+
+@contextmanager
+def reading(ledger: str) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the ledger at real path ``ledger``, in one read transaction: every check
+    made through it sees the same ledger."""
     con = _connect(ledger)
     try:
-        con.execute("BEGIN")  # one read transaction: every check sees the same ledger
-        yield ledger, cache, con
+        con.execute("BEGIN")
+        yield con
     finally:
         con.close()
 
 
-def _inbox(con: sqlite3.Connection, limit: int) -> list[Any]:
+def inbox(con: sqlite3.Connection, limit: int) -> list[Any]:
     """The capture inbox's rows, fewer than ``limit`` (none when the hook never made the table)."""
     if not con.execute(_table_exists, ("capture_inbox",)).fetchone():
         return []
@@ -404,7 +420,7 @@ def _memo(cache: dict[str, Any], con: sqlite3.Connection, asked: tuple[str, str,
 
 def _entry(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, task: str) -> dict[str, Any]:
     entry: dict[str, Any] = cache["tasks"][task]
-    key, _, _ = _task_key(con, ledger, task)
+    key, _, _ = task_key(con, ledger, task)
     if entry["key"] != key:
         raise Miss("the task changed")
     return entry
@@ -414,8 +430,9 @@ _LAST_ROW = ("SELECT originator_version, topic, state FROM stored_events WHERE o
              "ORDER BY originator_version DESC LIMIT 1")
 
 
-def _task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str, int]:
-    """The task's key, the registry's last-row digest, and the task's last position."""
+def task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str, int]:
+    """The task's key, the registry's last-row digest, and the task's last position (Miss when it cannot be
+    told: a task gone, a head anchor that disagrees, an edit journal that records a change of it)."""
     last = con.execute(_LAST_ROW, (task,)).fetchone()
     registry = con.execute(_LAST_ROW, (REGISTRY_HEX,)).fetchone()
     if last is None or registry is None:

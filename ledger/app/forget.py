@@ -190,7 +190,12 @@ def _remove_read_model(location: Location) -> int:
     from projections.readmodel import readmodel_path
 
     model = readmodel_path(location)  # rebuilt from the ledger on next use: no forgotten row survives
-    return sum(_remove(p) for p in (model, model.with_name(model.name + ".wal")))
+    found = [model, model.with_name(model.name + ".wal")]
+    if location.is_sqlite:  # find's index of it (ledger.app.findindex), filled again by the next find
+        from ledger.app.findindex import index_files
+
+        found += [Path(p) for p in index_files(os.path.realpath(location.sqlite_path))]
+    return sum(_remove(p) for p in found)
 
 
 def _remove_brief_cache(location: Location) -> int:

@@ -74,3 +74,13 @@ def test_what_a_person_remembers_finds_that_task_first(home: Path, backend: str)
     done = json.loads(find("find", "tests", "--status", "done", "--json"))
     assert done and all(t["status"] == "done" for t in done)
     assert numbers["claude-code/ccl-after-clear-cbc0f75b.jsonl"] not in [t["number"] for t in done]  # paused
+    if backend != "sqlite":
+        return
+    # The text too, and what the index reads differently: short words (no trigram), many tasks, every filter.
+    for words, _, _ in REMEMBERED[:6]:
+        find("find", *words.split())
+    for args in (["a"], ["py", "test"], ["the", "-n", "20"], ["fix", "--limit=3", "--status", "done", "--status",
+                 "paused"], ["tests", "--since", "2000-01-01 10:00"], ["tests", "--project", "webapp"],
+                 ["tests", "--agent", "claude-code", "--json"], ['"quoted"'], ["zzzz-nothing"],
+                 ["build", "--status", "abandoned"]):
+        find("find", *args)

@@ -134,3 +134,18 @@ def test_the_mcp_start_benchmark_runs() -> None:
     table = mcpinit.table(runs=1)
     assert [row[0] for row in table.rows] == [mcpinit.MINIMAL, mcpinit.TRAIL]
     assert table.rows[1][5] in ("yes", "**no**") and len(table.goals) == 1
+
+
+@pytest.mark.sqlite_only("the find index answers for SQLite ledgers only")
+def test_find_from_the_find_index_imports_no_ledger_libraries(home: Path) -> None:
+    """`trail find` answers from the find index (ledger/app/findindex.py) with the standard library alone once
+    the full path filled it; the same bytes, text and JSON; a write since takes the full path again."""
+    run_here("demo", "--keep", home=home, check=True)
+    lean = {"click", "pydantic", "eventsourcing", "orjson", *ALWAYS_HEAVY}
+    for note, args in (("a login note", ["find", "login"]),
+                       ("more retries", ["find", "retries", "--json", "--status", "paused", "-n", "3"])):
+        run_here("note", note, home=home, check=True)  # a write: the next find takes the full path
+        full, full_out = _imported(args, home)
+        assert "duckdb" in full and note in full_out  # the full path caught up, and filled the index
+        modules, out = _imported(args, home)
+        assert out == full_out and not modules & lean, sorted(modules & lean)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.app import briefcache
 from ledger.app.briefcache import Miss
+from ledger.base.ledger_file import sqlite_ledger
 from projections import find
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 
     from ledger.app.store import Ledger
 
+READ_MODEL = ".duckdb"
+"""The read model of the SQLite ledger ``L`` is the file ``L.duckdb`` (``projections.readmodel.readmodel_path``)."""
 FORMAT = "1"
 """Bumped when what the file holds changes meaning: an index of another format is filled anew."""
 SUFFIX = ".find"
@@ -104,9 +107,10 @@ def cached_find(asked: Asked, db: str | None) -> str | None:
     try:
         only = _only(asked)
         ledger = briefcache.fast_ledger(db)
+        model = _model_print(str(sqlite_ledger(db)) + READ_MODEL)
         with briefcache.reading(ledger) as con:
             briefcache.inbox(con, 1)
-            found = _answer(con, ledger, asked.words, asked.limit, only)
+            found = _answer(con, ledger, model, asked.words, asked.limit, only)
     except (Miss, OSError, sqlite3.Error, ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return None
     if asked.as_json:
@@ -155,12 +159,15 @@ def _opened_index(ledger: str) -> sqlite3.Connection:
     return con
 
 
-def _answer(con: sqlite3.Connection, ledger: str, words: list[str], limit: int, only: find.Only) -> list[find.Found]:
+def _answer(con: sqlite3.Connection, ledger: str, model: str, words: list[str], limit: int,
+            only: find.Only) -> list[find.Found]:
     index = _opened_index(ledger)
     try:
         meta = dict(index.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("format") != FORMAT or meta.get("filled") != _filled_at(con) or meta.get("setting") != _setting():
             raise Miss("the index was filled at another point")
+        if meta.get("readmodel") != model:
+            raise Miss("the read model is not the one the index was filled from")  # rebuilt, say: from other rows
         found = search(index, words, limit, only)
         keys = dict(index.execute("SELECT number, key FROM tasks").fetchall())
         ids = dict(index.execute("SELECT number, task_id FROM tasks").fetchall())
@@ -178,6 +185,19 @@ def _filled_at(con: sqlite3.Connection) -> str:
     row = con.execute("SELECT rowid, originator_id, originator_version FROM stored_events "
                       "ORDER BY rowid DESC LIMIT 1").fetchone()
     return json.dumps(list(row) if row else None)
+
+
+def _model_print(path: str) -> str:
+    """The read model file at ``path`` (and its WAL) as it is now: the full path answers from this file, and a
+    rebuilt one may hold other texts (rows edited since the index was filled) that the full path refuses."""
+    found: list[list[int] | None] = []
+    for name in (path, path + ".wal"):
+        try:
+            seen = os.stat(name)
+            found.append([seen.st_ino, seen.st_size, seen.st_mtime_ns, seen.st_ctime_ns])
+        except FileNotFoundError:
+            found.append(None)
+    return json.dumps([os.path.realpath(path), found])
 
 
 def _setting() -> str:
@@ -401,8 +421,8 @@ def _fill(ledger: Ledger, ledger_file: str, readmodel: Path, path: str) -> None:
         # Filled at the ledger's last row only if the read model had read up to it: a write since the catch-up
         # leaves the index behind, and the next full path fills it.
         last = json.loads(filled)
-        index.execute("INSERT OR REPLACE INTO meta VALUES ('filled', ?), ('setting', ?)",
-                      [filled if last and last[0] == position else "behind", _setting()])
+        index.execute("INSERT OR REPLACE INTO meta VALUES ('filled', ?), ('setting', ?), ('readmodel', ?)",
+                      [filled if last and last[0] == position else "behind", _setting(), _model_print(str(readmodel))])
         _check(index, ledger, ledger_file, filled)
         index.execute("COMMIT")
     finally:

@@ -82,7 +82,10 @@ def test_nothing_found_says_so_and_no_word_is_a_usage_error(home: Path, location
 def test_a_forgotten_task_is_not_found(home: Path, location: Location) -> None:
     _two_tasks(location)
     assert [t["number"] for t in _found(home, "next.config")] == [2]
+    index = Path(f"{location.sqlite_path.resolve()}.find") if location.is_sqlite else None
+    assert index is None or index.is_file()  # find's index of the read model (ledger.app.findindex)
     run_trail("forget", "2", "--yes", home=home, check=True)
+    assert index is None or not index.exists()  # it held the task's text: it goes with the read model
     assert _found(home, "next.config") == [] and _found(home, "redirect") == []
 
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 READ_MODEL = ".duckdb"
 """The read model of the SQLite ledger ``L`` is the file ``L.duckdb`` (``projections.readmodel.readmodel_path``)."""
-FORMAT = "1"
+FORMAT = "2"
 """Bumped when what the file holds changes meaning: an index of another format is filled anew."""
 SUFFIX = ".find"
 """The index of the ledger ``L`` is the file ``L.find``."""
@@ -67,7 +67,7 @@ SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE tasks (
     seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL UNIQUE, number INTEGER, title TEXT, status TEXT, cwd TEXT,
-    updated_at TEXT, updated_us INTEGER, events INTEGER, branch_at INTEGER, verified INTEGER NOT NULL DEFAULT 0,
+    updated_at TEXT, updated_us INTEGER, last_position INTEGER, branch_at INTEGER, verified INTEGER NOT NULL DEFAULT 0,
     key TEXT);
 CREATE TABLE actors (seq INTEGER NOT NULL, actor TEXT NOT NULL, PRIMARY KEY (seq, actor)) WITHOUT ROWID;
 CREATE TABLE kinds (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
@@ -451,7 +451,6 @@ def _mirror(index: sqlite3.Connection, readmodel: Path, meta: dict[str, str]) ->
     from uuid import UUID
 
     from projections import readmodel as model
-    from projections.queries import COPIED
 
     with model.connect(readmodel, read_only=True) as duck:
         read_to = int(_one(duck, "SELECT max(notification_id) FROM position") or 0)
@@ -463,26 +462,29 @@ def _mirror(index: sqlite3.Connection, readmodel: Path, meta: dict[str, str]) ->
             [0 if whole else since, whole]).fetchall()}
         held = dict(index.execute("SELECT task_id, seq FROM tasks").fetchall())
         tasks = {row[0]: row for row in duck.execute(
-            "SELECT t.task_id, t.number, t.title, lower(t.title), t.status, t.cwd, t.updated_at, t.events, b.at "
+            "SELECT t.task_id, t.number, t.title, lower(t.title), t.status, t.cwd, t.updated_at, t.last_position, b.at "
             "FROM tasks t LEFT JOIN branch_points b USING (task_id)").fetchall()}
         for gone in set(held) - {UUID(t).hex for t in tasks}:
             _drop(index, held.pop(gone))
         kinds = dict(index.execute("SELECT name, code FROM kinds").fetchall())
         for task_id in sorted(changed & set(tasks)):
             hexed = UUID(task_id).hex
-            _, number, title, low, status, cwd, updated, events, branch_at = tasks[task_id]
-            seq = held.get(hexed) or _new_seq(index)
+            _, number, title, low, status, cwd, updated, last, branch_at = tasks[task_id]
+            old = index.execute("SELECT seq, last_position, branch_at FROM tasks WHERE task_id = ?", [hexed]).fetchone()
+            seq = old[0] if old else _new_seq(index)
             if seq > TASKS_MAX:
                 raise Miss("too many tasks to pack")
-            _drop(index, seq)
+            if whole or old is None or old[1] is None or old[2] != branch_at:
+                _drop(index, seq)  # new, or its copied rows moved: the task afresh
+                rows, after = _places(duck, task_id, None), 0
+            else:
+                rows, after = _changed_places(index, duck, task_id, seq, old[1], since, kinds), since
+            index.execute("DELETE FROM tasks WHERE seq = ?", [seq])
             index.execute(
-                "INSERT INTO tasks (seq, task_id, number, title, status, cwd, updated_at, updated_us, events, "
+                "INSERT INTO tasks (seq, task_id, number, title, status, cwd, updated_at, updated_us, last_position, "
                 "branch_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [seq, hexed, number, title, status, cwd, updated.isoformat() if updated else None,
-                 _micros(updated) if updated else None, events, branch_at])
-            rows = duck.execute(
-                f"SELECT position, kind, text, low FROM places f WHERE task_id = ? AND low IS NOT NULL "
-                f"AND NOT EXISTS ({COPIED})", [task_id]).fetchall()
+                 _micros(updated) if updated else None, last, branch_at])
             if title is not None:
                 rows.append((1, "title", title, low))
             for position, kind, _, _ in rows:
@@ -493,11 +495,41 @@ def _mirror(index: sqlite3.Connection, readmodel: Path, meta: dict[str, str]) ->
                     raise Miss("a place that cannot be packed")
             index.executemany("INSERT INTO places (rowid, text, low) VALUES (?, ?, ?)",
                               [(_rowid(seq, kinds[kind], position), text, low) for position, kind, text, low in rows])
-            index.executemany("INSERT INTO actors VALUES (?, ?)", [(seq, actor) for (actor,) in duck.execute(
-                "SELECT DISTINCT actor FROM events WHERE task_id = ? AND actor IS NOT NULL", [task_id]).fetchall()])
+            index.executemany("INSERT OR IGNORE INTO actors VALUES (?, ?)", [(seq, actor) for (actor,) in duck.execute(
+                "SELECT DISTINCT actor FROM events WHERE task_id = ? AND notification_id > ? AND actor IS NOT NULL",
+                [task_id, after]).fetchall()])
         index.execute("INSERT OR REPLACE INTO meta VALUES ('position', ?), ('archives', ?)",
                       [str(read_to), str(archives)])
     return read_to
+
+
+def _places(duck: Any, task_id: str, where: str | None, params: list[Any] | None = None) -> list[Any]:
+    """The read model's places of one task (those ``where`` says), a branch's copied ones left out."""
+    from projections.queries import COPIED
+
+    return list(duck.execute(
+        f"SELECT position, kind, text, low FROM places f WHERE task_id = ? AND low IS NOT NULL "
+        f"AND NOT EXISTS ({COPIED}){f' AND ({where})' if where else ''}", [task_id, *(params or [])]).fetchall())
+
+
+def _changed_places(index: sqlite3.Connection, duck: Any, task_id: str, seq: int, last: int, since: int,
+                    kinds: dict[str, int]) -> list[Any]:
+    """The read model's places of a task the index holds up to position ``last`` (at notification ``since``) that
+    may differ from the index's, which are taken out of the index: those after ``last``, those at a position a
+    later event changed (an attempt ended, a requirement reworded or reclassified: ``readmodel._Batch``), its last
+    words (one place, moved to the newest reply) and its title. Only these, so a write costs the new rows."""
+    touched = sorted({int(p) for (p,) in duck.execute(
+        "SELECT DISTINCT TRY_CAST(x AS BIGINT) FROM (SELECT unnest([payload->>'attempt', payload->>'supersedes', "
+        "payload->>'target']) AS x FROM events WHERE task_id = ? AND notification_id > ?) WHERE x IS NOT NULL",
+        [task_id, since]).fetchall() if p is not None and 0 <= p <= POSITION_MAX})
+    for name, code in kinds.items():
+        index.execute("DELETE FROM places WHERE rowid BETWEEN ? AND ?",
+                      [_rowid(seq, code, last + 1), _rowid(seq, code, POSITION_MAX)])
+        if name in (find.LAST_WORDS, "title"):
+            index.execute("DELETE FROM places WHERE rowid BETWEEN ? AND ?", _span(seq, code))
+        index.executemany("DELETE FROM places WHERE rowid = ?", [(_rowid(seq, code, p),) for p in touched])
+    return _places(duck, task_id, "position > ? OR kind = ? OR list_contains(?, position)",
+                   [last, find.LAST_WORDS, touched or [-1]])
 
 
 def _one(duck: Any, sql: str) -> Any:

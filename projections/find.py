@@ -10,12 +10,10 @@ counts more than a command line), then by how recently they changed. Pure SQL te
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.base.oneline import one_line
-from projections.queries import COPIED
 
 WEIGHTS = {"title": 5, "requirement": 3, "correction": 3, "decision": 2, "attempt": 2, "note": 2, "next": 2,
            "failed command": 2,
@@ -72,23 +70,25 @@ def row_place(table: str, row: dict[str, Any]) -> tuple[str, str] | None:
     return (kind, text) if isinstance(text, str) else None
 
 
-_PLACES = f"""
+def _places() -> str:
+    """Every place: the title, and the read model's ``places`` table but for a branch's copied rows."""
+    from projections.queries import COPIED  # here: its module's dataclass costs the find index's path ~15 ms
+
+    return f"""
     SELECT task_id, 1 AS position, 'title' AS kind, title AS text, lower(title) AS low FROM tasks
     UNION ALL SELECT task_id, position, kind, text, low FROM places f WHERE NOT EXISTS ({COPIED})
-"""
+    """
 # The read model's ``places`` table holds every other place, lower-cased once as it is caught up: reading the
 # texts out of the events' JSON and lower-casing them on each query took seconds at a million events.
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     position: int
     kind: str
     text: str
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(NamedTuple):
     number: int
     title: str
     status: str
@@ -108,8 +108,7 @@ def words_of(terms: tuple[str, ...]) -> list[str]:
     return seen
 
 
-@dataclass(frozen=True)
-class Only:
+class Only(NamedTuple):
     """Which tasks may be found at all: ``project`` an absolute folder (tasks begun in it or below) or a
     folder's name (the last part of the project, as ``trail list`` shows it),
     ``statuses`` any of them, ``since`` changed at or after it, ``agent`` an agent that took part (its name,
@@ -157,7 +156,7 @@ def sql(words: list[str], limit: int, only: Only | None = None) -> tuple[str, di
     # SHOWN places come out of one grouping (max_by keeps a small heap per task: sorting every hit of a big
     # task to keep three cost seconds at a million events).
     query = f"""
-    WITH places AS ({_PLACES}),
+    WITH places AS ({_places()}),
     flagged AS (SELECT task_id, position, kind, text, {flags} FROM places WHERE low IS NOT NULL),
     hit AS (SELECT *, ({hits}) * {weight} AS score FROM flagged WHERE {some}),
     found AS (

@@ -33,9 +33,8 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledger.app import briefcache
 from ledger.app.briefcache import Miss
@@ -88,8 +87,7 @@ def index_files(ledger: str) -> list[str]:
 # -- answering ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(NamedTuple):
     """A `trail find` as its command line asked it, before anything is resolved."""
 
     words: list[str]
@@ -205,8 +203,7 @@ def _setting() -> str:
     return json.dumps([briefcache._code(), os.environ.get("TZ")])
 
 
-@dataclass
-class _Task:
+class _Task(NamedTuple):
     seq: int
     number: int
     title: str
@@ -267,14 +264,12 @@ def search(index: sqlite3.Connection, words: list[str], limit: int, only: find.O
     """``find.sql``'s answer, from the index: the tasks holding every one of ``words``, best first."""
     kinds = dict(index.execute("SELECT code, name FROM kinds").fetchall())
     weight = {code: find.WEIGHTS.get(name, 1) for code, name in kinds.items()}
+    sizes = dict(index.execute("SELECT seq, last_position FROM tasks").fetchall())
     scores: dict[int, int] = {}
     present: dict[int, set[int]] = {}
     for i, word in enumerate(words):
-        where, params = _where([word], every=True)
         held: set[int] = set()
-        for packed, count in index.execute(
-                f"SELECT rowid >> {KIND_SHIFT}, count(*) FROM places WHERE {where} GROUP BY 1", params):
-            seq, code = packed >> (TASK_SHIFT - KIND_SHIFT), packed & KINDS_MAX
+        for seq, code, count in _counts(index, word, sizes, list(kinds)):
             if i == 0 or seq in scores:
                 held.add(seq)
                 scores[seq] = scores.get(seq, 0) + count * weight[code]
@@ -289,6 +284,35 @@ def search(index: sqlite3.Connection, words: list[str], limit: int, only: find.O
                        datetime.fromisoformat(t.updated_at) if t.updated_at else None, scores[t.seq],
                        _shown(index, t.seq, words, {c: weight[c] for c in present[t.seq]}, kinds))
             for t in chosen]
+
+
+BIG = 10_000
+"""A task of this many events or more has its places counted kind by kind over its own rowid ranges; the
+others are counted together, a run of them at a time (a GROUP BY sorts every row it counts: 40 ms for a
+word in 131,000 places of one task, where the ranges' counts take 8)."""
+
+
+def _counts(index: sqlite3.Connection, word: str, sizes: dict[int, int], codes: list[int]) -> Iterator[
+        tuple[int, int, int]]:
+    """(task, kind, how many of its places of that kind hold ``word``), for each that holds it."""
+    where, params = _where([word], every=True)
+    count = f"SELECT count(*) FROM places WHERE {where} AND rowid BETWEEN ? AND ?"
+    group = (f"SELECT rowid >> {KIND_SHIFT}, count(*) FROM places WHERE {where} AND rowid BETWEEN ? AND ? "
+             "GROUP BY 1")
+    run: list[int] = []
+    big = [seq for seq in sorted(sizes) if (sizes[seq] or 0) >= BIG]
+    for seq in sorted(sizes):
+        if seq not in big:
+            run.append(seq)
+        if run and (seq in big or seq == max(sizes)):  # the small tasks since the last big one, together
+            for packed, found in index.execute(group, [*params, run[0] << TASK_SHIFT,
+                                                       ((run[-1] + 1) << TASK_SHIFT) - 1]):
+                yield packed >> (TASK_SHIFT - KIND_SHIFT), packed & KINDS_MAX, found
+            run = []
+        for code in codes if seq in big else ():
+            (found,) = index.execute(count, [*params, *_span(seq, code)]).fetchone()
+            if found:
+                yield seq, code, found
 
 
 def _tasks(index: sqlite3.Connection, seqs: set[int], actors: bool) -> dict[int, _Task]:

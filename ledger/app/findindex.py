@@ -494,7 +494,8 @@ def _mirror(index: sqlite3.Connection, readmodel: Path, meta: dict[str, str]) ->
         for task_id in sorted(changed & set(tasks)):
             hexed = UUID(task_id).hex
             _, number, title, low, status, cwd, updated, last, branch_at = tasks[task_id]
-            old = index.execute("SELECT seq, last_position, branch_at FROM tasks WHERE task_id = ?", [hexed]).fetchone()
+            old = index.execute("SELECT seq, last_position, branch_at, verified FROM tasks WHERE task_id = ?",
+                                [hexed]).fetchone()
             seq = old[0] if old else _new_seq(index)
             if seq > TASKS_MAX:
                 raise Miss("too many tasks to pack")
@@ -504,11 +505,13 @@ def _mirror(index: sqlite3.Connection, readmodel: Path, meta: dict[str, str]) ->
             else:
                 rows, after = _changed_places(index, duck, task_id, seq, old[1], since, kinds), since
             index.execute("DELETE FROM tasks WHERE seq = ?", [seq])
+            # Its rows re-hashed so far stay so (an edit of one is journaled, and its key then never holds);
+            # its key is made again after the checks (``_check``).
             index.execute(
                 "INSERT INTO tasks (seq, task_id, number, title, status, cwd, updated_at, updated_us, last_position, "
-                "branch_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "branch_at, verified) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [seq, hexed, number, title, status, cwd, updated.isoformat() if updated else None,
-                 _micros(updated) if updated else None, last, branch_at])
+                 _micros(updated) if updated else None, last, branch_at, old[3] if old else 0])
             if title is not None:
                 rows.append((1, "title", title, low))
             for position, kind, _, _ in rows:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -400,10 +400,6 @@ def _rowid(seq: int, code: int, position: int) -> int:
 
 
 # -- filling ------------------------------------------------------------------------------------------------
-
-
-Checked = Callable[[str], bool]
-"""Whether a task (its id) passes a read's checks with its rows re-hashed after a position: see ``fill``."""
 
 
 def fill(ledger: Ledger, ledger_file: str, readmodel: Path) -> None:

@@ -1,5 +1,7 @@
-"""The brief's view is a projection with snapshots of its own (``ledger.app.views``): the write path
-folds no view, reads keep a view snapshot every K events, a damaged or forged one never reaches a
+"""The brief's view is a projection with snapshots of its own (``ledger.app.views``): a write passing a
+K-th position brings the view up to its end (its own events, folded as it holds them) and a fault in
+that fold blocks no write, reads keep a view snapshot every K events where none is, the first read after
+a bulk write folds at most what followed the last K-th position, a damaged or forged one never reaches a
 brief, and a ledger written by the release before view snapshots opens and answers the same."""
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from uuid import UUID
 
 import pytest
 
+from bench import workload
 from ledger.app import sample, verify
 from ledger.app.store import Ledger, open_ledger
 from ledger.base.location import Location, resolve
 from ledger.domain import events as ev
+from projections import brief
 from projections.state import FOLD_VERSION, replay
 from tests.conftest import run_trail
 
@@ -40,7 +44,7 @@ def _notes(ledger: Ledger, count: int) -> UUID:
     return task
 
 
-def test_an_append_folds_no_view(every_five: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fault_in_the_views_fold_blocks_no_write(every_five: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     task = _notes(every_five, 3)
 
     def broken(*_: Any) -> Any:
@@ -56,9 +60,49 @@ def test_an_append_folds_no_view(every_five: Ledger, monkeypatch: pytest.MonkeyP
     assert every_five.state(task).notes[-1].text == "more 9"
 
 
+def test_a_write_passing_a_k_th_position_keeps_the_view_there(every_five: Ledger) -> None:
+    task = _notes(every_five, 3)  # positions 1..4
+    assert every_five.views.folded == 1  # the opening's read; the write of 2..4 passed no K-th position
+    assert every_five.store.view_snapshot(task, None, FOLD_VERSION) is None
+    every_five.append_many(task, [(ev.NoteAdded, {"text": f"more {n}"}) for n in range(8)])  # 5..12
+    assert [every_five.store.view_snapshot(task, at, FOLD_VERSION)[0] for at in (None, 9)] == [10, 5]  # type: ignore[index]
+    assert every_five.views.folded == 1 + 3 + 8  # 2..4 read back once, then the write's own events
+    found = every_five.store.view_snapshot(task, None, FOLD_VERSION)
+    assert found is not None
+    assert every_five.views._decode(found[1]) == replay(list(every_five.task_events(task, upto=10))).model_dump_json(
+    ).encode()
+
+
+def test_the_first_read_after_a_bulk_write_folds_at_most_a_batch(location: Location) -> None:
+    # The bench's workload at the default K, in batches of 1,000 as its build and an import write them.
+    ledger = open_ledger(location)
+    try:
+        task = ledger.open_task("bulk").id
+        assert task is not None
+        for batch in workload.Workload(7).batches(3_499, 1_000):
+            ledger.append_many(task, batch)
+    finally:
+        ledger.close()
+    fresh = open_ledger(location)  # a new process: nothing held in memory
+    try:
+        entry = fresh.entries()[0]
+        state = verify.checked_state(fresh, task, entry=entry)  # the read `trail resume` makes
+        assert state.position == 3_500
+        assert fresh.views.folded <= 1_000  # 500 here: the events after the write's last K-th position
+        assert verify._fold_start(fresh, task, None) >= 3_500 - 1_000  # and only those rows re-hashed
+        whole = replay(list(fresh.task_events(task)))
+        assert state.model_dump_json() == whole.model_dump_json()
+        assert brief.render(state) == brief.render(whole)
+        assert verify.verify_task(fresh, task).ok
+    finally:
+        fresh.close()
+
+
 def test_reads_keep_a_view_snapshot_every_k_events(every_five: Ledger) -> None:
     task = _notes(every_five, 11)  # positions 1..12
-    assert every_five.store.view_snapshot(task, None, FOLD_VERSION) is None  # the writes kept none
+    every_five.store.drop_view_snapshots(task)  # as a ledger an older release wrote has none
+    every_five.views.forget(task)
+    assert every_five.store.view_snapshot(task, None, FOLD_VERSION) is None
     state = every_five.state(task)
     found = every_five.store.view_snapshot(task, None, FOLD_VERSION)
     assert found is not None and found[0] == 10

@@ -3,7 +3,7 @@
 Built on ``eventsourcing.application.Application`` with the pydantic mapper and orjson
 transcoder from ``ledger.domain.mapper``. SQLite is the zero-set-up default; snapshots of
 each task are taken automatically every ``SNAPSHOT_EVERY`` events, and of each task's view
-(``ledger.app.views``) by the reads that fold past each such position.
+(``ledger.app.views``) by the reads and writes that fold past each such position.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ Item = tuple[type[ev.TaskEvent], dict[str, Any]]
 
 @dataclass(frozen=True)
 class Written:
-    """Where a write left its task: the write path folds no view (``Ledger.state`` does, when asked)."""
+    """Where a write left its task (its view is folded by ``Ledger.state``, or by a write passing a K-th position)."""
 
     id: UUID
     position: int
@@ -239,13 +239,15 @@ class Ledger(Application[UUID]):
         the task, with its registry entry when it is new, is saved in one transaction; when another
         writer took a position first, the whole attempt runs again on a fresh read (``decide`` must
         be safe to re-run). Returns where the write left the task and what ``decide`` returned; no
-        view is folded (``state`` folds it when asked).
+        view is folded unless the write passes a K-th position (``Views.advance``: then up to its end).
 
         ``persist`` stores an existing task's new events in a transaction of the caller's own instead
         of the library's save (compaction commits its marker event with the rows it archives); it
         must raise the library's ``IntegrityError`` when another writer took a position first."""
         redacted = _Redacted(items)
         opening = _opening(target) if isinstance(target, NewTask) else None
+        stored: list[ev.TaskEvent] = []
+        """The task's events the last attempt saved: the view is brought up to them once stored."""
 
         def attempt() -> tuple[Written, R]:
             registry: Registry | None = None
@@ -277,6 +279,7 @@ class Ledger(Application[UUID]):
                 if (kept := self.store.task_projects().get(task.id)) is not None:
                     # The new entry's row, so the access policies let this task's writers add it, readers see it.
                     projects = [*(projects or []), (task.id, kept, task.number, registry.version)]
+            stored[:] = [] if persist is not None else cast(list[ev.TaskEvent], task.pending_events)
             if registry is not None:
                 self._save(registry, task, projects=projects)
             elif persist is not None:
@@ -286,13 +289,17 @@ class Ledger(Application[UUID]):
             return Written(task.id, task.version, task.number), outcome
 
         try:
-            return self._retrying(attempt)
+            done = self._retrying(attempt)
         except PersistenceError as exc:
             if not denied(exc):
                 raise
             where = (opening.project or opening.cwd) if opening is not None else self._project_of(cast(UUID, target))
             raise PermissionDenied(f"this role may not write to project {where!r}: it has no write grant there "
                                    "(`trail access` lists grants); nothing was written") from None
+        # A bulk write (an import's batch, ``append_many``) leaves the view at its end, kept every K events,
+        # so the first read after it folds at most K events, not all since the last read (``Views.advance``).
+        self.views.advance(done[0].id, stored)
+        return done
 
     def _project_of(self, task_id: UUID) -> str:
         return self.store.task_projects().get(task_id, "?")
@@ -459,7 +466,8 @@ class Ledger(Application[UUID]):
         return self.append(task_id, ev.TaskRetitled, title=title, actor=actor)
 
     def append_many(self, task_id: UUID, items: list[Item]) -> Written:
-        """Append several events to one task in one transaction (all or none). No view is folded."""
+        """Append several events to one task in one transaction (all or none); the view follows a batch that
+        passes a K-th position (``Views.advance``)."""
         written, _ = self.write(task_id, items, Draft.record_all)
         return written
 

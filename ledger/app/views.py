@@ -8,8 +8,14 @@ view there (``LedgerStore.put_view_snapshot``), so the next read starts from it.
 makes every view snapshot another version's: they are passed over and new ones are folded; the
 task's own snapshots stay as they are.
 
+A write that passes a K-th position (a batch of an import or of ``append_many``) brings the view up
+to its last event once it is stored (``advance``): its own events are folded as it holds them, not read
+back, with a view snapshot at each K-th position passed, so the first read after a bulk write folds and
+re-hashes at most K events, not every event since the last read.
+
 A view snapshot is a cache: one that is missing or cannot be read is folded again from the events,
-and failing to keep one (a read-only file, a lock held elsewhere) loses nothing and fails no read.
+and failing to keep one (a read-only file, a lock held elsewhere, a fault in the fold during a write)
+loses nothing and fails no read or write.
 The bytes are the view's JSON, compressed and enciphered as the ledger's own snapshots are.
 """
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from contextlib import suppress
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -25,7 +32,7 @@ from eventsourcing.persistence import PersistenceError
 from projections.state import FOLD_VERSION, TaskState, replay
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     from eventsourcing.persistence import Mapper
 
@@ -56,25 +63,52 @@ class Views:
         """The task's newest snapshot at or before a position as an older release wrote it (its body
         holding the view and the fold version that made it), or None."""
         self._held: OrderedDict[UUID, tuple[int, TaskState]] = OrderedDict()
+        self.folded = 0
+        """Events this object has folded (reads and writes): what a read after a write cost, counted."""
 
     def at(self, task_id: UUID, upto: int | None) -> TaskState | None:
         """The task's view after event ``upto`` (its last when None, or when ``upto`` is past it);
         None when the task has no events."""
         start, view = self._nearest(task_id, upto)
+        view = self._fold(task_id, view, self._events(task_id, start, upto))
+        if view.position == 0:
+            return None
+        self._hold(task_id, view.position, view)
+        return view
+
+    def advance(self, task_id: UUID, written: Sequence[ev.TaskEvent]) -> None:
+        """After ``written`` (a write's events, in order) are stored: when they pass a K-th position, the
+        task's view brought up to the last of them, kept at each K-th position passed and held. A write
+        passing none leaves the view to the next read (a hook's few events cost no fold)."""
+        every = self._every()
+        if not written or not every:
+            return
+        first, last = written[0].originator_version, written[-1].originator_version
+        if last // every == (first - 1) // every:
+            return
+        try:
+            start, view = self._nearest(task_id, first - 1)
+            view = self._fold(task_id, view, chain(self._events(task_id, start, first - 1), written))
+        except Exception:  # the events are stored: a fault in the fold is the next read's to raise
+            self.forget(task_id)
+            return
+        self._hold(task_id, view.position, view)
+
+    def _fold(self, task_id: UUID, view: TaskState, events: Iterable[ev.TaskEvent]) -> TaskState:
+        """``view`` after ``events``, keeping a view snapshot at each K-th position passed."""
         every = self._every()
         batch: list[ev.TaskEvent] = []
-        for event in self._events(task_id, start, upto):
+        for event in events:
             batch.append(event)
             if every and event.originator_version % every == 0:
                 # Folded in batches (``replay``: one copy of the view per batch, not per event), cut at each K-th.
                 view = replay(batch, view)
+                self.folded += len(batch)
                 batch = []
                 self._keep(task_id, view.position, view)
         if batch:
             view = replay(batch, view)
-        if view.position == 0:
-            return None
-        self._hold(task_id, view.position, view)
+            self.folded += len(batch)
         return view
 
     def forget(self, task_id: UUID) -> None:

@@ -51,6 +51,18 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("ledger.capture.agents.*", "projections.brief"): "the brief's measures (~100 ms with the folds) load for a budget:"
     " draining the inbox loads agents, not briefs",
     ("ledger.capture.agent", "projections.brief"): "as above: the default budget",
+    ("ledger.capture.hook", "ledger.capture.detach"): "a stop's hook only: contextlib and the drain's lock",
+    ("ledger.capture.hook", "ledger.capture.inbox_queue"): "the full path only: a spooled tool event takes no"
+    " json, sqlite3 or typing",
+    ("ledger.capture.hook", "ledger.domain.redact"): "as above: redaction runs where the spool is folded",
+    ("ledger.app.briefcache", "ledger.base.hook_spool"): "only a cache that would answer asks whether files wait",
+    ("ledger.app.findindex", "ledger.base"): "the fast find is sqlite3 and json only: dataclasses, pathlib and"
+    " the ledger's helpers load for the full path or a fill (test_startup.py)",
+    ("ledger.app.findindex", "projections.readmodel"): "DuckDB loads only to fill the index",
+    ("ledger.app.findindex", "projections.queries"): "as above: its dataclasses cost the fast find ~15 ms",
+    ("ledger.app.findindex", "ledger.app.verify"): "pydantic and eventsourcing load only to fill the index",
+    ("ledger.app.forget", "ledger.app.findindex"): "the index is removed only where an SQLite ledger has one",
+    ("projections.find", "projections.queries"): "its module's dataclass costs the fast find ~15 ms",
 }
 """Function-level imports of project modules, each there only for start-up cost."""
 

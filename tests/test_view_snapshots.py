@@ -51,7 +51,7 @@ def test_a_fault_in_the_views_fold_blocks_no_write(every_five: Ledger, monkeypat
         raise RuntimeError("a bug in the view's fold")
 
     monkeypatch.setattr("ledger.app.views.replay", broken)
-    written = every_five.append_many(task, [(ev.NoteAdded, {"text": f"more {n}"}) for n in range(10)])
+    written = every_five.append_many(task, [(ev.NoteAdded, {"text": f"more {n}"}) for n in range(10)], keep_view=True)
     assert written.position == 14  # stored: the view's bug blocked no write
     assert len(list(every_five.recorder.select_events(task))) == 14
     with pytest.raises(RuntimeError, match="a bug in the view"):
@@ -64,13 +64,23 @@ def test_a_write_passing_a_k_th_position_keeps_the_view_there(every_five: Ledger
     task = _notes(every_five, 3)  # positions 1..4
     assert every_five.views.folded == 1  # the opening's read; the write of 2..4 passed no K-th position
     assert every_five.store.view_snapshot(task, None, FOLD_VERSION) is None
-    every_five.append_many(task, [(ev.NoteAdded, {"text": f"more {n}"}) for n in range(8)])  # 5..12
+    every_five.append_many(task, [(ev.NoteAdded, {"text": f"more {n}"}) for n in range(8)], keep_view=True)  # 5..12
     assert [every_five.store.view_snapshot(task, at, FOLD_VERSION)[0] for at in (None, 9)] == [10, 5]  # type: ignore[index]
     assert every_five.views.folded == 1 + 3 + 8  # 2..4 read back once, then the write's own events
     found = every_five.store.view_snapshot(task, None, FOLD_VERSION)
     assert found is not None
     assert every_five.views._decode(found[1]) == replay(list(every_five.task_events(task, upto=10))).model_dump_json(
     ).encode()
+
+
+def test_the_librarys_bulk_append_folds_no_view(every_five: Ledger) -> None:
+    # The write path alone (issue 24's batched-append goal): the view waits for the next read.
+    task = _notes(every_five, 3)
+    every_five.append_many(task, [(ev.NoteAdded, {"text": f"more {n}"}) for n in range(8)])  # 5..12
+    assert every_five.views.folded == 1  # the opening's read only
+    assert every_five.store.view_snapshot(task, None, FOLD_VERSION) is None
+    assert every_five.state(task).notes[-1].text == "more 7"  # the read folds it, and keeps 5 and 10
+    assert [every_five.store.view_snapshot(task, at, FOLD_VERSION)[0] for at in (None, 9)] == [10, 5]  # type: ignore[index]
 
 
 def test_the_first_read_after_a_bulk_write_folds_at_most_a_batch(location: Location) -> None:
@@ -80,7 +90,7 @@ def test_the_first_read_after_a_bulk_write_folds_at_most_a_batch(location: Locat
         task = ledger.open_task("bulk").id
         assert task is not None
         for batch in workload.Workload(7).batches(3_499, 1_000):
-            ledger.append_many(task, batch)
+            ledger.append_many(task, batch, keep_view=True)
     finally:
         ledger.close()
     fresh = open_ledger(location)  # a new process: nothing held in memory

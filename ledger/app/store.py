@@ -229,6 +229,7 @@ class Ledger(Application[UUID]):
         decide: Callable[[Draft], R],
         *,
         persist: Callable[[list[ev.TaskEvent]], None] | None = None,
+        keep_view: bool = True,
     ) -> tuple[Written, R]:
         """The one way events get into the store: redact, record, chain, save, retried on a lost race.
 
@@ -243,7 +244,10 @@ class Ledger(Application[UUID]):
 
         ``persist`` stores an existing task's new events in a transaction of the caller's own instead
         of the library's save (compaction commits its marker event with the rows it archives); it
-        must raise the library's ``IntegrityError`` when another writer took a position first."""
+        must raise the library's ``IntegrityError`` when another writer took a position first.
+
+        ``keep_view=False`` leaves the view to the next read even past a K-th position: the library's bulk
+        append (``append_many``) measures the write path alone, without the view's fold (issues 21, 24)."""
         redacted = _Redacted(items)
         opening = _opening(target) if isinstance(target, NewTask) else None
         stored: list[ev.TaskEvent] = []
@@ -296,9 +300,10 @@ class Ledger(Application[UUID]):
             where = (opening.project or opening.cwd) if opening is not None else self._project_of(cast(UUID, target))
             raise PermissionDenied(f"this role may not write to project {where!r}: it has no write grant there "
                                    "(`trail access` lists grants); nothing was written") from None
-        # A bulk write (an import's batch, ``append_many``) leaves the view at its end, kept every K events,
-        # so the first read after it folds at most K events, not all since the last read (``Views.advance``).
-        self.views.advance(done[0].id, stored)
+        # A bulk write (an import's batch) leaves the view at its end, kept every K events, so the first read
+        # after it folds at most K events, not all since the last read (``Views.advance``).
+        if keep_view:
+            self.views.advance(done[0].id, stored)
         return done
 
     def _project_of(self, task_id: UUID) -> str:
@@ -465,10 +470,11 @@ class Ledger(Application[UUID]):
         transaction (``write``). Number and slug stay."""
         return self.append(task_id, ev.TaskRetitled, title=title, actor=actor)
 
-    def append_many(self, task_id: UUID, items: list[Item]) -> Written:
-        """Append several events to one task in one transaction (all or none); the view follows a batch that
-        passes a K-th position (``Views.advance``)."""
-        written, _ = self.write(task_id, items, Draft.record_all)
+    def append_many(self, task_id: UUID, items: list[Item], keep_view: bool = False) -> Written:
+        """Append several events to one task in one transaction (all or none). No view is folded unless
+        ``keep_view`` asks (then a batch passing a K-th position brings it to its end, ``Views.advance``), as an
+        import's writes do: a caller appending many batches and reading once wants it, the write path alone not."""
+        written, _ = self.write(task_id, items, Draft.record_all, keep_view=keep_view)
         return written
 
     # -- reading ----------------------------------------------------------------

@@ -33,6 +33,11 @@ BACKENDS = ["sqlite", "postgres"]
 # PostgreSQL SessionStart can pass it, and the brief a test waits for is spooled instead. The hook processes
 # tests start inherit a roomier one; the deadline's own tests (test_hostile_input) strip it and use the default.
 os.environ.setdefault("TRAIL_HOOK_DEADLINE_S", "120")
+# The suite starts thousands of `trail` and hook processes: with PYTHONDONTWRITEBYTECODE inherited (some
+# shells and tool runners set it), no bytecode of the checkout is ever cached, and each of them compiles
+# every module it imports from source again (~80 ms of CPU a process). An installed tasktrail has its cache.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 def _worker_database(url: str) -> str:

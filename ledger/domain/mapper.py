@@ -109,7 +109,11 @@ class PydanticMapper(Mapper[UUID]):
         return state
 
     def to_domain_event(self, stored_event: Any) -> DomainEventProtocol[UUID]:
-        state = self.decode_state(stored_event.state)
+        return self.event_of(stored_event, self.decode_state(stored_event.state))
+
+    def event_of(self, stored_event: Any, state: dict[str, Any]) -> DomainEventProtocol[UUID]:
+        """The event of a stored row whose state ``decode_state`` already gave (a read that also re-hashes
+        the row decodes it once); ``state`` is upcast in place and taken by the event."""
         cls = resolve_topic(stored_event.topic)
         upcast(cls, state)
         state["originator_id"] = stored_event.originator_id

@@ -71,6 +71,19 @@ _PUSHBACK = lazy(
 """Questions that push back or ask for work ("what is left to do in the parser?" names work to do): a
 requirement or a correction, never a mere question."""
 
+_DIAGNOSES = lazy(
+    _LEAD + r"""why\s+(?:is|are|does|do|did|was|were|'?s)\s+(?!(?:you|we|i)\b)[^?\n]{0,80}?
+        \b(?:fail\w*|broken|break(?:s|ing)?|crash\w*|error\w*|hang(?:s|ing)?|stuck|red|slow|
+        tim(?:es|ed|ing)\s+out|not\s+(?:work|pass|build|run|start|load)\w*)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+"""A "why" that asks what causes a failure ("why is CI failing?", "why does the build break?"), not the agent's
+reasoning ("why do you think X?"): asks for a diagnosis, which the answer gives."""
+
+
+def _pushes_back(text: str) -> bool:
+    return _PUSHBACK.match(text) is not None and _DIAGNOSES.match(text) is None
+
 _ASKS = lazy(
     _LEAD + r"""(?:what\s+about|how\s+about\s+the|what\s+(?:is|are|was|were|does|do|did)\b|what'?s\b|
         how\s+(?:does|do|did|is|are|was|were)\b|where\s+(?:is|are|does|do)\b|which\s+\w+\s+(?:is|are|does|do)\b|
@@ -92,7 +105,7 @@ def question(text: str) -> bool:
     """Whether ``text`` only asks for an answer: one short question or request to be shown or told something
     ("what about edge cases?", "show me the JSON structure"), with no work named after it."""
     text = text.strip()
-    if not text or len(text) > QUESTION_MAX or "\n" in text or _PUSHBACK.match(text):
+    if not text or len(text) > QUESTION_MAX or "\n" in text or _pushes_back(text):
         return False
     match = _ASKS.match(text)
     if match is None:
@@ -198,7 +211,7 @@ def enquiry(text: str) -> bool:
     it) and names no verb of work ("explain X and then fix it" asks for work). Pushback ("but why do
     you think X?") asks the agent to reconsider, which is not answered by an answer."""
     text = text.strip()
-    if not text or len(text) > ENQUIRY_MAX or "\n\n" in text or _PUSHBACK.match(text):
+    if not text or len(text) > ENQUIRY_MAX or "\n\n" in text or _pushes_back(text):
         return False
     if question(text):
         return True
@@ -250,3 +263,25 @@ def reports_problem(text: str) -> bool:
     """Whether ``text`` reports that something does not work: it says so first ("still no", "still doesn't
     work"), or it carries what the user saw (a pasted terminal session, a log or a trace)."""
     return says_failed(text) or pasted_output(text) or _SHELL_PROMPT.search(text) is not None
+
+
+_GETS_ERROR = lazy(
+    r"""\b(?:getting|get|got|seeing|see|hitting|hit|receiving)\b[^.\n]{0,40}?
+        \b(?:errors?|exceptions?|failures?|forbidden|denied|traceback|panic|\d{3}\s+[A-Z][a-z]+)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def reports_error(text: str) -> bool:
+    """Whether ``text`` reports what went wrong when the user ran something: ``reports_problem``, or it says
+    what they got at its start ("when I run X I am getting this error: …", "now I get 403 Forbidden: …")."""
+    return reports_problem(text) or _GETS_ERROR.search(text[:300]) is not None
+
+
+_NAMED = lazy(r"[\w@.:/-]*[a-z][\w@-]*[.:/][\w@.:/-]*[a-z0-9]", re.IGNORECASE)
+"""A word that names a command, script, file or package (``release:manual``, ``ci.yml``, ``@scope/pkg``)."""
+
+
+def names(text: str) -> set[str]:
+    """The names of commands, scripts, files and packages in ``text``, lower-cased; addresses left out."""
+    return {w.lower() for w in _NAMED.findall(text) if "://" not in w and not w.lower().startswith(("http", "www."))}

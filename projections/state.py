@@ -25,15 +25,17 @@ from projections.facts import shown, tail_lines
 from projections.intent import (
     acknowledgement,
     enquiry,
+    names,
     names_work,
     prescribes,
+    reports_error,
     reports_problem,
     says_failed,
     says_works,
     withdrawal,
 )
 
-FOLD_VERSION = 7
+FOLD_VERSION = 8
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -649,7 +651,7 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
         state = state.model_copy(update=resolved)
     if acknowledgement(event.text):
         return {"update": update, "acknowledges": True}
-    moved = _answered(state, event) or _turned_down(state, event)
+    moved = _answered(state, event) or _turned_down(state, event) or _reported_again(state, event)
     if moved:
         update.update(moved)
         state = state.model_copy(update=moved)
@@ -712,6 +714,21 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
         else:
             continue
         moved.append(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}))
+    return _moved_out(state, moved)
+
+
+def _reported_again(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+                    ) -> dict[str, Any]:
+    """The user reports a new error with a command they reported failing before, after the agent changed
+    files ("when I run `x:y` I get this error: …", a fix, "now I am getting 403 …: script x:y exited"): the
+    run got past the first error, so that report is replaced by this one. "Still the same error" is not new
+    (the failed-attempt rule); a report naming no command it shares with the earlier one is other work."""
+    if state.changes_since_intent == 0 or says_failed(event.text) or not reports_error(event.text):
+        return {}
+    named, pos = names(event.text), event.originator_version
+    why = f"replaced: the user's next report on the same command at [{pos}], after the agent's changes"
+    moved = [r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})
+             for r in state.requirements if reports_error(r.text) and names(r.text) & named]
     return _moved_out(state, moved)
 
 

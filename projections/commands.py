@@ -121,6 +121,13 @@ _WHOLE_RUNS = frozenset({
 """Test runners whose run with no target runs every test, so its pass answers for any narrower run's failure
 (``go test`` alone runs one package: only ``go test ./...`` is whole)."""
 
+_SAME_SUITE = (
+    frozenset({"npm test", "yarn test", "pnpm test", "bun test"}),
+    frozenset({"pytest", "py.test"}),
+)
+"""Whole runs that run one project's same suite through another runner of its language (``bun test`` where
+``pnpm test`` was refused: the project uses bun): a pass of one answers for a failure of another."""
+
 
 def chain_heads(line: str) -> tuple[str, ...]:
     """The heads of each part of an ``&&`` chain (``git pull --rebase && git push`` -> ``git pull``, ``git
@@ -139,15 +146,17 @@ def chain_heads(line: str) -> tuple[str, ...]:
 
 def covers(passed: str, failed: str) -> bool:
     """Whether a passing run named ``passed`` (a command head or a test run's name) answers for the failure
-    of ``failed``: the same, or a broader run of the same test runner: no target (``pytest`` after ``pytest
-    t.py::x``), ``./...`` (``go test ./...`` after ``go test -run X ./pkg``), or a folder the failed
+    of ``failed``: the same, or a broader run of the same test runner or one running the same suite
+    (``_SAME_SUITE``): no target (``pytest`` after ``pytest t.py::x``, ``bun test`` after ``pnpm test``),
+    ``./...`` (``go test ./...`` after ``go test -run X ./pkg``), or a folder the failed
     target is in (``pytest tests`` after ``pytest tests/test_a.py``)."""
     if passed == failed:
         return True
     words = passed.split()
     whole = " ".join(w for w in words if w not in ("./...", "..."))
     if whole in _WHOLE_RUNS or (whole == "go test" and len(words) > 2):
-        return failed.startswith(whole + " ")
+        suite = next((group for group in _SAME_SUITE if whole in group), ())
+        return any(failed == r or failed.startswith(r + " ") for r in suite) or failed.startswith(whole + " ")
     runner = next((r for r in sorted(_WHOLE_RUNS, key=len, reverse=True) if passed.startswith(r + " ")), None)
     if runner is None or not failed.startswith(runner + " "):
         return False

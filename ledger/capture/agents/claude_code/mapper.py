@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.capture.agents.claude_code.background import Background
 from ledger.capture.agents.claude_code.branches import Branches
 from ledger.capture.agents.claude_code.refusals import ABORTED, INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.agents.claude_code.tasklist import TOOLS as TASK_TOOLS
@@ -521,6 +522,8 @@ class TranscriptMapper:
         """Index in ``session.items`` of the last compaction still waiting for its summary."""
         self.titled_by: int | None = None
         """The ``title_rank`` of the prompt the title came from; None while no prompt named the task."""
+        self.background = Background()
+        """Commands run in the background, whose outcome a later ``TaskOutput`` brings."""
         self.tasks = TaskList()
         """The session's task list (``TaskCreate`` …); a sub-agent's file gets none (see ``ToolCall.items``)."""
         self.last_prompt: str | None = None
@@ -728,6 +731,8 @@ class TranscriptMapper:
             done = ToolCall(call.name, call.input, record.get("toolUseResult"), body, is_error, call.actor, tool_src,
                             ts, cwd)
             self.session.items.extend(done.items(None if self.session.is_subagent else self.tasks))
+            self.background.started(call.name, done.data, done.result)
+            self.session.items.extend(self.background.ended(call.name, done.result, cwd, call.actor, tool_src, ts))
 
     def prompt(self, text: str, key: str, src: ev.SourceKey, ts: Any) -> None:
         """A line the user wrote: an interrupt, a `!` command or its output, or a request."""

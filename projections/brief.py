@@ -85,6 +85,13 @@ class Line:
     text: str
     priority: int
     heading: bool = False
+    longer: str | None = None
+    """The line cut less (a requirement cut to save room), shown instead when the budget leaves room for it."""
+
+
+LONGER = 1500
+"""How much of a requirement the brief shows when its budget has room (its point may come late: "..., so we
+deploy everything on merge on main")."""
 
 
 def _clip(text: str, width: int = 240) -> str:
@@ -179,8 +186,9 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
             changed = f" (reworded at [{r.changed_at}])" if r.history and r.changed_at else " (reworded)" if r.history \
                 else ""
             width = 1500 if i == count - 1 else 2000 if i == 0 else 400 if recent else 200
-            add("requirements", f"- [{r.position}] {_clip(r.text, width)}{changed}",
-                REQUIREMENT if recent else REQUIREMENT - 15 - (count - i) // 10)
+            priority = REQUIREMENT if recent else REQUIREMENT - 15 - (count - i) // 10
+            out.append(Line("requirements", f"- [{r.position}] {_clip(r.text, width)}{changed}", priority,
+                            longer=f"- [{r.position}] {_clip(r.text, LONGER)}{changed}" if width < LONGER else None))
         # Withdrawn ones are listed below, not earlier in the log.
         _older(add, "requirements", state.counts.get("RequirementStated", 0),
                len(state.requirements) + len(state.withdrawn), "RequirementStated")
@@ -451,11 +459,29 @@ def render(state: TaskState, max_chars: int | None = None, *, measure: Callable[
             members[line.section] -= 1
             if members[line.section] == 0:  # its heading goes with its last line
                 size -= sum(measure(h.text) + 1 for h in candidates if h.heading and h.section == line.section)
+        if not dropped:
+            candidates = _lengthened(candidates, max_chars - size, measure)
     text = "\n".join(line.text for line, k in zip(candidates, kept, strict=True) if k and shown_heading(line))
     text += footer()
     if max_chars is not None and measure(text) > max_chars:
         text = _cut(text, max_chars, measure)
     return text
+
+
+def _lengthened(candidates: list[Line], room: int, measure: Callable[[str], int]) -> list[Line]:
+    """``candidates`` with the lines that have a longer wording shown in it while ``room`` allows, the highest
+    priority first (among equals, the latest): a brief well under its budget need not cut a requirement short."""
+    out = list(candidates)
+    order = sorted((i for i, line in enumerate(out) if line.longer is not None),
+                   key=lambda i: (-out[i].priority, -i))
+    for i in order:
+        longer = out[i].longer
+        assert longer is not None
+        grow = measure(longer) - measure(out[i].text)
+        if grow <= room:
+            out[i] = Line(out[i].section, longer, out[i].priority, out[i].heading)
+            room -= grow
+    return out
 
 
 def _cut(text: str, limit: int, measure: Callable[[str], int]) -> str:

@@ -87,6 +87,7 @@ def test_a_whole_run_of_the_same_suite_by_another_runner_resolves_the_failed_one
     brief, state = _brief(ledger, location, t.write(tmp_path / "runner.jsonl"))
     failing = _section(brief, "## Failing now")
     assert "pnpm test" not in failing and "cargo test" in failing, failing
+    assert [f.resolved_at is not None for f in state.failures if "pnpm" in f.what] == [True]
 
 
 def _background(t: _S, command: str, task: str) -> None:

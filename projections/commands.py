@@ -165,6 +165,27 @@ def covers(passed: str, failed: str) -> bool:
     return bool(failing) and all(any(f == t or f.startswith(t.rstrip("/") + "/") for t in targets) for f in failing)
 
 
+def first_words(line: str, program: str) -> set[str]:
+    """The first bare word after ``program`` in each of ``line``'s simple commands that runs it (``doppler run
+    -- x`` -> ``run``): for a program not known to take subcommands, what it was asked to do."""
+    toks = shell.tokens(line)
+    out: set[str] = set()
+    for segment in shell.words(toks) if toks is not None else ():
+        words = _from_program(segment)
+        if words and words[0].rsplit("/", 1)[-1] == program:
+            out.update(w for w in words[1:2] if not w.startswith("-") and "/" not in w and "." not in w)
+    return out
+
+
+def other_verb(passed: str, failed: str, head: str) -> bool:
+    """Whether two lines whose head is only the program ``head`` asked it for different things (``doppler setup``
+    is not ``doppler run -- deploy``): their heads match, but the pass does not answer for the failure."""
+    if " " in head:
+        return False
+    done, asked = first_words(passed, head), first_words(failed, head)
+    return bool(done and asked) and not done & asked
+
+
 _ADDRESS = lazy(
     r"""^(?:[a-z][a-z0-9+.-]*://\S+|              # a URL
         [\w.-]+@[\w.-]+:\S*|                      # git@host:path

@@ -19,7 +19,7 @@ from ledger.base.lazyregex import lazy
 from ledger.base.oneline import one_line
 from ledger.domain import events as ev
 from projections import facts
-from projections.commands import chain_heads, command_head, covers, is_probe, readdresses
+from projections.commands import chain_heads, command_head, covers, is_probe, other_verb, readdresses
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 from projections.intent import (
@@ -357,7 +357,8 @@ def _resolved(
             return True
         if heads and f.key.startswith("cmd:"):
             failed = f.head or command_head(f.what)  # failures from older snapshots have no head kept
-            return any(covers(head, failed) for head in heads) or (line is not None and readdresses(line, f.what))
+            return (any(covers(head, failed) and not (line is not None and other_verb(line, f.what, head))
+                        for head in heads) or (line is not None and readdresses(line, f.what)))
         return test is not None and f.key.startswith("test:") and covers(test, f.key[len("test:"):])
 
     hits = [i for i, f in enumerate(failures) if f.resolved_at is None and answered(f)]

@@ -157,7 +157,8 @@ _ACK = lazy(
 
 _CONTINUE = lazy(
     r"""^\W*(?:(?:ok(?:ay)?|so|now|alright|right|good|great|thanks?|yes)\b[\s,.!]*)*(?:please\s+)?
-    (?:carry\s+on|keep\s+(?:going|working|on)|go\s+on|go\s+ahead|continue|proceed|resume|pick\s+(?:it\s+)?up|next)
+    (?:carry\s+on|keep\s+(?:going|working|on)|go\s+on|go\s+ahead|continue|proceed|resume|pick\s+(?:it\s+)?up|next|
+        retry|try\s+again)
     (?:\s+(?:with|on|from|where|to))?
     (?:\s+(?:the|this|that|your|my|our))?
     (?:\s+(?:task|work|plan|job|it|implementation|next\s+(?:step|task)|same\s+task|previous\s+task))?
@@ -165,7 +166,11 @@ _CONTINUE = lazy(
     (?:\s+(?:please|then))?[\s,.!]*(?:(?:please|thanks?|thank\s+you)[\s.!]*)?$""",
     re.IGNORECASE | re.VERBOSE,
 )
-"""A nudge to go on ("Carry on with the task.", "continue where you left off"): it names no work."""
+"""A nudge to go on ("Carry on with the task.", "continue where you left off", "retry"): it names no work."""
+
+_GREETING = lazy(r"^\W*(?:hi|hello|hey|howdy|good\s+(?:morning|afternoon|evening))(?:\s+there)?[\s,!.]*$",
+                 re.IGNORECASE)
+"""A greeting alone ("Hi"): says hello, asks for nothing."""
 
 _STATUS = lazy(
     r"""^\W*(?:(?:ok(?:ay)?|so|and|now)\b[\s,]*)*
@@ -266,8 +271,8 @@ def request_text(text: str) -> str | None:
 def classify(text: str, *, first: bool, after_interrupt: bool = False, resent: bool = False) -> Kind:
     """Which kind of user intent ``text`` is; see the module docstring for the rules. ``resent``: the same
     request came before in the task (sent again after an interrupt, or because the agent missed it)."""
-    if len(text) <= 200 and (_CONTINUE.match(clean_prompt(text)) or _STATUS.match(clean_prompt(text))):
-        return "reply"  # "Carry on with the task.", "What is left?": even as a first prompt, nothing new
+    if len(text) <= 200 and any(rule.match(clean_prompt(text)) for rule in (_CONTINUE, _STATUS, _GREETING)):
+        return "reply"  # "Carry on with the task.", "What is left?", "Hi": even as a first prompt, nothing new
     if pasted_output(clean_prompt(text)):
         return "output"  # a log or a trace with no word of the user's: what they saw, not what they ask
     if first:

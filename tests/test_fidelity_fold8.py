@@ -139,3 +139,33 @@ def test_a_requirement_cut_short_is_shown_whole_when_the_budget_has_room(
     assert point in render(state, max_chars=10_000)
     tight = render(state, max_chars=len(render(state, max_chars=10_000)) - 60)
     assert point not in tight and "run it once" in tight  # no room: cut as before, nothing else dropped for it
+
+
+def test_another_verb_of_the_same_program_does_not_fix_its_failure(
+    ledger: Ledger, location: Location, tmp_path: Path
+) -> None:
+    t = _S()
+    t.user("deploy the docs with the vault credentials")
+    t.bash("vaultctl run -- npm run deploy", 1, "Error: no project selected")
+    t.bash("vaultctl setup --project docs --config ci", 0, "configured")
+    t.bash("vaultctl run -- npm run deploy 2>&1", 1, "Error: Failed to publish")
+    brief, state = _brief(ledger, location, t.write(tmp_path / "verb.jsonl"))
+    assert "vaultctl run -- npm run deploy" in _section(brief, "## Failing now")
+    assert not [f for f in state.failures if f.resolved_at is not None]  # setup fixed neither run
+    t.bash("vaultctl run -- npm run deploy", 0, "published")
+    _, state = _brief(ledger, location, t.write(tmp_path / "verb-passed.jsonl"))
+    assert state.failures and all(f.resolved_at is not None for f in state.failures)
+
+
+def test_a_greeting_and_a_bare_retry_are_not_requirements(
+    ledger: Ledger, location: Location, tmp_path: Path
+) -> None:
+    t = _S()
+    t.user("Hi")
+    t.said("Hello! What should we work on?")
+    t.user("fix the trailing commas in the generated schema")
+    t.bash("npm run gen", 1, "Error: ETIMEDOUT")
+    t.user("retry")
+    _, state = _brief(ledger, location, t.write(tmp_path / "host.jsonl"))
+    assert [r.text for r in state.requirements] == ["fix the trailing commas in the generated schema"]
+    assert not state.corrections and [n.text for n in state.notes][-2:] == ["user: Hi", "user: retry"]

@@ -66,6 +66,9 @@ _SUBCOMMANDED = frozenset({
     "dotnet", "mvn", "gradle", "bundle", "rails", "deno", "pip", "brew", "helm", "just",
 })
 
+_GROUPED = frozenset({"gh", "az", "gcloud", "aws"})
+"""Programs whose commands are a group and a verb (``gh pr checks``, ``gh pr view``): both name what it did."""
+
 
 @lru_cache(maxsize=1024)  # pure; a failure's head is matched against every later success
 def command_head(line: str) -> str:
@@ -90,7 +93,7 @@ def _head(segments: list[list[str]]) -> str | None:
     positional = [a for a in args if not a.startswith("-")]
     if program in _SUBCOMMANDED and positional:
         head.append(positional[0])
-        if positional[0] in ("run", "exec", "x") and len(positional) > 1:
+        if (positional[0] in ("run", "exec", "x") or program in _GROUPED) and len(positional) > 1:
             head.append(positional[1])
         if program == "git":
             return " ".join(head)  # the rest is messages and refs

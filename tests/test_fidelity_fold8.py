@@ -118,9 +118,10 @@ def test_a_background_command_that_failed_is_failing_and_one_still_running_is_no
     _read_task(t, "b1", {"status": "failed", "output": "verify\tfail\t1m7s", "exitCode": 1})
     _background(t, "npm run e2e", "b2")
     _read_task(t, "b2", {"status": "running", "output": "started"})
+    t.bash("gh pr view 7 --json state", 0, '{"state": "MERGED"}')  # another verb of gh: answers for nothing
     t.said("Done. Merged; the failures are unrelated.")
     brief, state = _brief(ledger, location, t.write(tmp_path / "background.jsonl"))
-    assert [(c.line, c.exit_code) for c in state.commands if "gh pr" in c.line][-1] == ("gh pr checks 7 --watch", 1)
+    assert [(c.line, c.exit_code) for c in state.commands if "checks" in c.line][-1] == ("gh pr checks 7 --watch", 1)
     assert "gh pr checks 7 --watch" in _section(brief, "## Failing now")
     assert not [c for c in state.commands if c.line == "npm run e2e" and c.exit_code]
 

@@ -21,6 +21,7 @@ read a prompt the same way and a re-fold of an old ledger applies the rules the 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -205,6 +206,7 @@ def names_work(text: str) -> bool:
     return _ACTION.search(text) is not None
 
 
+@functools.lru_cache(maxsize=4096)
 def enquiry(text: str) -> bool:
     """Whether ``text`` asks for an answer or a check and for no change: one short paragraph that asks
     (``question``, or an "explain", "what does", "is everything OK", "do all the tests pass" anywhere in

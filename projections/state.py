@@ -696,12 +696,12 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
     work = names_work(event.text)
     pos = event.originator_version
     moved: list[Requirement] = []
+    # A check ("check again") is answered by the checks the agent ran, when it said nothing in between.
+    # A read-only check is a recent call, not a command kept.
+    calls = [c.position for c in state.commands] + [c.position for c in state.recent_calls] if work else []
     for r in state.requirements:
         said = max(r.position, r.changed_at or 0)
         replied = reply is not None and reply.position > said
-        # A check ("check again") is answered by the checks the agent ran, when it said nothing in between.
-        # A read-only check is a recent call, not a command kept.
-        calls = [c.position for c in state.commands] + [c.position for c in state.recent_calls]
         ran = min((p for p in calls if p > said), default=None) if work else None
         if not (replied or ran is not None):
             continue

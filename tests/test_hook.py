@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
-from ledger.app.store import Ledger
+from ledger.app.store import Ledger, open_ledger
+from ledger.base.location import Location, inbox_path
 from ledger.domain import events as ev
 from tests.conftest import REPO, run_here, run_trail
 
@@ -174,6 +178,47 @@ def test_concurrent_hooks_all_land_in_order_once(home: Path, ledger: Ledger) -> 
     for k in range(chains):
         mine = [c for c in commands if c and c.startswith(f"step {k} ")]
         assert mine == [f"step {k} {i}" for i in range(length)]
+
+
+def test_hooks_racing_to_make_the_inbox_both_land(home: Path, location: Location, tmp_path: Path) -> None:
+    # The first hooks of a machine find no inbox and make it at once. One is held after building its file,
+    # before putting it in place; another makes the inbox meanwhile and queues into it; the first then queues
+    # into that one. Made in place, each hook switched the journal to WAL under a lock SQLite does not wait
+    # for: "database is locked", and the payload went to the dead letters (seen with 20 hooks at once).
+    inbox = inbox_path(location)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    held = subprocess.Popen(
+        [sys.executable, "-c", "from cli.main import main; main()", "hook", "claude-code"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=home.parent,
+        env=_env(home, TRAIL_GATE_AT=f"inbox-built:{gate}"),
+    )
+    try:
+        assert held.stdin is not None
+        held.stdin.write(json.dumps(_tool("toolu_race", "make check")))
+        held.stdin.close()
+        opened: queue.Queue[IO[bytes]] = queue.Queue()  # a daemon thread: a hook that never gets there fails the test
+        threading.Thread(target=lambda: opened.put(open(gate, "wb")), daemon=True).start()  # noqa: SIM115
+        writer = opened.get(timeout=60)  # opened once the hook waits at the gate
+        assert not inbox.exists()  # built aside: no hook ever opens a file still being made
+        other = hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Add CSV export"},
+                     home)
+        assert other.returncode == 0 and other.stderr == "" and inbox.exists()
+        writer.close()
+        assert held.wait(timeout=60) == 0
+        assert held.stderr is not None and held.stderr.read() == ""
+    finally:
+        if held.poll() is None:
+            held.kill()
+            held.wait()
+    assert not (home / "deadletter").exists() or not any((home / "deadletter").iterdir())
+    assert not [p.name for p in inbox.parent.iterdir() if p.name.endswith(".new")]  # its own file is gone
+    run_trail("list", home=home, check=True)
+    with closing(open_ledger(location)) as ledger:
+        (task,) = {e.task_id for e in ledger.entries()}
+        events = list(ledger.task_events(task))
+    assert [e.text for e in events if isinstance(e, ev.RequirementStated)] == ["Add CSV export"]
+    assert [e.shell for e in events if isinstance(e, ev.CommandRan)] == ["make check"]
 
 
 def test_reclassify_moves_the_prompt_and_keeps_the_log(home: Path, ledger: Ledger) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.base import hook_spool, private
 from ledger.base.caps import CUTS_KEY, cap_payload
-from ledger.base.crashpoints import crash_point
+from ledger.base.crashpoints import crash_point, gate_point
 from ledger.base.home import home_dir
 from ledger.base.hook_spool import DROPPED_KEY, HUNKS_KEY
 from ledger.base.ledger_file import INBOX_DDL, foreign_tables, legacy_inbox_for_url, read_only_uri
@@ -70,18 +70,14 @@ def insert(path: str, agent: str, text: str, busy_s: float = 30.0, until: float 
     ``busy_s`` seconds for a writer holding the file; refuses (``ForeignFile``) a file that is another
     application's database, by the test ``open_ledger`` makes (``ledger.base.ledger_file``). Raises ``Behind``,
     the row not added, when the spooled payloads could not all be taken in by ``until`` (``time.monotonic``)."""
-    fresh = not os.path.exists(path)
-    if fresh:
-        private.folder(os.path.dirname(path) or ".")
+    fresh = _create(path)
     # The last connection to close a WAL file checkpoints it and deletes the WAL: two fsyncs, more than the rest
     # of the hook. A read-only connection never checkpoints, so one holding the WAL open while the row is written
     # (and closing last) leaves the WAL for the ledger's next writer to fold in.
     reader = None if fresh else _wal_holder(path)
     conn = sqlite3.connect(path, timeout=busy_s, isolation_level=None)
     try:
-        if fresh:
-            conn.execute("PRAGMA journal_mode=WAL")  # as the ledger sets it: readers never block the hook
-        else:
+        if not fresh:
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if foreign_tables(tables):
                 raise ForeignFile(f"{path} is not a tasktrail ledger (an SQLite database without its tables)")
@@ -141,18 +137,43 @@ def take_spooled(path: str) -> int:
     dead letters, redacted. Returns how many files were taken."""
     if not hook_spool.pending(path):
         return 0
-    fresh = not os.path.exists(path)
-    if fresh:
-        private.folder(os.path.dirname(path) or ".")
+    _create(path)
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     try:
-        if fresh:
-            conn.execute("PRAGMA journal_mode=WAL")
         taken, _ = _take_then(conn, path, None, None)
     finally:
         conn.close()
     _unlink(taken)
     return len(taken)
+
+
+def _create(path: str) -> bool:
+    """Make the inbox at ``path`` when there is none, whole: built under a name of this process's, in WAL mode
+    with its tables, then linked into place (``os.link`` fails when another got there first). Returns whether
+    this call made it. Hooks racing to make one file in place would each switch its journal to WAL, and that
+    switch takes the file's exclusive lock with no busy wait: "database is locked", the payload dead-lettered."""
+    if os.path.exists(path):
+        return False
+    private.folder(os.path.dirname(path) or ".")
+    temp = f"{path}.{os.getpid()}.new"
+    try:
+        conn = sqlite3.connect(temp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")  # as the ledger sets it: readers never block the hook
+            conn.execute(INBOX_DDL)
+            conn.execute(SPOOLED_DDL)
+        finally:
+            conn.close()
+        gate_point("inbox-built")
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp + suffix)
 
 
 def _unlink(names: list[str]) -> None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -219,3 +221,45 @@ def test_the_brief_cache_never_answers_past_a_spooled_payload(home: Path) -> Non
     assert _hook(home, _tool("toolu_bc", "make spooled")).returncode == 0
     after, fast = trail(home, "resume")
     assert not fast and "make spooled" in after and "make spooled" not in before
+
+
+def test_a_file_renamed_into_place_after_the_drain_listed_it_is_not_taken_for_torn(home: Path, tmp_path: Path) -> None:
+    # The drain lists a hook's temporary file; the hook then renames it and exits, so its pid is gone when the
+    # drain looks at the temporary name: that is a whole payload moved, not a hook that died writing.
+    _begun(home)
+    gates = {step: tmp_path / step for step in ("hook-spool-written", "spool-listed")}
+    for fifo in gates.values():
+        os.mkfifo(fifo)
+
+    def started(step: str, argv: list[str], stdin: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen([sys.executable, "-c", "from cli.main import main; main()", *argv],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=_env(home, TRAIL_GATE_AT=f"{step}:{gates[step]}"), cwd=home.parent)
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+        return proc
+
+    def reached(step: str) -> IO[bytes]:
+        """The gate's writer, once the process waits there (a daemon thread: one that never comes fails)."""
+        opened: queue.Queue[IO[bytes]] = queue.Queue()
+        threading.Thread(target=lambda: opened.put(open(gates[step], "wb")), daemon=True).start()  # noqa: SIM115
+        return opened.get(timeout=60)
+
+    writer = started("hook-spool-written", ["hook", "claude-code"], json.dumps(_tool("toolu_m", "make moved")))
+    reader = started("spool-listed", ["list"], "")
+    try:
+        held_hook = reached("hook-spool-written")  # its file is whole under the temporary name
+        held_read = reached("spool-listed")  # the drain has listed it
+        held_hook.close()
+        assert writer.wait(timeout=60) == 0 and writer.stderr is not None and writer.stderr.read() == ""
+        held_read.close()
+        assert reader.wait(timeout=60) == 0
+    finally:
+        for proc in (writer, reader):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert not (home / "deadletter").exists() or list((home / "deadletter").iterdir()) == []
+    assert [c for c in _commands(home) if c.startswith("make")] == ["make moved"]  # the next read takes it
+    assert _spooled(home) == []

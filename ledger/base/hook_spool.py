@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 
-from ledger.base.crashpoints import crash_point
+from ledger.base.crashpoints import crash_point, gate_point
 from ledger.base.home import home_dir
 
 DROPPED_KEY = "_trail_dropped"
@@ -92,6 +92,7 @@ def write(agent: str, inbox: str, cwd: str, kind: str, body: bytes) -> str:
         raise
     os.close(fd)
     target = os.path.join(where, name + SUFFIX)
+    gate_point("hook-spool-written")
     os.rename(temp, target)
     return target
 

@@ -188,6 +188,7 @@ def _take(conn: sqlite3.Connection, path: str, until: float | None) -> tuple[lis
     (the files of other inboxes are left). Returns the names taken (to unlink once committed), and whether all
     were: False when ``until`` (``time.monotonic``) passed first."""
     names, temps = hook_spool.listing()
+    gate_point("spool-listed")
     seen = {name for (name,) in conn.execute("SELECT name FROM capture_spooled")}
     if seen:
         present = set(names)
@@ -265,6 +266,8 @@ def _clear_temp(name: str) -> None:
     if not hook_spool.abandoned(name):
         return  # being written: renamed into place soon, and taken by the next drain
     kept = _read_spooled(name)
+    if isinstance(kept, tuple) and not os.path.lexists(os.path.join(hook_spool.folder(), name)):
+        return  # renamed into place since it was listed (its hook then exited): whole, taken by the next drain
     text = kept[1] if isinstance(kept, tuple) else kept.body.decode("utf-8", "replace")
     agent = kept.agent if isinstance(kept, hook_spool.Spooled) and known(kept.agent) else "claude-code"
     spool(text, f"spooled payload {name}: torn (its hook died writing it)", agent)

@@ -211,16 +211,21 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
                      since=since.replace(tzinfo=UTC) if since is not None else None)
     path = _refreshed(ctx, checked=False)
     found = readmodel.find_tasks(path, words, limit, only)
+    real = os.path.realpath(ctx.location.sqlite_path) if ctx.location.is_sqlite else None
+    if real is not None:
+        from ledger.app import findindex
+
+        before = findindex.keys(ctx.ledger(), real, (task.number for task in found))
     # The read model is a copy: a task that does not pass a read's checks is not shown, and refused after.
     found, refused = reading.checked_found(ctx.ledger(), found)
     if as_json:
         emit_json(find.as_records(found))
     elif found or not refused:
         click.echo(find.as_text(found, words, only != find.Only()), nl=False)
-    if ctx.location.is_sqlite:  # the next find answers from the index while nothing changes (cli.main)
-        from ledger.app import findindex
-
-        findindex.fill(ctx.ledger(), os.path.realpath(ctx.location.sqlite_path), path)
+    if real is not None:  # the next find answers from the index while nothing changes (cli.main)
+        shown = {task.number for task in found}
+        passed = {e.task_id.hex for e in ctx.ledger().entries() if e.number in shown}
+        findindex.fill(ctx.ledger(), real, path, {task: key for task, key in before.items() if task in passed})
     if refused:
         raise refused[0]
 

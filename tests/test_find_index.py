@@ -13,6 +13,7 @@ from uuid import UUID
 
 import pytest
 
+from ledger.app import verify
 from ledger.app.store import Ledger, open_ledger
 from ledger.base.location import Location
 from ledger.domain import events as ev
@@ -76,3 +77,28 @@ def test_an_index_from_another_fill_point_or_a_journaled_edit_does_not_answer(ho
     assert find_paths.fast("find", "login", home=home) is None
     refused = find_paths.full("find", "login", home=home)
     assert refused.returncode == 5 and "trail verify" in refused.stderr
+
+
+@pytest.mark.sqlite_only("the find index answers for SQLite ledgers only")
+def test_the_first_find_after_a_write_loads_each_task_it_shows_through_the_checks_once(
+    home: Path, location: Location
+) -> None:
+    # The full path checks what it shows, then fills the index, which keys each task it may answer for once it
+    # passes the same checks: while the task's key is the one read before the first, the second is not made
+    # (at a million events each is most of a second).
+    run_here("demo", "--keep", home=home, check=True)
+    task = cast(UUID, _write(location, lambda a: next(iter(a.entries())).task_id))
+    _write(location, lambda a: a.append(task, ev.NoteAdded, text="login again after the redirect"))
+    loads: list[UUID] = []
+    real = verify.checked_state
+
+    def counted(ledger: object, task_id: UUID, *rest: object, **named: object) -> object:
+        loads.append(task_id)
+        return real(ledger, task_id, *rest, **named)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(verify, "checked_state", counted)
+        shown = find_paths.full("find", "login", "--json", home=home)
+    assert shown.returncode == 0, shown.stderr
+    assert task in loads and len(loads) == len(set(loads))  # each task shown, loaded through the checks once
+    find_paths.both("find", "login", "--json", home=home)  # and the index it filled answers as the full path does

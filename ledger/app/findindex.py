@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -402,10 +402,29 @@ def _rowid(seq: int, code: int, position: int) -> int:
 # -- filling ------------------------------------------------------------------------------------------------
 
 
-def fill(ledger: Ledger, ledger_file: str, readmodel: Path) -> None:
+def keys(ledger: Ledger, ledger_file: str, numbers: Iterable[int]) -> dict[str, str]:
+    """The keys of the tasks numbered ``numbers`` now (task id hex -> key; none for a task whose key cannot be
+    told): read before a command checks them, they tell ``fill`` which checks it need not make again."""
+    wanted = set(numbers)
+    found: dict[str, str] = {}
+    try:
+        with briefcache.reading(ledger_file) as con:
+            for entry in ledger.entries():
+                if entry.number in wanted:
+                    with suppress(Miss):
+                        found[entry.task_id.hex] = briefcache.task_key(con, ledger_file, entry.task_id.hex)[0]
+    except (Miss, OSError, sqlite3.Error):  # none known: the fill makes every check itself
+        return {}
+    return found
+
+
+def fill(ledger: Ledger, ledger_file: str, readmodel: Path, checked: Mapping[str, str] | None = None) -> None:
     """Bring the index of the SQLite ledger at ``ledger_file`` (its real path) up to the read model at
-    ``readmodel``, just caught up, and key each task that passes a read's checks. Never fails the command:
-    an index that cannot be filled is a miss next time (and removed, so no stale one is read)."""
+    ``readmodel``, just caught up, and key each task that passes a read's checks. ``checked``: tasks (id hex)
+    that this process has just loaded through a read's checks (``verify.checked_state``), each with its key as
+    read before (``keys``); while the key is still that one, the load is not made again (at a million events
+    it is most of a find's second). Never fails the command: an index that cannot be filled is a miss next
+    time (and removed, so no stale one is read)."""
     from ledger.base import atrest
 
     path = index_file(ledger_file)
@@ -413,7 +432,7 @@ def fill(ledger: Ledger, ledger_file: str, readmodel: Path) -> None:
         _remove(path)
         return
     try:
-        _fill(ledger, ledger_file, readmodel, path)
+        _fill(ledger, ledger_file, readmodel, path, checked or {})
     except sqlite3.OperationalError as exc:
         if "locked" not in str(exc):  # another process fills it: that one's fill stands
             _remove(path)
@@ -427,7 +446,7 @@ def _remove(path: str) -> None:
             os.unlink(name)
 
 
-def _fill(ledger: Ledger, ledger_file: str, readmodel: Path, path: str) -> None:
+def _fill(ledger: Ledger, ledger_file: str, readmodel: Path, path: str, checked: Mapping[str, str]) -> None:
     from ledger.base import private
 
     private.folder(readmodel.parent)
@@ -443,7 +462,7 @@ def _fill(ledger: Ledger, ledger_file: str, readmodel: Path, path: str) -> None:
         last = json.loads(filled)
         index.execute("INSERT OR REPLACE INTO meta VALUES ('filled', ?), ('setting', ?), ('readmodel', ?)",
                       [filled if last and last[0] == position else "behind", _setting(), _model_print(str(readmodel))])
-        _check(index, ledger, ledger_file, filled)
+        _check(index, ledger, ledger_file, filled, checked)
         index.execute("COMMIT")
     finally:
         index.close()
@@ -571,10 +590,12 @@ def _drop(index: sqlite3.Connection, seq: int) -> None:
     index.execute("DELETE FROM tasks WHERE seq = ?", [seq])
 
 
-def _check(index: sqlite3.Connection, ledger: Ledger, ledger_file: str, filled: str) -> None:
+def _check(index: sqlite3.Connection, ledger: Ledger, ledger_file: str, filled: str,
+           checked: Mapping[str, str]) -> None:
     """Key each task whose key is not its own any more: once it passes a read's checks with every row after the
     last re-hashed one re-hashed, its key is the one read before the checks, if it is the one read after them
-    too and nothing was appended meanwhile (else the next fill tries again)."""
+    too and nothing was appended meanwhile (else the next fill tries again). A task in ``checked`` under the
+    key read now passed the load's checks after that key was read: they are not made again."""
     from uuid import UUID
 
     from ledger.app import verify
@@ -591,7 +612,7 @@ def _check(index: sqlite3.Connection, ledger: Ledger, ledger_file: str, filled: 
         entry = entries.get(task)
         passed = key is not None and entry is not None
         try:
-            if passed and entry is not None:
+            if passed and entry is not None and checked.get(task) != key:
                 verify.checked_state(ledger, UUID(task), entry=entry)
                 for after in range(verified, last, VERIFY_ROWS):
                     if verify.rows_problem(ledger, UUID(task), after, min(after + VERIFY_ROWS, last)) is not None:

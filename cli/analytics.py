@@ -191,7 +191,7 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
     trail find timeout --here --status paused --since 2026-11-01
     trail resume 3                   then take up the one you meant
     """
-    from ledger.app import reading
+    from ledger.app import briefcache, reading
     from projections import find, readmodel
 
     words = find.words_of(terms)
@@ -212,10 +212,8 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
     path = _refreshed(ctx, checked=False)
     found = readmodel.find_tasks(path, words, limit, only)
     real = os.path.realpath(ctx.location.sqlite_path) if ctx.location.is_sqlite else None
-    if real is not None:
-        from ledger.app import findindex
-
-        before = findindex.keys(ctx.ledger(), real, (task.number for task in found))
+    ids = {e.number: e.task_id.hex for e in ctx.ledger().entries()}
+    before = {} if real is None else briefcache.task_keys(real, (ids[t.number] for t in found if t.number in ids))
     # The read model is a copy: a task that does not pass a read's checks is not shown, and refused after.
     found, refused = reading.checked_found(ctx.ledger(), found)
     if as_json:
@@ -223,8 +221,9 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
     elif found or not refused:
         click.echo(find.as_text(found, words, only != find.Only()), nl=False)
     if real is not None:  # the next find answers from the index while nothing changes (cli.main)
-        shown = {task.number for task in found}
-        passed = {e.task_id.hex for e in ctx.ledger().entries() if e.number in shown}
+        from ledger.app import findindex
+
+        passed = {ids[t.number] for t in found}
         findindex.fill(ctx.ledger(), real, path, {task: key for task, key in before.items() if task in passed})
     if refused:
         raise refused[0]

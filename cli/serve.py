@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import os
 import socket
 import sqlite3
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import click
@@ -28,6 +29,10 @@ import orjson
 from cli.context import Context, fails_cleanly, pass_context
 from ledger.base.errors import BadSetting, NotFound, StoreUnavailable, TrailError
 from ledger.base.oneline import reason
+
+if TYPE_CHECKING:
+    from ledger.domain.registry import Entry
+    from projections.state import TaskState
 
 DEFAULT_PORT = 7767
 FOUND_LIMIT = 50
@@ -55,6 +60,9 @@ class Site:
         self.lock = threading.Lock()
         self.any_host = any_host
         """--allow-remote: a request may name the server by any host name."""
+        self.checked: dict[str, tuple[str, int]] = {}
+        """Tasks (id hex) whose page or poll passed a read's checks, with the key read before them and the
+        position: while the key stays, a poll answers that position without loading the task again."""
 
     def _entry(self, number: int) -> Any:
         self.ctx.next_command()  # a new read: the inbox is folded in first, as by any command
@@ -87,20 +95,41 @@ class Site:
         return self.ctx.ledger().recorder.max_notification_id() or 0
 
     def task(self, number: int) -> str:
-        from ledger.app import reading, verify
+        from ledger.app import verify
         from projections import report
 
         entry = self._entry(number)
-        ledger = self.ctx.ledger()
-        state = reading.state(ledger, entry)
-        events = verify.load_events(ledger, entry.task_id, entry.number)
+        state = self._checked(entry)
+        events = verify.load_events(self.ctx.ledger(), entry.task_id, entry.number)
         return report.render(state, events[: state.position], live=f"/task/{entry.number}/position")
 
     def position(self, number: int) -> int:
+        """The task's position for an open page's poll: a whole load, with a read's checks, only when the task's
+        key moved since the last (an SQLite ledger's; on a server every poll loads it)."""
+        entry = self._entry(number)
+        task = entry.task_id.hex
+        held = self.checked.get(task)
+        if held is not None and self._keys(task).get(task) == held[0]:
+            return held[1]
+        return self._checked(entry).position
+
+    def _checked(self, entry: Entry) -> TaskState:
         from ledger.app import reading
 
-        entry = self._entry(number)
-        return reading.state(self.ctx.ledger(), entry).position
+        task = entry.task_id.hex
+        before = self._keys(task).get(task)
+        self.checked.pop(task, None)
+        state = reading.state(self.ctx.ledger(), entry)
+        if before is not None and self._keys(task).get(task) == before:  # nothing moved while it was checked
+            self.checked[task] = (before, state.position)
+        return state
+
+    def _keys(self, task: str) -> dict[str, str]:
+        if not self.ctx.location.is_sqlite:
+            return {}
+        from ledger.app import briefcache
+
+        return briefcache.task_keys(os.path.realpath(self.ctx.location.sqlite_path), [task])
 
 
 def handler(site: Site) -> type[BaseHTTPRequestHandler]:

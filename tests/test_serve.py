@@ -241,3 +241,43 @@ def test_another_host_needs_a_flag_and_a_taken_port_is_one_line(home: Path) -> N
         "any free one\n"
     helped = run_trail("serve", "--help", home=home)
     assert "127.0.0.1 only" in helped.stdout and "no login" in helped.stdout
+
+
+@pytest.mark.sqlite_only("an SQLite ledger's task keys spare the poll a load; on a server every poll loads the task")
+def test_an_open_pages_poll_loads_the_task_again_only_once_it_moved(location: Location) -> None:
+    # A page polls its task's position every few seconds; a load with a read's checks is most of a second at a
+    # million events. While the task's key stays the one read before the last load, the poll answers that load's
+    # position; a write, or an edit in place, moves the key, and the next poll loads and checks again.
+    from cli.context import Context
+    from cli.serve import Site
+    from ledger.app import reading, verify
+    from ledger.domain import events as ev
+
+    app = open_ledger(location)
+    final = sample.record(app)
+    app.close()
+    assert final.id is not None
+    site = Site(Context(location))
+    loads: list[object] = []
+    real = reading.state
+
+    def counted(*given: Any, **named: Any) -> Any:
+        loads.append(given[1])
+        return real(*given, **named)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reading, "state", counted)
+        assert "Cap refresh retries" in site.task(1)
+        first = site.position(1)
+        assert site.position(1) == first == final.position and len(loads) == 1  # the page's load only
+        writer = open_ledger(location)
+        writer.append(final.id, ev.NoteAdded, text="one more")
+        writer.close()
+        assert site.position(1) == first + 1 and len(loads) == 2
+        assert site.position(1) == first + 1 and len(loads) == 2
+        _edit_in_place(location, final.id, 11, "text", FORGED)
+        with pytest.raises(verify.LedgerBroken):
+            site.position(1)
+        with pytest.raises(verify.LedgerBroken):  # refused again: a refusal is never remembered as a pass
+            site.position(1)
+    site.ctx.ledger().close()

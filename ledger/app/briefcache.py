@@ -39,7 +39,7 @@ import os
 import sqlite3
 import stat
 import sys
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -428,6 +428,21 @@ def _entry(cache: dict[str, Any], con: sqlite3.Connection, ledger: str, task: st
 
 _LAST_ROW = ("SELECT originator_version, topic, state FROM stored_events WHERE originator_id = ? "
              "ORDER BY originator_version DESC LIMIT 1")
+
+
+def task_keys(ledger: str, tasks: Iterable[str]) -> dict[str, str]:
+    """The keys of ``tasks`` (id hex) in the SQLite ledger at real path ``ledger`` now, one read; none for a task
+    whose key cannot be told. Read before a read's checks of a task and found the same after, a key says the
+    checks need not be made again while it stays (``findindex.fill``, ``trail serve``'s poll)."""
+    found: dict[str, str] = {}
+    try:
+        with reading(ledger) as con:
+            for task in tasks:
+                with suppress(Miss):
+                    found[task] = task_key(con, ledger, task)[0]
+    except (Miss, OSError, sqlite3.Error):
+        return {}
+    return found
 
 
 def task_key(con: sqlite3.Connection, ledger: str, task: str) -> tuple[str, str, int]:

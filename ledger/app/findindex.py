@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -402,29 +402,13 @@ def _rowid(seq: int, code: int, position: int) -> int:
 # -- filling ------------------------------------------------------------------------------------------------
 
 
-def keys(ledger: Ledger, ledger_file: str, numbers: Iterable[int]) -> dict[str, str]:
-    """The keys of the tasks numbered ``numbers`` now (task id hex -> key; none for a task whose key cannot be
-    told): read before a command checks them, they tell ``fill`` which checks it need not make again."""
-    wanted = set(numbers)
-    found: dict[str, str] = {}
-    try:
-        with briefcache.reading(ledger_file) as con:
-            for entry in ledger.entries():
-                if entry.number in wanted:
-                    with suppress(Miss):
-                        found[entry.task_id.hex] = briefcache.task_key(con, ledger_file, entry.task_id.hex)[0]
-    except (Miss, OSError, sqlite3.Error):  # none known: the fill makes every check itself
-        return {}
-    return found
-
-
 def fill(ledger: Ledger, ledger_file: str, readmodel: Path, checked: Mapping[str, str] | None = None) -> None:
     """Bring the index of the SQLite ledger at ``ledger_file`` (its real path) up to the read model at
     ``readmodel``, just caught up, and key each task that passes a read's checks. ``checked``: tasks (id hex)
-    that this process has just loaded through a read's checks (``verify.checked_state``), each with its key as
-    read before (``keys``); while the key is still that one, the load is not made again (at a million events
-    it is most of a find's second). Never fails the command: an index that cannot be filled is a miss next
-    time (and removed, so no stale one is read)."""
+    this process has just loaded through a read's checks (``verify.checked_state``), each with its key as read
+    before them (``briefcache.task_keys``); while the key is still that one, the load is not made again (at a
+    million events it is most of a find's second). Never fails the command: an index that cannot be filled is
+    a miss next time (and removed, so no stale one is read)."""
     from ledger.base import atrest
 
     path = index_file(ledger_file)

@@ -29,13 +29,21 @@ def _repeat(piece: str) -> Callable[[int], str]:
     return lambda size: (piece * (size // len(piece) + 1))[:size]
 
 
+def _whole_lines(line: str, size: int) -> str:
+    """Whole lines filling at most ``size`` characters, left-padded with spaces to ``size``: a key body cut off
+    from its BEGIN line at every size (a partial last line before the END is no body, so one size would find and
+    redact a body and another not, and their costs per MB would not compare)."""
+    body = line * (size // len(line))
+    return " " * (size - len(body)) + body
+
+
 INPUTS: dict[str, Callable[[int], str]] = {
     "`-` run": _repeat("-"),
     "base64url run": _repeat("Zm9vYmFyX-_0aGVyZQ"),
     "`a-` (dashes between words)": _repeat("a-"),
     "`eyJ-` (JWT starts)": _repeat("eyJ-"),
     "`(-u` (curl user flags)": _repeat("(-u"),
-    "key lines before `-----END`": lambda size: _repeat("QUFBQUFBQUFBQUFBQUFB\n")(size - 25) + _END,
+    "key lines before `-----END`": lambda size: _whole_lines("QUFBQUFBQUFBQUFBQUFB\n", size - len(_END)) + _END,
     "`mysql ` (a client's -p flag looked for)": _repeat("mysql "),
     "escaped JSON (`\\\"k\\\": [1]`)": _repeat('{\\"k\\": [1]} '),
 }

@@ -29,6 +29,8 @@ def test_openers_say_nothing_of_the_task(opener: str) -> None:
     ("ok lets get back to main", "lets get back to main", 2),
     ("Ok so, now please fix the parser", "fix the parser", 2),
     ("so-called bug fix", "so-called bug fix", 1),  # "so" opens nothing here
+    ("Hey Claude, can you please add a Github Action", "add a Github Action", 2),
+    ("Claude Code hangs on start", "Claude Code hangs on start", 2),  # the program, not the agent addressed
     ("okay", "okay", 0),  # an opener alone stays what it is
     ("show tools and store the response in a file", "show tools and store the response in a file", 2),
 ])

@@ -78,9 +78,10 @@ def throwaway(text: str) -> bool:
 
 
 _OPENER = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|now|please|alright|hey)(?:[\s,.!:;]+|$)|(?:can|could|would)\s+you\s+"
-    r"(?:please\s+)?)+", re.IGNORECASE)
-"""Steering words a prompt may open with ("ok so", "now", "please", "can you"): they name nothing of the task."""
+    r"^(?:(?:ok(?:ay)?|so|now|please|alright|hey|hi)(?:[\s,.!:;]+|$)|(?:claude|codex)\s*[,:!]\s*|"
+    r"(?:can|could|would)\s+you\s+(?:please\s+)?)+", re.IGNORECASE)
+"""Steering words a prompt may open with ("ok so", "now", "please", "can you", "Hey Claude,"): they name nothing
+of the task."""
 
 
 def title_from(text: str) -> str:

@@ -317,6 +317,7 @@ _CALLS_OFF = lazy(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def calls_off(text: str) -> frozenset[str]:
     """The things ``text`` calls off: what the user says is not needed or not to be used ("why do you need docker
     for the api logs?", "forget the tests", "skip the e2e run"), lower-cased and without a plural's "s"; a
@@ -379,6 +380,7 @@ _BRANCH_MOVE = lazy(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def branch_move(text: str) -> str | None:
     """The branch a short request asks to move to ("ok lets get back to main", "switch to feat/x", "checkout
     develop"), or None: such a request is done once the agent's ``git checkout``/``git switch`` to it passed."""

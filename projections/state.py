@@ -7,6 +7,7 @@ a months-long task (commands, notes, checkpoints) keep a recent window plus coun
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable
 from datetime import datetime
@@ -764,9 +765,11 @@ def _no_longer_needed(state: TaskState, event: ev.RequirementStated | ev.Require
     return _moved_out(state, [named.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})])
 
 
-def _names_in(text: str) -> set[str]:
-    """Every word of ``text``, lower-cased and singular: what a thing the user named may be."""
-    return {singular(w.rstrip(".")) for w in re.findall(r"[a-z0-9][\w.-]*", text.lower())}
+@functools.lru_cache(maxsize=4096)
+def _names_in(text: str) -> frozenset[str]:
+    """Every word of ``text``, lower-cased and singular: what a thing the user named may be (memoised: asked of
+    each open failure at each user statement)."""
+    return frozenset({singular(w.rstrip(".")) for w in re.findall(r"[a-z0-9][\w.-]*", text.lower())})
 
 
 def _called_off(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ledger.base.lazyregex import lazy
 from ledger.base.oneline import one_line, quoted_line
 from projections.claims import contradiction
+from projections.commands import commit_subject
 from projections.state import OpenCall, RecentCall, Requirement, TaskState, written_path
 from projections.summary import sections
 
@@ -224,14 +225,15 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
     # Commands and tests only: a tool call that erred (an Edit's stale match, a fetch's 404) is the
     # agent's own stumble, already behind it, and would crowd out what is really broken.
     runs = [f for f in state.failures if f.key.startswith(("cmd:", "test:"))]
-    blocked = [f for f in state.failures if f.key.startswith("blocked:") and f.resolved_at is None]
+    blocked = [f for f in state.failures if f.key.startswith("blocked:") and f.failing]
     if blocked:
         heading("blocked", "## Blocked: never ran, needs the user's permission")
         for f in blocked[-5:]:
             why = next((ln.strip() for ln in f.output_tail.splitlines() if ln.strip()), "")
             add("blocked", f"- [{f.position}] {_clip(f.what, 200)}: {_clip(why, 160)}", FAILING - 4)
-    failing = [f for f in runs if f.resolved_at is None]
+    failing = [f for f in runs if f.failing]
     fixed = [f for f in runs if f.resolved_at is not None]
+    called_off = [f for f in runs if f.resolved_at is None and f.called_off is not None]
     if failing:
         heading("failing", "## Failing now (latest last)")
         for i, f in enumerate(failing):
@@ -247,6 +249,11 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
         for f in fixed[-5:]:
             what = f"$ {_clip(f.what, 160)}" if f.key.startswith("cmd:") else _clip(f.what, 160)
             add("fixed", f"- {what}: failed at [{f.position}], passes since [{f.resolved_at}]", LOW)
+    if called_off:
+        heading("called_off", "## Called off by the user (failed, not fixed; not failing now)")
+        for f in called_off[-5:]:
+            what = f"$ {_clip(f.what, 160)}" if f.key.startswith("cmd:") else _clip(f.what, 160)
+            add("called_off", f"- {what}: failed at [{f.position}], called off at [{f.called_off}]", LOW)
 
     ended = [a for a in state.attempts if a.outcome in ("failed", "abandoned")]
     if ended:
@@ -307,7 +314,11 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
             # An unknown exit (Codex's hooks report none) is said as such, never as a code to read as failed.
             code = " (exit code not reported)" if cmd.exit_code is None else f" -> exit {cmd.exit_code}"
             passes = f", passes since [{passed_since[cmd.position]}]" if cmd.position in passed_since else ""
-            lines.append((cmd.position, f"- $ {_clip(cmd.line, 160)}{code} [{cmd.position}]{passes}", LOW + i))
+            shown_line = _clip(cmd.line, 160)
+            subject = commit_subject(cmd.line)
+            if subject is not None and subject not in shown_line:
+                shown_line += f' (commit "{_clip(subject, 120)}")'  # the subject, cut off in a long line
+            lines.append((cmd.position, f"- $ {shown_line}{code} [{cmd.position}]{passes}", LOW + i))
         # In the order they happened, the failures fixed since last: a reader takes the first lines as current.
         for _, line, priority in sorted(lines, key=lambda row: (row[0] in passed_since, row[0])):
             add("results", line, priority)

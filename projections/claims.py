@@ -47,7 +47,7 @@ def contradiction(state: TaskState) -> tuple[str, str] | None:
     made = _not_made(state, reply.text)
     if made is not None:
         return made
-    failing = [f for f in state.failures if f.key.startswith(("test:", "cmd:")) and f.resolved_at is None]
+    failing = [f for f in state.failures if f.key.startswith(("test:", "cmd:")) and f.failing]
     if not failing:
         return None
     text = reply.text
@@ -77,7 +77,7 @@ def _not_made(state: TaskState, text: str) -> tuple[str, str] | None:
     if any(path.rsplit("/", 1)[-1] == name for path in state.files):
         return None
     # The call that would have made it, when it failed or waits for permission, says why it is not there.
-    blocked = [f for f in state.failures if f.resolved_at is None and f.key.startswith(("tool:", "blocked:"))
+    blocked = [f for f in state.failures if f.failing and f.key.startswith(("tool:", "blocked:"))
                and name in f.what]
     why = (f" (its {one_line(blocked[-1].what.split(' ', 1)[0], 40)} at [{blocked[-1].position}] did not go through)"
            if blocked else "")

@@ -260,3 +260,46 @@ def readdresses(passed: str, failed: str) -> bool:
     if runner and (runner[0] in _RUNNERS or "test" in runner or "check" in runner):
         return False
     return _targets(p[1:]) == _targets(f[1:])
+
+
+_FILE_LIKE = lazy(r"\.[A-Za-z0-9]{1,5}$")
+"""A target ending in a file's extension (``a.py``): ``git checkout a.py`` reverts that file."""
+
+
+def switches_to(line: str) -> tuple[str, ...]:
+    """The branches an exit-0 ``line`` moved to: each ``git checkout <branch>`` / ``git switch <branch>`` part of
+    it (``-b``/``-c`` and the like make the branch). ``git checkout -- a.py``, ``git checkout a.py`` and
+    ``git checkout HEAD a.py`` name files: a revert of files, not a branch move, so they give none."""
+    toks = shell.tokens(line)
+    if toks is None:
+        return ()
+    ops = {t for t in toks if isinstance(t, shell.Op)} - {"\n"}
+    if ops - {"&&", "(", ")"}:
+        return ()  # after ";" or "||" a part's failure does not show in the exit code
+    moved = []
+    for part in shell.words(toks):
+        words = [w for w in part if not w.startswith("-") or w == "--"]
+        if len(words) < 3 or words[0] != "git" or words[1] not in ("checkout", "switch"):
+            continue
+        targets = words[2:]
+        if "--" in targets or len(targets) != 1 or _FILE_LIKE.search(targets[0]):
+            continue
+        moved.append(targets[0])
+    return tuple(moved)
+
+
+_COMMIT_MESSAGE = lazy(
+    r"""\bgit\s+(?:-\S+\s+)*commit\b[^\n]*?\s-(?:[a-zA-Z]*m|-message(?:=|\s))\s*
+        (?:"\$\(cat\s+<<-?\s*['"]?(\w+)['"]?\s*\n\s*([^\n]+)|"([^"\n]+)|'([^'\n]+)|([^\s"'$][^\s]*))""",
+    re.VERBOSE,
+)
+
+
+def commit_subject(line: str) -> str | None:
+    """The subject of the commit a ``git commit -m …`` line makes (a heredoc's first line too: ``-m "$(cat
+    <<'EOF'\\nSubject\\n…EOF)"``), or None: what a reader looks for in a long commit line cut short."""
+    match = _COMMIT_MESSAGE.search(line)
+    if match is None:
+        return None
+    subject = next((g for g in match.groups()[1:] if g), "").strip()
+    return subject or None

@@ -215,7 +215,7 @@ def enquiry(text: str) -> bool:
     text = text.strip()
     if not text or len(text) > ENQUIRY_MAX or "\n\n" in text or _pushes_back(text):
         return False
-    if question(text):
+    if question(text) or asks_question(text):
         return True
     return _ENQUIRES.search(text) is not None and _ACTION.search(text) is None
 
@@ -287,3 +287,105 @@ _NAMED = lazy(r"[\w@.:/-]*[a-z][\w@-]*[.:/][\w@.:/-]*[a-z0-9]", re.IGNORECASE)
 def names(text: str) -> set[str]:
     """The names of commands, scripts, files and packages in ``text``, lower-cased; addresses left out."""
     return {w.lower() for w in _NAMED.findall(text) if "://" not in w and not w.lower().startswith(("http", "www."))}
+
+
+_NOT_NEEDED = lazy(
+    r"""\b(?:i|we)\s+(?:do\s*n'?t|do\s+not|no\s+longer|dont)\s+(?:really\s+|even\s+|actually\s+)?need\s+
+        (?:(?:the|a|an|any|that|this|those|these|my|our)\s+)?([a-z][\w.-]{2,})""",
+    re.IGNORECASE | re.VERBOSE,
+)
+""""i dont need the token", "we don't need tests anymore": the thing the user says they need no more."""
+
+
+@functools.lru_cache(maxsize=4096)
+def not_needed(text: str) -> str | None:
+    """What ``text``'s first sentence says the user no longer needs ("ahh ok looks like i dont need the token to
+    set the jwks endpoint": "token"), lower-cased; None when it says no such thing. Memoised: the fold asks of
+    every user statement (a pure function of the text)."""
+    match = _NOT_NEEDED.search(text[:200])
+    return match.group(1).lower().rstrip(".") if match else None
+
+
+_CALLS_OFF = lazy(
+    r"""\b(?:why\s+(?:do|would)\s+(?:you|we)\s+(?:even\s+|really\s+)?need\s+(?:to\s+(?:use|run|start)\s+)?|
+        (?:you|we)\s+(?:do\s*n'?t|do\s+not|dont)\s+(?:even\s+|really\s+)?need\s+(?:to\s+(?:use|run|start)\s+)?|
+        no\s+need\s+(?:for|to\s+(?:use|run|start))\s+|
+        (?:do\s*n'?t|do\s+not|dont)\s+(?:use|run|start|bother\s+with)\s+|
+        (?:forget|skip|stop)\s+(?:about\s+)?(?:using\s+|running\s+|trying\s+)?)
+        (?:(?:the|a|an|any|that|this|those|these)\s+)?([a-z][\w.-]{2,})""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def calls_off(text: str) -> frozenset[str]:
+    """The things ``text`` calls off: what the user says is not needed or not to be used ("why do you need docker
+    for the api logs?", "forget the tests", "skip the e2e run"), lower-cased and without a plural's "s"; a
+    failure of one of them is called off, not failing now."""
+    found = {m.group(1).lower().rstrip(".") for m in _CALLS_OFF.finditer(text[:400])}
+    needed = not_needed(text)
+    if needed is not None:
+        found.add(needed)
+    return frozenset(singular(w) for w in found if w not in _NOT_A_THING)
+
+
+_NOT_A_THING = frozenset({"that", "this", "those", "these", "them", "there", "here", "it", "for", "now", "and",
+                          "the", "you", "doing", "anything", "everything"})
+
+
+def singular(word: str) -> str:
+    """``word`` without a plural's "s" ("tests" -> "test"), so a name and its plural match."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+_EXPLICIT_QUESTION = lazy(
+    _LEAD + r"""(?:i\s+(?:have|had|got)\s+(?:a|one)\s+(?:quick\s+|small\s+|short\s+)?question|
+        (?:a\s+)?(?:quick|small|short)\s+question|question\s*:)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_CONFIRMS = lazy(
+    r"\b(?:am\s+i\s+(?:right|correct|understanding|interpret\w*|reading|getting)|is\s+(?:that|this)\s+"
+    r"(?:right|correct)|do\s+i\s+understand)\b[^?]{0,60}\?\s*$",
+    re.IGNORECASE,
+)
+
+
+def asks_question(text: str) -> bool:
+    """Whether ``text`` says it is a question ("I had a quick question about X - ...?") or asks the agent to
+    confirm the user's understanding ("... am I interpreting this correctly?"): the verbs of work in it
+    describe the design asked about, not work to do."""
+    text = text.strip()
+    return (len(text) <= ENQUIRY_MAX and "\n\n" not in text and text.endswith("?")
+            and (_EXPLICIT_QUESTION.match(text) is not None or _CONFIRMS.search(text) is not None))
+
+
+_REDO = lazy(
+    r"""\b(?:pull\s+(?:in\s+)?(?:the\s+)?(?:latest|changes|main|master|again)|git\s+pull|
+        (?:try|run|do)\s+(?:it|that|this)\s+again|retry\s+(?:it|that|this)|re-?run\s+(?:it|that|this|the))\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def asks_redo(text: str) -> bool:
+    """Whether ``text`` asks the agent to fetch the latest or do something again ("pull in the latest and try
+    that again please"): work to do, though it names no verb of ``_ACTION``."""
+    return _REDO.search(text) is not None
+
+
+_BRANCH_MOVE = lazy(
+    _LEAD + r"""(?:(?:let'?s|lets|please|can\s+you|could\s+you|now)\s+)*
+        (?:(?:get|go|switch|move|head|come)\s+back\s+(?:to|on)|switch\s+(?:over\s+)?to|check\s*out|change\s+to|
+            move\s+to)\s+(?:the\s+)?(?:branch\s+)?([\w./-]*[\w-])(?:\s+branch)?[\s,.!]*(?:please)?[\s.!]*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def branch_move(text: str) -> str | None:
+    """The branch a short request asks to move to ("ok lets get back to main", "switch to feat/x", "checkout
+    develop"), or None: such a request is done once the agent's ``git checkout``/``git switch`` to it passed."""
+    text = text.strip()
+    if len(text) > 120 or "\n" in text:
+        return None
+    match = _BRANCH_MOVE.match(text)
+    return match.group(1) if match else None

@@ -7,6 +7,7 @@ a months-long task (commands, notes, checkpoints) keep a recent window plus coun
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable
 from datetime import datetime
@@ -19,23 +20,36 @@ from ledger.base.lazyregex import lazy
 from ledger.base.oneline import one_line
 from ledger.domain import events as ev
 from projections import facts
-from projections.commands import chain_heads, command_head, covers, is_probe, other_verb, readdresses
+from projections.commands import (
+    chain_heads,
+    command_head,
+    covers,
+    is_probe,
+    other_verb,
+    readdresses,
+    switches_to,
+)
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 from projections.intent import (
     acknowledgement,
+    asks_redo,
+    branch_move,
+    calls_off,
     enquiry,
     names,
     names_work,
+    not_needed,
     prescribes,
     reports_error,
     reports_problem,
     says_failed,
     says_works,
+    singular,
     withdrawal,
 )
 
-FOLD_VERSION = 8
+FOLD_VERSION = 9
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -168,6 +182,14 @@ class Failure(Item):
     """Position of the first later success of the same key."""
     head: str | None = None
     """A failed command's ``command_head``, taken once when it failed (a success is matched against it)."""
+    called_off: int | None = None
+    """Position of the user's words that called it off ("why do you need docker?", "forget the tests", "skip
+    that"): not fixed, and not failing now either; a new failure of the same key is."""
+
+    @property
+    def failing(self) -> bool:
+        """Whether it is failing now: neither passed since nor called off by the user."""
+        return self.resolved_at is None and self.called_off is None
 
 
 class OpenCall(Item):
@@ -572,7 +594,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 git_dirty=event.git_dirty,
                 note=event.note,
             )
+            cleared = _cleared(state, pos) if event.label == ev.CONTEXT_CLEARED else {}
             return {
+                **cleared,
                 "checkpoints": _recent(state.checkpoints, cp, RECENT_CHECKPOINTS),
                 "checkpoints_total": state.checkpoints_total + 1,
             }
@@ -656,6 +680,12 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
     if moved:
         update.update(moved)
         state = state.model_copy(update=moved)
+    # "i dont need the token" may come with an answered question moved out: both apply.
+    for rule in (_no_longer_needed, _called_off):
+        also = rule(state, event)
+        if also:
+            update.update(also)
+            state = state.model_copy(update=also)
     start = state.changed_since_position
     if start is not None and state.open_attempt is None and says_failed(event.text):
         # An edit, then "still doesn't work": the change was an approach, and it failed (a fresh agent must
@@ -693,7 +723,7 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
     reply = state.last_reply
     if withdrawal(event.text) is not None:
         return {}
-    work = names_work(event.text)
+    work = names_work(event.text) or asks_redo(event.text)
     pos = event.originator_version
     moved: list[Requirement] = []
     # A check ("check again") is answered by the checks the agent ran, when it said nothing in between.
@@ -712,10 +742,84 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
         elif replied and _one_off(r.text) and _ran_clean(state, said) and not _words(r.text) & _words(event.text):
             why = (f"done: a command to run, it ran without a failure by [{at}]; "
                    f"the user moved on at [{pos}]")
+        elif (branch := branch_move(r.text)) is not None and (moved_at := _switched(state, branch, said)):
+            why = f"done: the agent moved to branch {branch} at [{moved_at}]; the user moved on at [{pos}]"
         else:
             continue
         moved.append(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}))
     return _moved_out(state, moved)
+
+
+def _no_longer_needed(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+                      ) -> dict[str, Any]:
+    """The user says they no longer need something ("ahh ok looks like i dont need the token", "I don't need
+    the export anymore"): the latest current requirement naming it is withdrawn, the user's words as why."""
+    thing = not_needed(event.text)
+    if thing is None:
+        return {}
+    pos, wanted = event.originator_version, singular(thing)
+    named = next((r for r in reversed(state.requirements) if r.position < pos and wanted in _names_in(r.text)), None)
+    if named is None:
+        return {}
+    why = f"withdrawn: the user said they do not need the {thing} at [{pos}]: {one_line(event.text, 120)}"
+    return _moved_out(state, [named.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})])
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_in(text: str) -> frozenset[str]:
+    """Every word of ``text``, lower-cased and singular: what a thing the user named may be (memoised: asked of
+    each open failure at each user statement)."""
+    return frozenset({singular(w.rstrip(".")) for w in re.findall(r"[a-z0-9][\w.-]*", text.lower())})
+
+
+def _called_off(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+                ) -> dict[str, Any]:
+    """The user calls off what failed: words that say a failed command's program or a failed test is not needed
+    or not to be used ("why do you need docker for the api logs?" after `docker compose up` failed, "forget the
+    tests"), or a withdrawal ("skip that") of the requirement the failures came after. Those failures are
+    called off: no longer failing now, and not fixed either."""
+    things = calls_off(event.text)
+    latest = state.requirements[-1].position if state.requirements else None
+    withdrawn = latest is not None and withdrawal(event.text) is not None
+    if not things and not withdrawn:
+        return {}
+    pos = event.originator_version
+
+    def off(f: Failure) -> bool:
+        if not f.failing or not f.key.startswith(("cmd:", "test:")):
+            return False
+        return bool(things & _names_in(f.what)) or (withdrawn and latest is not None and f.position > latest)
+
+    hits = [i for i, f in enumerate(state.failures) if off(f)]
+    if not hits:
+        return {}
+    failures = list(state.failures)
+    for i in hits:
+        failures[i] = failures[i].model_copy(update={"called_off": pos})
+    return {"failures": tuple(failures)}
+
+
+def _cleared(state: TaskState, position: int) -> dict[str, Any]:
+    """The user cleared the conversation (``/clear``): the requirements and the plan given before it in that
+    conversation (since its ``ConversationLinked``) are closed; what other sessions of the task asked stays."""
+    start = state.conversations[-1].position if state.conversations else 0
+    why = f"closed: the user cleared the conversation at [{position}]"
+    update = _moved_out(state, [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": why})
+                                for r in state.requirements if start < r.position < position])
+    if state.plan is not None and start < state.plan.position < position:
+        update["plan"] = None
+        if state.next_step_from == "plan":
+            update.update({"next_step": None, "next_step_position": None, "next_step_from": None})
+    return update
+
+
+def _switched(state: TaskState, branch: str, since: int) -> int | None:
+    """Position of the first command after ``since`` that moved to ``branch`` and exited 0, or None."""
+    for c in state.commands:
+        if c.position > since and c.exit_code == 0 and any(
+                b == branch or b.rsplit("/", 1)[-1] == branch for b in switches_to(c.line)):
+            return c.position
+    return None
 
 
 def _reported_again(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
@@ -811,7 +915,7 @@ def _one_off(text: str) -> bool:
 def _ran_clean(state: TaskState, since: int) -> bool:
     """Whether a command ran without a failure after ``since`` and nothing has failed since then."""
     ran = any(c.position > since and c.exit_code == 0 for c in state.commands)
-    return ran and not any(f.position > since and f.resolved_at is None for f in state.failures)
+    return ran and not any(f.position > since and f.failing for f in state.failures)
 
 
 def _came_out(calls: tuple[RecentCall, ...], tool: str, outcome: str) -> tuple[RecentCall, ...]:

@@ -71,7 +71,7 @@ def test_a_bare_slash_command_is_asked_in_the_words_it_expands_to(
     assert [r.text for r in state.requirements] == [
         "/init: Please analyze this codebase and create a CLAUDE.md file, which will be given to future instances.",
         "Now fix the broken recorder APIs in js/recorder.js"]
-    assert state.title.startswith("Now fix the broken recorder APIs")  # the user's own words name the task
+    assert state.title.startswith("fix the broken recorder APIs")  # the user's own words name the task
 
 
 def test_calls_the_user_rejected_are_where_it_stopped(ledger: Ledger, location: Location, tmp_path: Path) -> None:

@@ -22,10 +22,16 @@ def test_openers_say_nothing_of_the_task(opener: str) -> None:
 
 @pytest.mark.parametrize(("prompt", "title", "rank"), [
     ("/orchestrator create TODO app by Next.js", "create TODO app by Next.js", 2),
-    ("[Image #1] Can you please add a margin", "Can you please add a margin", 2),
+    ("[Image #1] Can you please add a margin", "add a margin", 2),  # a steering opener names nothing
     ("Oh, this is not supported by Chrome :(\\\nUse a polyfill instead", "Oh, this is not supported by Chrome :( Use a "
      "polyfill instead", 2),
-    ("please fix these", "please fix these", 1),
+    ("please fix these", "fix these", 1),
+    ("ok lets get back to main", "lets get back to main", 2),
+    ("Ok so, now please fix the parser", "fix the parser", 2),
+    ("so-called bug fix", "so-called bug fix", 1),  # "so" opens nothing here
+    ("Hey Claude, can you please add a Github Action", "add a Github Action", 2),
+    ("Claude Code hangs on start", "Claude Code hangs on start", 2),  # the program, not the agent addressed
+    ("okay", "okay", 0),  # an opener alone stays what it is
     ("show tools and store the response in a file", "show tools and store the response in a file", 2),
 ])
 def test_a_title_is_the_request_of_the_first_line(prompt: str, title: str, rank: int) -> None:

@@ -258,10 +258,24 @@ def bare_command(text: str) -> str | None:
     return match.group(1)
 
 
+_TASK_NOTICE = lazy(r'^\{\s*"task_id"\s*:\s*"')
+"""A background task's notice as Claude Code queues it in the user's turn (``{"task_id": …, "task_type":
+"local_bash"}``)."""
+_CLEAR = lazy(r"^\s*(?:/?clear|<command-name>\s*/clear\s*</command-name>.*)\s*\Z", re.S | re.I)
+
+
+def clears(text: str) -> bool:
+    """Whether the prompt clears the conversation: ``/clear`` (as typed, or as the transcript wraps it), or the
+    word "clear" alone, typed without its slash (nothing for the agent to do but what /clear does)."""
+    return _CLEAR.match(text) is not None
+
+
 def request_text(text: str) -> str | None:
     """The prompt as a request to classify (its wrappers stripped), or None when it is none: synthetic
     text the agent put in the user's turn, or a slash command that carries no work (``slash_request``)."""
     cleaned = clean_prompt(text)
+    if _TASK_NOTICE.match(cleaned) and '"task_type"' in cleaned:
+        return None  # a background task's notice, queued in the user's turn as JSON: no word of the user's
     command = slash_request(cleaned)
     if command is not None:
         return command or None

@@ -279,7 +279,7 @@ def _settle(
         # The task moved on after this session's last record (live capture of it, a later session, the
         # user): its status is theirs; an import of the past does not pause work that went on.
         return
-    failing = any(f.resolved_at is None for f in state.failures)
+    failing = any(f.failing for f in state.failures)
     # The plan must postdate the user's last request: an old finished plan says nothing of newer asks.
     finished = (state.plan is not None and bool(state.plan.steps) and state.next_step is None
                 and state.plan.position > (state.last_intent or 0) and not failing and state.last_reply is not None)

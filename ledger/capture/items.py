@@ -77,9 +77,18 @@ def throwaway(text: str) -> bool:
     return not words or " ".join(words) in THROWAWAY
 
 
+_OPENER = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|now|please|alright|hey|hi)(?:[\s,.!:;]+|$)|(?:claude|codex)\s*[,:!]\s*|"
+    r"(?:can|could|would)\s+you\s+(?:please\s+)?)+", re.IGNORECASE)
+"""Steering words a prompt may open with ("ok so", "now", "please", "can you", "Hey Claude,"): they name nothing
+of the task."""
+
+
 def title_from(text: str) -> str:
-    """A task title from a prompt: its first line of words (``_first_line``), cut at a word near ``TITLE_MAX``."""
+    """A task title from a prompt: its first line of words (``_first_line``) past a steering opener (``_OPENER``:
+    "ok lets get back to main" is titled "lets get back to main"), cut at a word near ``TITLE_MAX``."""
     line = _first_line(text)
+    line = _OPENER.sub("", line, count=1) or line
     if len(line) > TITLE_MAX:
         line = line[:TITLE_MAX].rsplit(" ", 1)[0] + "…"
     return line or "untitled session"

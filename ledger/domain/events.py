@@ -287,6 +287,11 @@ class TestResult(TaskEvent):
     skipped: int | None = Field(default=None, ge=0, le=INT64_MAX)
 
 
+CONTEXT_CLEARED = "context cleared"
+"""The label of the checkpoint an import marks where the user cleared the conversation (``/clear``): what was
+asked before it in that conversation is closed."""
+
+
 class CheckpointMarked(TaskEvent):
     TOPIC = "tasktrail/CheckpointMarked"
     label: str

@@ -19,7 +19,7 @@ from ledger.capture.agents.claude_code.branches import Branches
 from ledger.capture.agents.claude_code.refusals import ABORTED, INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.agents.claude_code.tasklist import TOOLS as TASK_TOOLS
 from ledger.capture.agents.claude_code.tasklist import TaskList, hook_change, items_for, tool_change
-from ledger.capture.classify import bare_command, classify, request_text, slash_request
+from ledger.capture.classify import bare_command, classify, clears, request_text, slash_request
 from ledger.capture.items import (
     Item,
     bounded,
@@ -748,6 +748,11 @@ class TranscriptMapper:
                 self.session.items.append(_user_command_item(self.user_command, tags, src))
                 self.user_command = None
             return
+        if clears(text):
+            self.close_turn()
+            if self.prompts:  # a /clear before any request of this session closes nothing in it
+                self.session.items.append(_cleared_item(src, ts))
+            return
         request = request_text(text)  # `/orchestrator create TODO app`: the arguments are the request
         self.expanding = bare_command(text) if request is None else None
         if request is None:
@@ -774,6 +779,12 @@ class TranscriptMapper:
             # A throw-away opening ("show tools", "hi") names the task only until a real request comes.
             session.title, self.titled_by = title_from(cleaned), ranked
         self.interrupted, self.wrong = False, None
+
+
+def _cleared_item(src: ev.SourceKey, ts: Any) -> Item:
+    """Where the user cleared the conversation (``/clear``): the fold closes what was asked before it there."""
+    return (ev.CheckpointMarked, {"label": ev.CONTEXT_CLEARED, "note": "/clear", "actor": "user", "timestamp": ts,
+                                  "source": src.model_copy(update={"record": f"clear:{src.record}"})})
 
 
 def _user_command_item(command: tuple[str, str, Any], tags: dict[str, str], src: ev.SourceKey) -> Item:

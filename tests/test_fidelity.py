@@ -209,6 +209,9 @@ def test_the_annotations_file_is_well_formed() -> None:
     assert held_out >= 10 and sum(s.part == "held-out-4" for s in sessions) >= 6
     assert sum(s.part == "held-out-5" for s in sessions) >= 6
     assert sum(s.part == "held-out-6" for s in sessions) >= 6
+    # Annotated blind while fold version 9's rules were written; Codex Desktop rollouts among them.
+    assert sum(s.part == "held-out-7" for s in sessions) >= 6
+    assert sum(s.part == "held-out-7" and s.agent == "codex" for s in sessions) >= 4
     assert sum(len(s.stale) for s in sessions if not s.held_out) >= 20
     assert sum(len(s.stale) for s in sessions if s.held_out) >= 5
     assert {f.kind for s in sessions for f in s.stale} == fid.STALE_KINDS
@@ -248,7 +251,7 @@ def test_real_run_on_two_sessions_prints_scores_as_json() -> None:
         assert r["facts"] >= 1 and r["tasks"] and 0 < r["brief_chars"] <= 10_000, r
         assert isinstance(r["missing_in_brief"], list) and isinstance(r["missing_in_baseline"], list)
     assert set(doc["means"]) == {"all", "annotated-seen", "held-out", "held-out-new", "held-out-3",
-                                "held-out-4", "held-out-5", "held-out-6"}
+                                "held-out-4", "held-out-5", "held-out-6", "held-out-7"}
     assert doc["means"]["all"]["sessions"] == 2
     assert 0.0 <= doc["means"]["all"]["brief"] <= 1.0
 

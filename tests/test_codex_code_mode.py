@@ -213,6 +213,17 @@ def test_the_scanner_reads_literals_and_refuses_everything_else() -> None:
     ]
 
 
+def test_a_broken_or_hostile_script_is_unread_not_an_error() -> None:
+    deep = "tools.exec_command(" + "[" * 100_000 + "]" * 100_000 + ")"  # deeper than json can recurse
+    assert [(c.name, c.args) for c in cells.tool_calls(deep)] == [("exec_command", None)]
+    # An argument that never closes: neither it nor a later call is read (each would scan the rest again).
+    unclosed = 'await tools.update_plan({plan: [\nawait tools.exec_command({"cmd": "ls"})\n'
+    assert [(c.name, c.args) for c in cells.tool_calls(unclosed)] == [("update_plan", None), ("exec_command", None)]
+    many = 'await tools.exec_command({"cmd": "ls"});' * (cells.READ_CALLS + 1)
+    assert [c.args for c in cells.tool_calls(many)][cells.READ_CALLS - 1:] == [{"cmd": "ls"}, None]
+    assert cells.exec_result("[" * 100_000) is None
+
+
 def test_a_cells_output_header_and_printed_parts() -> None:
     out = cells.read_output([{"type": "input_text", "text": "Script completed\nWall time 3.4 seconds\nOutput:\n"},
                              {"type": "input_text", "text": result(2, "boom")}])

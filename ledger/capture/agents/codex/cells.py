@@ -23,8 +23,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_TOOL = re.compile(r"tools\s*\.\s*([A-Za-z_$][\w$]*)\s*\(")
-_CONST = re.compile(r"const\s+([A-Za-z_$][\w$]*)\s*=\s*")
+_NEXT = re.compile(
+    r"""["'`]|//|/\*|tools\s*\.\s*(?P<tool>[A-Za-z_$][\w$]*)\s*\(|const\s+(?P<const>[A-Za-z_$][\w$]*)\s*=(?!=)\s*"""
+)
+"""What the scan of a script stops at: a string or a comment (skipped), a tool call, a ``const``."""
+_STRINGS = {  # unrolled (runs of plain characters, then one escape): linear, and fast on a long patch
+    '"': re.compile(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"'),
+    "'": re.compile(r"'[^'\\\n]*(?:\\[\s\S][^'\\\n]*)*'"),
+    "`": re.compile(r"`[^`\\]*(?:\\[\s\S][^`\\]*)*`"),
+}
+_BRACKETS = re.compile(r"[\"'`{}\[\]()]")
+_ESCAPE = re.compile(r'\\(x[0-9A-Fa-f]{2}|u\{|0\d|[\s\S])|"')
+READ_CALLS = 64
+"""Arguments read per cell, at most (a real cell makes one call or a few)."""
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _HEAD = re.compile(
@@ -36,6 +47,10 @@ _JSON_ESCAPES = set('"\\/bfnrtu')
 
 class Unreadable(ValueError):
     """A literal this reader does not take (it is never guessed at)."""
+
+
+class _Unclosed(Unreadable):
+    """A literal that runs to the end of the script: reading the next would scan all of it again."""
 
 
 @dataclass(frozen=True)
@@ -63,19 +78,26 @@ class Output:
 
 
 def _string_end(src: str, i: int) -> int:
-    """The index after the string literal opening at ``i``; -1 when it does not close."""
-    quote, j, n = src[i], i + 1, len(src)
-    while j < n:
-        c = src[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == quote:
-            return j + 1
-        if c == "\n" and quote != "`":
-            return -1  # a plain JS string cannot span lines
-        j += 1
-    return -1
+    """The index after the string literal opening at ``i``; -1 when it does not close (a plain JS string
+    cannot span lines; a template can)."""
+    m = _STRINGS[src[i]].match(src, i)
+    return m.end() if m else -1
+
+
+def _unescape(m: re.Match[str]) -> str:
+    """One JS escape (or a bare ``"``) of a string's body, as JSON writes it."""
+    whole, nxt = m.group(0), m.group(1)
+    if whole == '"':
+        return '\\"'
+    if nxt.startswith("x"):
+        return "\\u00" + nxt[1:]
+    if nxt == "u{" or (len(nxt) == 2 and nxt[0] == "0"):
+        raise Unreadable("\\u{…} or octal escape")
+    if nxt in _JS_ESCAPES:
+        return _JS_ESCAPES[nxt]
+    if nxt in _JSON_ESCAPES:
+        return whole
+    return json.dumps(nxt)[1:-1]  # JS keeps an unknown escape's character
 
 
 def _decode_string(literal: str) -> str:
@@ -83,57 +105,32 @@ def _decode_string(literal: str) -> str:
     quote, body = literal[0], literal[1:-1]
     if quote == "`" and "${" in body:
         raise Unreadable("template with substitutions")
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == '"' and quote != '"':
-            out.append('\\"')
-        elif c == "\\":
-            nxt = body[i + 1 : i + 2]
-            if nxt == "x" and re.fullmatch(r"[0-9A-Fa-f]{2}", body[i + 2 : i + 4]):
-                out.append("\\u00" + body[i + 2 : i + 4])
-                i += 4
-                continue
-            if nxt == "u" and body[i + 2 : i + 3] == "{":
-                raise Unreadable("\\u{…} escape")
-            if nxt == "0" and body[i + 2 : i + 3].isdigit():
-                raise Unreadable("octal escape")
-            if nxt in _JS_ESCAPES:
-                out.append(_JS_ESCAPES[nxt])
-            elif nxt in _JSON_ESCAPES:
-                out.append("\\" + nxt)
-            else:
-                out.append(json.dumps(nxt)[1:-1])  # JS keeps an unknown escape's character
-            i += 2
-            continue
-        else:
-            out.append(c)
-        i += 1
     try:
-        value = json.loads('"' + "".join(out) + '"', strict=False)  # a template's raw newlines are its text
+        if quote == '"':
+            try:  # JSON's escapes are JS's, with the same meaning: most strings need no more
+                return str(json.loads(literal, strict=False))  # strict=False: JS allows a raw tab
+            except ValueError:
+                pass  # a JS-only escape (``\\'``, ``\\x41``, ``\\v``)
+        # strict=False: a template's raw newlines are its text
+        return str(json.loads('"' + _ESCAPE.sub(_unescape, body) + '"', strict=False))
     except ValueError as exc:
         raise Unreadable(str(exc)) from exc
-    return str(value)
 
 
 def _balanced_end(src: str, i: int) -> int:
     """The index after the bracket closing the one at ``i``, string literals skipped; -1 when unbalanced."""
-    depth, j, n = 0, i, len(src)
-    while j < n:
-        c = src[j]
+    depth, j = 0, i
+    while (m := _BRACKETS.search(src, j)) is not None:
+        c, j = m.group(), m.start()
         if c in "\"'`":
             j = _string_end(src, j)
             if j < 0:
                 return -1
             continue
-        if c in "{[(":
-            depth += 1
-        elif c in "}])":
-            depth -= 1
-            if depth == 0:
-                return j + 1
+        depth += 1 if c in "{[(" else -1
         j += 1
+        if depth == 0:
+            return j
     return -1
 
 
@@ -178,7 +175,7 @@ def _as_json(text: str) -> Any:
             raise Unreadable(f"not a literal at {c!r}")
     try:
         return json.loads("".join(out))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting too deep for json
         raise Unreadable(str(exc)) from exc
 
 
@@ -191,12 +188,12 @@ def _literal(src: str, i: int, ends: str) -> tuple[Any, int]:
     if c in ("{", "["):
         end = _balanced_end(src, i)
         if end < 0:
-            raise Unreadable("unbalanced")
+            raise _Unclosed("unbalanced")
         value: Any = _as_json(src[i:end])
     elif c and c in "\"'`":
         end = _string_end(src, i)
         if end < 0:
-            raise Unreadable("unclosed string")
+            raise _Unclosed("unclosed string")
         value = _decode_string(src[i:end])
     elif (m := _IDENT.match(src, i)) is not None and m.group() not in ("await", "new", "function", "async"):
         end, value = m.end(), _Ref(m.group())
@@ -209,50 +206,43 @@ def _literal(src: str, i: int, ends: str) -> tuple[Any, int]:
 
 
 def tool_calls(src: str) -> list[Call]:
-    """Each ``tools.NAME(…)`` of the script ``src``, in order, with its first argument where it is read."""
+    """Each ``tools.NAME(…)`` of the script ``src``, in order, with its first argument where it is read
+    (at most ``READ_CALLS`` arguments, and none after one that never closes: each read may scan the rest
+    of the script, so these bound the work to a few passes over it)."""
     found: list[tuple[str, Any]] = []
     consts: dict[str, Any] = {}
     bound_twice: set[str] = set()
-    i, n = 0, len(src)
-    while i < n:
-        c = src[i]
-        if c in "\"'`":
-            end = _string_end(src, i)
-            if end < 0:
+    i, reading = 0, True
+    while (m := _NEXT.search(src, i)) is not None:
+        i, token = m.start(), m.group()
+        if token in ("\"", "'", "`"):
+            i = _string_end(src, i)
+            if i < 0:
                 break  # the rest is inside a string that never closes
-            i = end
             continue
-        if src.startswith("//", i):
-            end = src.find("\n", i)
-            i = n if end < 0 else end
+        if token in ("//", "/*"):
+            end = src.find("\n" if token == "//" else "*/", i + 2)
+            i = len(src) if end < 0 else end + (0 if token == "//" else 2)
             continue
-        if src.startswith("/*", i):
-            end = src.find("*/", i + 2)
-            i = n if end < 0 else end + 2
+        if i and (src[i - 1].isalnum() or src[i - 1] in "_$."):
+            i = m.end()  # ``mytools.x(``, ``a.tools.x(``, ``myconst x``: not ours
             continue
-        standalone = i == 0 or not (src[i - 1].isalnum() or src[i - 1] in "_$.")
-        tool = _TOOL.match(src, i) if standalone and c == "t" else None
-        const = _CONST.match(src, i) if standalone and c == "c" else None
-        if tool is not None:
+        name, is_tool = m.group("tool") or m.group("const"), m.group("tool") is not None
+        value: Any = None
+        if reading and len(found) + len(consts) < READ_CALLS:
             try:
-                value, _ = _literal(src, tool.end(), "),")
+                value, _ = _literal(src, m.end(), ")," if is_tool else ";\n")
+            except _Unclosed:
+                reading = False  # broken from here on: what follows is not read either
             except Unreadable:
                 value = None
-            found.append((tool.group(1), value))
-            i = tool.end()  # its argument is scanned on: a string in it is skipped as a string
-            continue
-        if const is not None:
-            name = const.group(1)
-            try:
-                value, _ = _literal(src, const.end(), ";\n")
-            except Unreadable:
-                value = None
+        if is_tool:
+            found.append((name, value))
+        else:
             if name in consts:
                 bound_twice.add(name)
             consts[name] = value
-            i = const.end()
-            continue
-        i += 1
+        i = m.end()  # the argument is scanned on: a string in it is skipped as a string
     calls = []
     for name, value in found:
         if isinstance(value, _Ref):
@@ -292,7 +282,7 @@ def exec_result(part: str) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(part)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if isinstance(data, dict) and isinstance(data.get("output"), str) and (
         "exit_code" in data or "session_id" in data or "chunk_id" in data

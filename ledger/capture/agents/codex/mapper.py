@@ -11,7 +11,9 @@ closing messages and compaction summaries; ``<file-stem>:<line>`` only where not
 
 Commands come from ``exec_command_end`` where it exists (it has the exit code); otherwise from
 the call's output ("Process exited with code N", ``Exit code: N`` or the JSON metadata), following
-``write_stdin`` polls of a command that was still running.
+``write_stdin`` polls of a command that was still running. Code mode's ``exec`` cells (JavaScript
+calling the same tools) give the same events for the calls ``cells`` reads from the script
+(``RolloutMapper.code_cell``), following ``wait`` polls of a cell that was still running.
 
 Continuation: ``codex resume`` appends to the same rollout (same session id, so the importer finds
 the task by its link). A fork starts a new file whose ``session_meta`` names ``forked_from_id`` and
@@ -32,6 +34,7 @@ from urllib.parse import unquote
 
 from ledger.base.hook_spool import HUNKS_KEY
 from ledger.capture import patchlines
+from ledger.capture.agents.codex import cells
 from ledger.capture.agents.codex.outcomes import CHANGES_KEY, OUTCOME_KEY
 from ledger.capture.agents.codex.refusals import REJECTED as _REJECTED
 from ledger.capture.classify import classify
@@ -292,6 +295,28 @@ def command_run_items(run: Run, *, where: str | None, patched: bool) -> list[Ite
 
 
 @dataclass
+class _Cell:
+    """A code-mode cell still running (``Script running with cell ID N``): its call, until a ``wait`` ends it."""
+
+    call_id: str
+    code: str
+    key: ev.SourceKey
+    called: Any
+    parts: list[str]
+
+
+_CELL_SHARED = "[one code cell ran {n} commands: this is their printed output together; no exit code is told apart]\n"
+"""Heads the last command's output when a cell ran several: the output is the cell's, not that command's."""
+
+
+def _cell_patch(args: Any) -> str | None:
+    """The patch text of a cell's ``tools.apply_patch`` argument (a string, or ``{input|patch: …}``)."""
+    if isinstance(args, dict):
+        args = args.get("input") or args.get("patch") or args.get("command")
+    return args if isinstance(args, str) and "*** Begin Patch" in args else None
+
+
+@dataclass
 class _Reply:
     text: str
     timestamp: Any
@@ -389,6 +414,12 @@ class RolloutMapper:
         """The user's previous request: the same text again is a request re-sent."""
         self.latest_call: str | None = None
         """The agent's latest call, until anything answers it or comes after it (``open_call``)."""
+        self.cells: dict[str, _Cell] = {}
+        """Code-mode cells still running, by the cell id Codex gave them (a ``wait`` names it)."""
+        self.open_cells: set[str] = set()
+        """``exec`` calls not finished yet: a ``patch_apply_end`` meanwhile is one of theirs."""
+        self.cell_patched: set[str] = set()
+        """``exec`` calls during which a ``patch_apply_end`` came: it records their patches."""
 
     def map(self, lines: Iterable[tuple[int, str]]) -> Session:
         session = self.session
@@ -405,6 +436,9 @@ class RolloutMapper:
         open_call = self.open_call()
         if open_call is not None:
             session.items.append(open_call)
+        for cell in self.cells.values():  # still running where the rollout stops: what is known of it
+            self.code_cell(cell.call_id, cell.code, cells.Output("running", None, None, cell.parts),
+                           cell.key, None, cell.called, timed=False)
         for call_id, (name, args, ts) in self.calls.items():
             if name == "update_plan":  # the rollout stops before its answer: no refusal seen, the plan stands
                 key = ev.SourceKey(agent=AGENT, session=self.origin or session.session_id or self.stem, record=call_id)
@@ -435,7 +469,7 @@ class RolloutMapper:
         if call_id is None or call_id not in self.calls or call_id in self.ended or call_id in self.patched:
             return None
         name, args, ts = self.calls[call_id]
-        if name in ("update_plan", "write_stdin") or own_tool(name):
+        if name in ("update_plan", "write_stdin") or own_tool(name) or (name == "wait" and "cell_id" in args):
             return None
         where = self.origin or self.session.session_id or self.stem
         return (ev.ToolCalled, {
@@ -623,6 +657,9 @@ class RolloutMapper:
     def patch_apply_end(self, payload: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
         call_id = str(payload.get("call_id") or src.record)
         self.call_ids.add(call_id)
+        if call_id not in self.calls:
+            # A code cell's apply_patch gets an id of its own (``exec-<uuid>``): this record is that patch.
+            self.cell_patched.update(self.open_cells)
         changes = payload.get("changes") if payload.get("success", True) else None
         for path, change in (changes or {}).items():
             change = change if isinstance(change, dict) else {}
@@ -682,17 +719,57 @@ class RolloutMapper:
             args = payload.get("action") or {}
         self.calls[call_id] = (name, args, ts)
         self.latest_call = call_id
+        code = args.get("input") if name == "exec" and ptype == "custom_tool_call" else None
+        if isinstance(code, str):
+            self.open_cells.add(call_id)
+            said = self.cell_action(code)
+            if said is not None:
+                self.last_action = said
+                return
         if name in SHELL_TOOLS:
             shell, argv = _shell_line(args.get("cmd") or args.get("command"))
             self.last_action = f"ran {(shell or shlex.join(argv or ()))[:200]}"
-        elif name not in ("write_stdin", "update_plan"):
+        elif name not in ("write_stdin", "update_plan") and not (name == "wait" and "cell_id" in args):
             self.last_action = f"{name} {json.dumps(args, default=str)[:200]}"
+
+    @staticmethod
+    def cell_action(code: str) -> str | None:
+        """What a code cell does, as ``last_action`` says it: its first command or patch read."""
+        for call in cells.tool_calls(code):
+            if call.name in SHELL_TOOLS and isinstance(call.args, dict):
+                shell, argv = _shell_line(call.args.get("cmd") or call.args.get("command"))
+                if shell or argv:
+                    return f"ran {(shell or shlex.join(argv or ()))[:200]}"
+            patch = _cell_patch(call.args) if call.name == "apply_patch" else None
+            if patch is not None:
+                return "patched " + ", ".join(path for _, path, _, _ in patch_files(patch)[:5])
+        return None
 
     def call_output(self, payload: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
         call_id = str(payload.get("call_id") or "")
         name, args, calls_ts = self.calls.pop(call_id, ("?", {}, ts))
         text, code = _output_text(payload.get("output"))
         key = src.model_copy(update={"record": call_id or src.record})
+        if name == "exec" and isinstance(args.get("input"), str):
+            self.open_cells.discard(call_id)
+            out = cells.read_output(payload.get("output"))
+            if out.status == "running" and out.cell_id:
+                self.open_cells.add(call_id)
+                self.cells[out.cell_id] = _Cell(call_id, args["input"], key, calls_ts, list(out.parts))
+                return
+            if out.status is not None:
+                self.code_cell(call_id, args["input"], out, key, ts, calls_ts, timed=True)
+                return
+        cell = self.cells.get(str(args.get("cell_id"))) if name == "wait" else None
+        if cell is not None:
+            out = cells.read_output(payload.get("output"))
+            cell.parts.extend(out.parts)
+            if out.status not in ("running", None):
+                del self.cells[str(args["cell_id"])]
+                self.open_cells.discard(cell.call_id)
+                done = cells.Output(out.status, None, None, cell.parts)
+                self.code_cell(cell.call_id, cell.code, done, cell.key, ts, cell.called, timed=False)
+            return  # a poll of a cell: no action of its own
         if _REJECTED.match(text) and name != "write_stdin":
             # The user declined the call (or interrupted it); what they say next corrects it.
             self.interrupted = True
@@ -742,6 +819,78 @@ class RolloutMapper:
         shell, argv = _shell_line(args.get("cmd") or args.get("command"))
         body, _, _, ms = _exec_response(text)  # the output without Codex's header
         self.command(Run(shell, argv, args.get("workdir"), code, ms, body, "", key, ts), call_id)
+
+
+    def code_cell(
+        self, call_id: str, code: str, out: cells.Output, key: ev.SourceKey, ts: Any, called: Any, *, timed: bool
+    ) -> None:
+        """A finished code-mode cell (or one still running where the rollout stops: ``out.status``
+        "running"): each tool call read from its script as the direct call would give it, sharing the
+        cell's one output; what is not read, the cell as one ``ToolCalled``/``ToolResult``, as before.
+
+        Keys: a cell with one call read gives that call the cell's ``call_id``, as a direct call has;
+        with several, ``<call_id>:<i>`` (``i`` its place among the script's ``tools.`` calls). A cell
+        finished (``timed``) at its first output gives its one command the cell's wall time."""
+        calls = cells.tool_calls(code)
+        shells = [(i, c) for i, c in enumerate(calls) if c.name in SHELL_TOOLS and isinstance(c.args, dict)
+                  and (c.args.get("cmd") or c.args.get("command"))]
+        patches = [(i, c) for i, c in enumerate(calls) if c.name == "apply_patch" and _cell_patch(c.args)]
+        plans = [(i, c) for i, c in enumerate(calls) if c.name == "update_plan" and isinstance(c.args, dict)]
+        read = {i for i, _ in shells + patches + plans}
+        done, running = out.status == "completed", out.status == "running"
+        text = "\n".join(out.parts)
+        results = [r for r in map(cells.exec_result, out.parts) if r is not None]
+        said = [text, *out.parts, *(str(r["output"]) for r in results)]
+        if any(_REJECTED.match(t) for t in said):
+            # The user declined a call of the cell (or interrupted it); what they say next corrects it.
+            self.interrupted = True
+            self.wrong = self.cell_action(code) or f"exec {code[:200]}"
+            return
+
+        def keyed(i: int) -> ev.SourceKey:
+            return key if len(read) == 1 else key.model_copy(update={"record": f"{key.record}:{i}"})
+
+        when = ts if ts is not None else called
+        for place, (i, call) in enumerate(shells):
+            shell, argv = _shell_line(call.args.get("cmd") or call.args.get("command"))
+            exit_code: int | None = None
+            ms: int | None = None
+            if len(shells) == 1 and len(results) == 1:
+                result = results[0]
+                stdout = str(result["output"])
+                exit_code = result["exit_code"] if type(result.get("exit_code")) is int else None
+                wall = result.get("wall_time_seconds")
+                ms = int(wall * 1000) if isinstance(wall, int | float) and wall >= 0 else None
+            elif len(shells) == 1:
+                stdout = text  # ``text(r.output)``: the output, and nothing says how it exited
+                ms = out.wall_ms if timed and len(read) == 1 else None
+            else:
+                last = place == len(shells) - 1
+                stdout = _CELL_SHARED.format(n=len(shells)) + text if last else ""
+            workdir = call.args.get("workdir")
+            run_cwd = workdir if isinstance(workdir, str) else None
+            self.command(Run(shell, argv, run_cwd, exit_code, ms, stdout, "", keyed(i), when), keyed(i).record)
+        for i, call in patches:
+            if call_id in self.cell_patched:
+                continue  # the patch_apply_end seen while the cell ran records its files, with Codex's diffs
+            patch = _cell_patch(call.args) or ""
+            if done and not any(_PATCH_FAILED.match(t) for t in said):
+                self.session.items.extend(patch_items(patch, self.cwd, keyed(i), when))
+                self.last_action = "patched " + ", ".join(path for _, path, _, _ in patch_files(patch)[:5])
+            elif done:
+                self.session.items.append((ev.ToolResult, {
+                    "tool": "apply_patch", "call_id": keyed(i).record, "ok": False,
+                    "output": bounded(text) or bounded("failed"), "actor": "tool:apply_patch", "timestamp": when,
+                    "source": keyed(i).model_copy(update={"record": keyed(i).record + "#result"}),
+                }))
+        for i, call in plans:
+            if (done or running) and not any(_TOOL_REFUSED.match(t) for t in said):
+                self.session.items.extend(plan_items(_plan_steps(call.args), ACTOR, keyed(i), called))
+        if not read or len(read) < len(calls) or not (done or running):
+            # Calls not read, or a cell that failed: the cell itself, as before, so nothing is lost.
+            head = "" if done or running else f"Script {out.status}\n"
+            pair = _tool_pair("exec", call_id, {"input": code}, done, head + text, key, when)
+            self.session.items.extend(pair[:1] if running else pair)
 
 
 def _tool_pair(

@@ -196,3 +196,41 @@ def test_a_pattern_that_can_match_hex_turns_the_hex_skip_off() -> None:
     assert _spans(sha, (Pattern("hinted", re.compile(r"[0-9a-f]{64}"), hints=("ab",)), *BUILTIN)) == (
         [(0, 64, "hinted")] if "ab" in sha else []
     )
+
+
+# -- the assignment patterns, tried only where a key run ends ------------------------------------
+
+_ASSIGNMENTS = [pattern for pattern in BUILTIN if pattern.name == "assignment"]
+_KEY_PIECES = [
+    "password", "PASSWD", "PassPhrase", "secret", "TOKEN", "api_key", "API-KEY", "apikey", "access_key", "secret-key",
+    "private_key_id", "PRIVATE_KEYID", "credential", "Credentials", "auth_key", "key", "keys", "SECRET_KEY_BASE",
+    "key_base", "ENCRYPTION_KEY", "master-key", "jwtkey", "DATA_KEY", "monkey", "tokens", "passwords", "secretary",
+    "\u017fecret", "to\u212aen", "PR\u0130VATE_KEY", "pr\u0131vate_key", "my.app-", "db_", "x", "9", ".", "-", "_",
+    "${TOKEN}", "[REDACTED:x:0123abcd]", "<token>", "***", "true", "None", "hunter22", "s3cr3t-V4lue!", "a b",
+]
+_KEY_GLUE = ["", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2028", "\x1c", ":", "=", ":=", ": ", " = ", '"', "'", "`",
+             "|", ">", "|-", ">+2", ",", ";", "(", ")", "{", "}", "\\", "\\n", "é", "日本"]
+_key_text = st.lists(st.sampled_from([*_KEY_PIECES, *_KEY_GLUE]), max_size=30).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_key_text)
+def test_assignment_patterns_find_what_their_regex_finds(text: str) -> None:
+    # Key words of every case (and the characters (?i) folds onto them), runs of key characters,
+    # separators, quotes, block scalars, placeholders: each assignment pattern's ``find`` gives the
+    # matches its regex finds over the whole text, the same spans and groups.
+    for pattern in _ASSIGNMENTS:
+        assert pattern.find is not None
+        want = [(m.span(), m.groups()) for m in pattern.regex.finditer(text)]
+        got = [(m.span(), m.groups()) for m in pattern.find(text)]  # type: ignore[union-attr]
+        assert got == want, (pattern.regex.pattern[:60], text)
+
+
+def test_assignment_patterns_on_every_piece_and_the_corpus_text() -> None:
+    from tests.test_redact import TEXT
+
+    for text in [TEXT, *_PIECES, " ".join(_PIECES), "\n".join(_PIECES), ": ".join(_KEY_PIECES),
+                 "=".join(_KEY_PIECES), "key:" * 2000 + "x", "a" * 5000 + "_token: |\n  " + "b" * 50]:
+        for pattern in _ASSIGNMENTS:
+            want = [(m.span(), m.groups()) for m in pattern.regex.finditer(text)]
+            assert [(m.span(), m.groups()) for m in pattern.find(text)] == want, text[:80]  # type: ignore[union-attr,misc]

@@ -234,3 +234,25 @@ def test_assignment_patterns_on_every_piece_and_the_corpus_text() -> None:
         for pattern in _ASSIGNMENTS:
             want = [(m.span(), m.groups()) for m in pattern.regex.finditer(text)]
             assert [(m.span(), m.groups()) for m in pattern.find(text)] == want, text[:80]  # type: ignore[union-attr,misc]
+
+
+# -- wrapped blocks, tried only where a run of their first line's characters starts --------------
+
+_LINE_PIECES = [
+    "A" * 40, "QUJD" * 12, "+" + "x" * 45, "-" + "Zm9v" * 11,
+    base64.b64encode(b"DB_PASSWORD=hunter22hunter22").decode(),
+    *(base64.b64encode(f"token={s}".encode()).decode() for s in _SECRETS[:3]), "abc", "0123456789abcdef" * 3,
+]
+_LINE_GLUE = ["", "\n", " ", "\t", "\r\n", "  \n  ", "=", "==", "-", "+", "/", "_", ".", "é", "\u2028", "日", "\x00"]
+_line_text = st.lists(st.one_of(st.sampled_from(_LINE_PIECES), st.sampled_from(_LINE_GLUE),
+                                st.text(alphabet=string.ascii_letters + string.digits + "+/=-", max_size=70)),
+                      max_size=16).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_line_text)
+def test_wrapped_blocks_found_as_their_regex_finds_them(text: str) -> None:
+    # Every match (the same spans and lines), and of them the ones taken as secrets.
+    assert [m.span() for m in redact._wrapped_matches(text)] == [m.span() for m in redact._WRAPPED.finditer(text)]
+    want = [m.span() for m in redact._WRAPPED.finditer(text) if redact._wrapped_secret(m)]
+    assert [found.span() for found in redact._wrapped(text)] == want

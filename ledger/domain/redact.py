@@ -198,14 +198,35 @@ _WRAPPED = lazy(
 _RUN40 = b"a" * 40
 
 
+_LINE_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_LINE_MARKS = bytes(b"a"[0] if i in _LINE_CHARS else b" "[0] for i in range(256))
+"""Each byte as the first line of ``_WRAPPED`` sees it: one of its characters (a), or not (space)."""
+_LINE40 = re.compile(rb"a{40,}")
+
+
 def _wrapped(text: str) -> list[Found]:
     """``_WRAPPED``'s matches that ``_wrapped_secret`` takes, looked for only where the text has a run of
-    40 base64 characters (one byte-map test: most texts have none)."""
-    if text.isascii():
-        marks = _LAST_MARKS[1] if _LAST_MARKS[0] is text else text.encode("ascii").translate(_RUN_MARKS)
-        if _RUN40 not in marks:
-            return []
-    return [Found(*m.span()) for m in _WRAPPED.finditer(text) if _wrapped_secret(m)]
+    40 base64 characters (one byte-map test: most texts have none), and tried only where such a run of
+    its first line's characters starts (or at a dash just before one). Its look-behind refuses any other
+    place, which ``finditer`` tried one by one (a 20 KB output: most of the pattern's time)."""
+    marks = _LAST_MARKS[1] if _LAST_MARKS[0] is text else _marks(text)
+    if _RUN40 not in marks:
+        return []
+    return [Found(*match.span()) for match in _wrapped_matches(text) if _wrapped_secret(match)]
+
+
+def _wrapped_matches(text: str) -> list[re.Match[str]]:
+    """``list(_WRAPPED.finditer(text))``, tried only where a match may start."""
+    found: list[re.Match[str]] = []
+    after = 0  # where the last match ended: as finditer, the next one starts there or later
+    for run in _LINE40.finditer(text.encode("latin-1", "replace").translate(_LINE_MARKS)):
+        start = run.start()
+        for at in (start - 1, start) if start and text[start - 1] == "-" else (start,):
+            if at >= after and (match := _WRAPPED.match(text, at)) is not None:
+                found.append(match)
+                after = match.end()
+                break
+    return found
 
 
 def _wrapped_secret(match: re.Match[str]) -> bool:
@@ -716,7 +737,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     scanned: dict[re.Pattern[str], Sequence[Any]] = {}  # patterns sharing a regex scan once
     gated: dict[int, bool] = {}  # and a gate is searched once
     ranks = plan.ranks(lower)
-    if ranks is plan.always and plan.runs_only and ascii_text:
+    if ranks is plan.always and plan.runs_only:
         # No hint found, and what always runs scans base64 runs: a text without one (most) has none.
         runs = scanned[_RUN] = _runs(text)
         if not runs:
@@ -733,7 +754,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
                 continue
         matches = scanned.get(pattern.regex)
         if matches is None:
-            if pattern.regex is _RUN and ascii_text:
+            if pattern.regex is _RUN:
                 matches = _runs(text)
             elif pattern.find is not None:
                 matches = pattern.find(text)
@@ -782,14 +803,20 @@ _LAST_MARKS: tuple[str | None, bytes] = (None, b"")
 """The text ``_runs`` last mapped and its marks: the wrapped-block search of the same text reuses them."""
 
 
+def _marks(text: str) -> bytes:
+    """``text`` as ``_RUN_MARKS`` maps it, a byte a character: a character past Latin-1 is encoded as "?",
+    which, as every character outside ASCII, is no run character."""
+    return text.encode("latin-1", "replace").translate(_RUN_MARKS)
+
+
 def _runs(text: str) -> list[re.Match[str]]:
-    """``list(_RUN.finditer(text))`` for an ASCII ``text``, found on its marks: ``_RUN`` tries a match
-    at each run character, so a text of words costs it a few steps a character; most texts (words,
-    short paths) hold no run at all, which one substring test of the marks tells."""
+    """``list(_RUN.finditer(text))``, found on the text's marks: ``_RUN`` tries a match at each run
+    character, so a text of words costs it a few steps a character; most texts (words, short paths)
+    hold no run at all, which one substring test of the marks tells."""
     if len(text) < 16:
         return []  # shorter than any run
     global _LAST_MARKS
-    marks = text.encode("ascii").translate(_RUN_MARKS)
+    marks = _marks(text)
     _LAST_MARKS = (text, marks)
     if _RUN_FLOOR not in marks:
         return []

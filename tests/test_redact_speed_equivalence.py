@@ -256,3 +256,23 @@ def test_wrapped_blocks_found_as_their_regex_finds_them(text: str) -> None:
     assert [m.span() for m in redact._wrapped_matches(text)] == [m.span() for m in redact._WRAPPED.finditer(text)]
     want = [m.span() for m in redact._WRAPPED.finditer(text) if redact._wrapped_secret(m)]
     assert [found.span() for found in redact._wrapped(text)] == want
+
+
+_WIDE = ["é", "日本語", "\u00a0", "\u3000", "\u2028", "\u0085", "Σ", "ß", "🙂", "\u017fecret", "to\u212aen", "İ"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(_text, st.sampled_from(_WIDE)), min_size=1, max_size=4).map("".join))
+def test_gates_on_text_past_ascii_skip_only_what_finds_nothing(text: str) -> None:
+    # The gates are searched in text past ASCII too (not in text holding a character (?i) folds onto an
+    # ASCII letter): the spans are those of every pattern its hints name run over the text, ungated.
+    text += "é"
+    assert _spans(text, BUILTIN) == _reference(text, BUILTIN, shortcuts=True)
+
+
+def test_a_key_word_spelt_with_a_folded_character_is_found_past_its_gate() -> None:
+    # "pa\u017fsword" is (?i)password, which no gate searched in the lower-cased text sees: such a text
+    # is scanned ungated (here a hint, "token", lets the assignment patterns run at all).
+    for text in ("token here; pa\u017fsword=hunter22x", "token: db_passwor\u212a", "x --\u017fecret=hunter22 token"):
+        assert _spans(text, BUILTIN) == _reference(text, BUILTIN, shortcuts=True), text
+    assert [kind for _, _, kind in _spans("token here; pa\u017fsword=hunter22x", BUILTIN)] == ["assignment"]

@@ -55,9 +55,11 @@ class Pattern(NamedTuple):
     check: Callable[[re.Match[str]], bool] | None = None
     """A test of each match (entropy, a decoded payload): False keeps it. None: every match counts."""
     gate: re.Pattern[str] | None = None
-    """Searched in an ASCII text lower-cased, after the hints: a regex that every match of ``regex``
+    """Searched in the text lower-cased, after the hints: a regex that every match of ``regex``
     contains a match of, but cheap where ``regex`` is not (no match: the regex is not run). Only
-    for ASCII text, where lower-casing is exactly what ``(?i)`` matches."""
+    for text holding none of ``_FOLDED``, where ``(?i)`` matches an ASCII letter only to an ASCII
+    letter, of either case, as lower-casing takes it (what outside ASCII a match holds, spaces and
+    values, the gate matches as the regex does, or not at all)."""
     needs: str = ""
     """Characters one of which every match contains, looked for (each with ``in``, far cheaper than
     any regex) before the gate: none in the text, the pattern is not run. Empty: no such test."""
@@ -732,7 +734,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     if plan.hex_quiet and _HEX.fullmatch(text):
         return []  # a sha256, a commit id: most of an event's longer strings
     lower = text.lower()
-    ascii_text = text.isascii()
+    gated_text = text.isascii() or not any(char in text for char in _FOLDED)
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], Sequence[Any]] = {}  # patterns sharing a regex scan once
     gated: dict[int, bool] = {}  # and a gate is searched once
@@ -746,7 +748,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
         pattern = patterns[rank]
         if pattern.needs and not any(char in text for char in pattern.needs):
             continue
-        if pattern.gate is not None and ascii_text:
+        if pattern.gate is not None and gated_text:
             passed = gated.get(id(pattern.gate))
             if passed is None:
                 passed = gated[id(pattern.gate)] = pattern.gate.search(lower) is not None

@@ -196,3 +196,83 @@ def test_a_pattern_that_can_match_hex_turns_the_hex_skip_off() -> None:
     assert _spans(sha, (Pattern("hinted", re.compile(r"[0-9a-f]{64}"), hints=("ab",)), *BUILTIN)) == (
         [(0, 64, "hinted")] if "ab" in sha else []
     )
+
+
+# -- the assignment patterns, tried only where a key run ends ------------------------------------
+
+_ASSIGNMENTS = [pattern for pattern in BUILTIN if pattern.name == "assignment"]
+_KEY_PIECES = [
+    "password", "PASSWD", "PassPhrase", "secret", "TOKEN", "api_key", "API-KEY", "apikey", "access_key", "secret-key",
+    "private_key_id", "PRIVATE_KEYID", "credential", "Credentials", "auth_key", "key", "keys", "SECRET_KEY_BASE",
+    "key_base", "ENCRYPTION_KEY", "master-key", "jwtkey", "DATA_KEY", "monkey", "tokens", "passwords", "secretary",
+    "\u017fecret", "to\u212aen", "PR\u0130VATE_KEY", "pr\u0131vate_key", "my.app-", "db_", "x", "9", ".", "-", "_",
+    "${TOKEN}", "[REDACTED:x:0123abcd]", "<token>", "***", "true", "None", "hunter22", "s3cr3t-V4lue!", "a b",
+]
+_KEY_GLUE = ["", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2028", "\x1c", ":", "=", ":=", ": ", " = ", '"', "'", "`",
+             "|", ">", "|-", ">+2", ",", ";", "(", ")", "{", "}", "\\", "\\n", "é", "日本"]
+_key_text = st.lists(st.sampled_from([*_KEY_PIECES, *_KEY_GLUE]), max_size=30).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_key_text)
+def test_assignment_patterns_find_what_their_regex_finds(text: str) -> None:
+    # Key words of every case (and the characters (?i) folds onto them), runs of key characters,
+    # separators, quotes, block scalars, placeholders: each assignment pattern's ``find`` gives the
+    # matches its regex finds over the whole text, the same spans and groups.
+    for pattern in _ASSIGNMENTS:
+        assert pattern.find is not None
+        want = [(m.span(), m.groups()) for m in pattern.regex.finditer(text)]
+        got = [(m.span(), m.groups()) for m in pattern.find(text)]  # type: ignore[union-attr]
+        assert got == want, (pattern.regex.pattern[:60], text)
+
+
+def test_assignment_patterns_on_every_piece_and_the_corpus_text() -> None:
+    from tests.test_redact import TEXT
+
+    for text in [TEXT, *_PIECES, " ".join(_PIECES), "\n".join(_PIECES), ": ".join(_KEY_PIECES),
+                 "=".join(_KEY_PIECES), "key:" * 2000 + "x", "a" * 5000 + "_token: |\n  " + "b" * 50]:
+        for pattern in _ASSIGNMENTS:
+            want = [(m.span(), m.groups()) for m in pattern.regex.finditer(text)]
+            assert [(m.span(), m.groups()) for m in pattern.find(text)] == want, text[:80]  # type: ignore[union-attr,misc]
+
+
+# -- wrapped blocks, tried only where a run of their first line's characters starts --------------
+
+_LINE_PIECES = [
+    "A" * 40, "QUJD" * 12, "+" + "x" * 45, "-" + "Zm9v" * 11,
+    base64.b64encode(b"DB_PASSWORD=hunter22hunter22").decode(),
+    *(base64.b64encode(f"token={s}".encode()).decode() for s in _SECRETS[:3]), "abc", "0123456789abcdef" * 3,
+]
+_LINE_GLUE = ["", "\n", " ", "\t", "\r\n", "  \n  ", "=", "==", "-", "+", "/", "_", ".", "é", "\u2028", "日", "\x00"]
+_line_text = st.lists(st.one_of(st.sampled_from(_LINE_PIECES), st.sampled_from(_LINE_GLUE),
+                                st.text(alphabet=string.ascii_letters + string.digits + "+/=-", max_size=70)),
+                      max_size=16).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_line_text)
+def test_wrapped_blocks_found_as_their_regex_finds_them(text: str) -> None:
+    # Every match (the same spans and lines), and of them the ones taken as secrets.
+    assert [m.span() for m in redact._wrapped_matches(text)] == [m.span() for m in redact._WRAPPED.finditer(text)]
+    want = [m.span() for m in redact._WRAPPED.finditer(text) if redact._wrapped_secret(m)]
+    assert [found.span() for found in redact._wrapped(text)] == want
+
+
+_WIDE = ["é", "日本語", "\u00a0", "\u3000", "\u2028", "\u0085", "Σ", "ß", "🙂", "\u017fecret", "to\u212aen", "İ"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(_text, st.sampled_from(_WIDE)), min_size=1, max_size=4).map("".join))
+def test_gates_on_text_past_ascii_skip_only_what_finds_nothing(text: str) -> None:
+    # The gates are searched in text past ASCII too (not in text holding a character (?i) folds onto an
+    # ASCII letter): the spans are those of every pattern its hints name run over the text, ungated.
+    text += "é"
+    assert _spans(text, BUILTIN) == _reference(text, BUILTIN, shortcuts=True)
+
+
+def test_a_key_word_spelt_with_a_folded_character_is_found_past_its_gate() -> None:
+    # "pa\u017fsword" is (?i)password, which no gate searched in the lower-cased text sees: such a text
+    # is scanned ungated (here a hint, "token", lets the assignment patterns run at all).
+    for text in ("token here; pa\u017fsword=hunter22x", "token: db_passwor\u212a", "x --\u017fecret=hunter22 token"):
+        assert _spans(text, BUILTIN) == _reference(text, BUILTIN, shortcuts=True), text
+    assert [kind for _, _, kind in _spans("token here; pa\u017fsword=hunter22x", BUILTIN)] == ["assignment"]

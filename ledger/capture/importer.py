@@ -44,6 +44,7 @@ from ledger.domain import events as ev
 
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
+    from projections.state import TaskState
 
 BATCH = 500
 """Items per transaction: bounds the work a conflict retries and lets the progress bar move."""
@@ -162,7 +163,6 @@ def import_files(
     sessions with a record at or after that time."""
     agent = agents.load(agent) if isinstance(agent, str) else agent
     report = Report(files=len(files))
-    numbers = {e.task_id: e.number for e in ledger.entries()}
     known: Known = {}  # each task's source keys, read once per import and kept up by its writes
     batches = 0
     for path in import_order(agent, files):
@@ -197,11 +197,8 @@ def import_files(
                 continue
             _count(report, path, done)
             crash_point("import-opened")
-            numbers[target] = ledger.state(target).number or 0
             first = BATCH
             report.new_tasks += 1
-        if target not in numbers:
-            numbers.update({e.task_id: e.number for e in ledger.entries()})
         for start in range(first, len(items), BATCH):
             written = batch(agent, items, start)
             last = _latest(last, written)
@@ -210,12 +207,17 @@ def import_files(
             crash_point(f"import-batch-{batches}")
             if batches % CATCH_UP == 0:
                 ledger.state(target)
+        # The task's view is read once it is written (and again only when settling it wrote): the reads
+        # that follow need no other (each read costs a view snapshot's load, and a small log's import a
+        # few of them).
         if task is None and not session.is_subagent:
             # Also when a killed import left the task opened: the re-run settles it the same way.
-            _settle(ledger, location, agent, session, target, report, path, known,
-                    last or _when(session.first_timestamp))
-        _point(location, ledger, target, session)
-        report.tasks[numbers[target]] = ledger.state(target).title
+            state = _settle(ledger, location, agent, session, target, report, path, known,
+                            last or _when(session.first_timestamp))
+        else:
+            state = ledger.state(target)
+        _point(location, ledger, target, state)
+        report.tasks[state.number or 0] = state.title
         if progress:
             progress(path.stat().st_size)
     return report
@@ -270,15 +272,15 @@ def _wanted(session: Session, project: str | None, since: datetime | None) -> bo
 def _settle(
     ledger: Ledger, location: Location, agent: Agent, session: Session, task: UUID, report: Report, path: Path,
     known: Known, last: datetime | None,
-) -> None:
+) -> TaskState:
     """Set a task to how its session ended: done when the agent finished a plan made after the user's
     last request, with nothing failing, and had the last word; else paused (the session is over, the
-    work is not)."""
+    work is not). Returns the task's view after it."""
     state = ledger.state(task)
     if last is not None and state.updated_at is not None and state.updated_at > last:
         # The task moved on after this session's last record (live capture of it, a later session, the
         # user): its status is theirs; an import of the past does not pause work that went on.
-        return
+        return state
     failing = any(f.failing for f in state.failures)
     # The plan must postdate the user's last request: an old finished plan says nothing of newer asks.
     finished = (state.plan is not None and bool(state.plan.steps) and state.next_step is None
@@ -286,17 +288,19 @@ def _settle(
     status, reason = ("done", "imported: the agent finished its plan") if finished else (
         "paused", "imported: the session ended with work open")
     if state.status == status:
-        return
+        return state
     item = (ev.StatusChanged, {
         "status": status, "reason": reason, "actor": "system", "timestamp": last,
         "source": ev.SourceKey(agent=agent.name, session=session.session_id or path.stem, record=f"status:{status}"),
     })
-    _count(report, path, append_unseen(ledger, location, task, [item], known))
+    done = append_unseen(ledger, location, task, [item], known)
+    _count(report, path, done)
+    return ledger.state(task) if done.items else state
 
 
-def _point(location: Location, ledger: Ledger, task: UUID, session: Session) -> None:
-    """Make ``task`` its project's active task unless the project's current one is newer."""
-    state = ledger.state(task)
+def _point(location: Location, ledger: Ledger, task: UUID, state: TaskState) -> None:
+    """Make ``task`` (whose view is ``state``) its project's active task unless the project's current one
+    is newer."""
     if state.project is None:
         return
     current = refs.active_task_id(location, state.project)

@@ -55,13 +55,15 @@ class Pattern(NamedTuple):
     check: Callable[[re.Match[str]], bool] | None = None
     """A test of each match (entropy, a decoded payload): False keeps it. None: every match counts."""
     gate: re.Pattern[str] | None = None
-    """Searched in an ASCII text lower-cased, after the hints: a regex that every match of ``regex``
+    """Searched in the text lower-cased, after the hints: a regex that every match of ``regex``
     contains a match of, but cheap where ``regex`` is not (no match: the regex is not run). Only
-    for ASCII text, where lower-casing is exactly what ``(?i)`` matches."""
+    for text holding none of ``_FOLDED``, where ``(?i)`` matches an ASCII letter only to an ASCII
+    letter, of either case, as lower-casing takes it (what outside ASCII a match holds, spaces and
+    values, the gate matches as the regex does, or not at all)."""
     needs: str = ""
     """Characters one of which every match contains, looked for (each with ``in``, far cheaper than
     any regex) before the gate: none in the text, the pattern is not run. Empty: no such test."""
-    find: Callable[[str], list[Found]] | None = None
+    find: Callable[[str], Sequence[Found | re.Match[str]]] | None = None
     """A search giving the matches ``regex.finditer`` gives that pass ``check``: a linear-time one for a
     regex Python's engine runs in quadratic time on some text, or one that skips most texts at once
     (None: ``regex`` itself is run, then ``check``)."""
@@ -198,14 +200,35 @@ _WRAPPED = lazy(
 _RUN40 = b"a" * 40
 
 
+_LINE_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_LINE_MARKS = bytes(b"a"[0] if i in _LINE_CHARS else b" "[0] for i in range(256))
+"""Each byte as the first line of ``_WRAPPED`` sees it: one of its characters (a), or not (space)."""
+_LINE40 = re.compile(rb"a{40,}")
+
+
 def _wrapped(text: str) -> list[Found]:
     """``_WRAPPED``'s matches that ``_wrapped_secret`` takes, looked for only where the text has a run of
-    40 base64 characters (one byte-map test: most texts have none)."""
-    if text.isascii():
-        marks = _LAST_MARKS[1] if _LAST_MARKS[0] is text else text.encode("ascii").translate(_RUN_MARKS)
-        if _RUN40 not in marks:
-            return []
-    return [Found(*m.span()) for m in _WRAPPED.finditer(text) if _wrapped_secret(m)]
+    40 base64 characters (one byte-map test: most texts have none), and tried only where such a run of
+    its first line's characters starts (or at a dash just before one). Its look-behind refuses any other
+    place, which ``finditer`` tried one by one (a 20 KB output: most of the pattern's time)."""
+    marks = _LAST_MARKS[1] if _LAST_MARKS[0] is text else _marks(text)
+    if _RUN40 not in marks:
+        return []
+    return [Found(*match.span()) for match in _wrapped_matches(text) if _wrapped_secret(match)]
+
+
+def _wrapped_matches(text: str) -> list[re.Match[str]]:
+    """``list(_WRAPPED.finditer(text))``, tried only where a match may start."""
+    found: list[re.Match[str]] = []
+    after = 0  # where the last match ended: as finditer, the next one starts there or later
+    for run in _LINE40.finditer(text.encode("latin-1", "replace").translate(_LINE_MARKS)):
+        start = run.start()
+        for at in (start - 1, start) if start and text[start - 1] == "-" else (start,):
+            if at >= after and (match := _WRAPPED.match(text, at)) is not None:
+                found.append(match)
+                after = match.end()
+                break
+    return found
 
 
 def _wrapped_secret(match: re.Match[str]) -> bool:
@@ -309,9 +332,75 @@ def _key_bodies(text: str) -> list[Found]:
 _ASSIGNED = lazy(r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id)?|credentials?)[\"']?\s*[:=]")
 """A key word's end, then [:=]: what every assignment to a secret key holds."""
 
+_KEY_WORD_END = lazy(
+    r"(?:passw(?:or)?d|passphrase|secret|token|key(?:[_-]?id|_base)?|credentials?)(?![a-z0-9_.-])"
+)
+"""In a lower-cased text, a key word ending a run of key characters: where the key of every assignment
+pattern ends (its key word is followed by a quote, a space, : or =, none of them key characters)."""
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+"""What ``(?i)[A-Za-z0-9_.-]`` matches in a lower-cased text holding none of ``_FOLDED``."""
+_FOLDED = ("\u0130", "\u0131", "\u017f", "\u212a")
+"""The characters besides ASCII that ``(?i)`` matches to an ASCII letter (dotted and dotless I to i, the
+long s to s, the Kelvin sign to k); U+0130 and the Kelvin sign are also the only characters whose lower
+case is longer than one character or, from outside ASCII, in it."""
+_LAST_KEYS: tuple[str | None, list[tuple[int, int]] | None] = (None, None)
+"""The text ``_key_runs`` last read and its runs: the assignment patterns ask for them in turn."""
+
+
+def _key_runs(text: str) -> list[tuple[int, int]] | None:
+    """(start, end) of each run of key characters that ends in a key word, in order; None when the text
+    holds one of ``_FOLDED`` (its lower case then does not line up with what ``(?i)`` reads)."""
+    global _LAST_KEYS
+    if _LAST_KEYS[0] is text:
+        return _LAST_KEYS[1]
+    runs: list[tuple[int, int]] | None = None
+    if text.isascii() or not any(char in text for char in _FOLDED):
+        lower = text.lower()
+        runs = []
+        for hit in _KEY_WORD_END.finditer(lower):
+            start = hit.start()
+            while start > 0 and lower[start - 1] in _KEY_CHARS:
+                start -= 1
+            runs.append((start, hit.end()))
+    _LAST_KEYS = (text, runs)
+    return runs
+
+
+def _assignments(regex: re.Pattern[str]) -> Callable[[str], list[re.Match[str]]]:
+    """``list(regex.finditer)`` for an assignment pattern (a run of key characters ending in a key word,
+    then the rest), tried only at the start of each run that ends in a key word.
+
+    Run over the whole text, the pattern tries at every character, and each try reads the key characters
+    ahead to the run's end and back (most of an import's redaction time, on prose and code that hold a
+    key word somewhere). Its key ends where its run does (``_KEY_WORD_END``), so a match starts in such a run:
+    at the run's start for the patterns that refuse a key character before them, and for the one that
+    does not, at the earliest place it may (a match from a later place in the run is one from there)."""
+
+    def find(text: str) -> list[re.Match[str]]:
+        runs = _key_runs(text)
+        if runs is None:
+            return list(regex.finditer(text))
+        found: list[re.Match[str]] = []
+        after = 0  # where the last match ended: as finditer, the next one starts there or later
+        for start, end in runs:
+            at = max(start, after)
+            if at < end and (match := regex.match(text, at)) is not None:
+                found.append(match)
+                after = match.end()
+        return found
+
+    return find
+
 _GLUED = r"(?<![A-Za-z0-9])"
 """Before a vendor token: no letter or digit. Not ``\b``: a token glued to a word by an underscore
 (``key_ghp_…``, ``MY_sk-…``) has no word boundary before it, and was missed."""
+
+def _assignment(
+    regex: re.Pattern[str], group: int, hints: tuple[str, ...], gate: re.Pattern[str], needs: str
+) -> Pattern:
+    """An assignment pattern, found by ``_assignments``."""
+    return Pattern("assignment", regex, group, hints, gate=gate, needs=needs, find=_assignments(regex))
+
 
 BUILTIN: tuple[Pattern, ...] = (
     Pattern(
@@ -520,8 +609,7 @@ BUILTIN: tuple[Pattern, ...] = (
         group=1,
         hints=("private-lines",),
     ),
-    Pattern(
-        "assignment",  # a YAML block scalar under a secret key: its lines, up to the next key or blank line
+    _assignment(  # a YAML block scalar under a secret key: its lines, up to the next key or blank line
         lazy(
             r"(?i)[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*:\s*[|>][-+0-9]*(?:[ \t]*\r?\n|[ \t]+)"
             r"((?:[ \t]*(?![A-Za-z0-9_.-]+:)\S[^\n]*(?:\r?\n|\Z)){1,20})"
@@ -531,8 +619,7 @@ BUILTIN: tuple[Pattern, ...] = (
         needs="|>",
         gate=lazy(r":\s*[|>]"),
     ),
-    Pattern(
-        "assignment",  # keys that name key material: SECRET_KEY_BASE, ENCRYPTION_KEY, MASTER_KEY (hex included)
+    _assignment(  # keys that name key material: SECRET_KEY_BASE, ENCRYPTION_KEY, MASTER_KEY (hex included)
         lazy(
             r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*(?:SECRET_KEY_BASE|KEY_BASE|(?:ENCRYPTION|ENCRYPT|ENC|MASTER|"
             r"SIGNING|CIPHER|AES|HMAC|CRYPTO|SESSION|COOKIE|JWT|DATA)[_-]?KEY)\b[\"']?\s*[:=]\s*[\"']?"
@@ -543,8 +630,7 @@ BUILTIN: tuple[Pattern, ...] = (
         needs=":=",
         gate=lazy(r"key(?:_base)?[\"']?\s*[:=]"),
     ),
-    Pattern(
-        "assignment",  # a quoted value under a secret key, to its closing quote: PASSWORD="two words", "a\"b"
+    _assignment(  # a quoted value under a secret key, to its closing quote: PASSWORD="two words", "a\"b"
         lazy(
             r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*" + _PLACEHOLDER[:-1]
             + r"|[\"'](?:\[REDACTED|\$|<|\*\*\*))" + _QUOTED
@@ -556,8 +642,7 @@ BUILTIN: tuple[Pattern, ...] = (
     ),
     # .env-style or JSON/YAML assignments and headers whose key names a secret: KEY=value, "key": "value",
     # X-Api-Key: value.
-    Pattern(
-        "assignment",
+    _assignment(
         lazy(
             r"(?i)(?<![A-Za-z0-9_.:-])[A-Za-z0-9_.-]*" + _KEY_WORDS + r"\b[\"']?\s*[:=]\s*[\"']?" + _PLACEHOLDER
             + r"([^\s\"'`,;(){}]{3,}+)(?!\()"
@@ -649,12 +734,12 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     if plan.hex_quiet and _HEX.fullmatch(text):
         return []  # a sha256, a commit id: most of an event's longer strings
     lower = text.lower()
-    ascii_text = text.isascii()
+    gated_text = text.isascii() or not any(char in text for char in _FOLDED)
     found: list[tuple[int, int, int]] = []
-    scanned: dict[re.Pattern[str], list[Any]] = {}  # patterns sharing a regex scan once
+    scanned: dict[re.Pattern[str], Sequence[Any]] = {}  # patterns sharing a regex scan once
     gated: dict[int, bool] = {}  # and a gate is searched once
     ranks = plan.ranks(lower)
-    if ranks is plan.always and plan.runs_only and ascii_text:
+    if ranks is plan.always and plan.runs_only:
         # No hint found, and what always runs scans base64 runs: a text without one (most) has none.
         runs = scanned[_RUN] = _runs(text)
         if not runs:
@@ -663,7 +748,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
         pattern = patterns[rank]
         if pattern.needs and not any(char in text for char in pattern.needs):
             continue
-        if pattern.gate is not None and ascii_text:
+        if pattern.gate is not None and gated_text:
             passed = gated.get(id(pattern.gate))
             if passed is None:
                 passed = gated[id(pattern.gate)] = pattern.gate.search(lower) is not None
@@ -671,14 +756,14 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
                 continue
         matches = scanned.get(pattern.regex)
         if matches is None:
-            if pattern.regex is _RUN and ascii_text:
+            if pattern.regex is _RUN:
                 matches = _runs(text)
             elif pattern.find is not None:
                 matches = pattern.find(text)
             else:
                 matches = list(pattern.regex.finditer(text))
             scanned[pattern.regex] = matches
-        candidates: list[Any] = matches  # re.Match objects, or Found ones (a find takes no check)
+        candidates: Sequence[Any] = matches  # re.Match objects, or Found ones (a find takes no check)
         for match in candidates:
             start, end = match.span(pattern.group)
             if start < 0 or end <= start or text.startswith(MARKER_PREFIX, start):
@@ -720,14 +805,20 @@ _LAST_MARKS: tuple[str | None, bytes] = (None, b"")
 """The text ``_runs`` last mapped and its marks: the wrapped-block search of the same text reuses them."""
 
 
+def _marks(text: str) -> bytes:
+    """``text`` as ``_RUN_MARKS`` maps it, a byte a character: a character past Latin-1 is encoded as "?",
+    which, as every character outside ASCII, is no run character."""
+    return text.encode("latin-1", "replace").translate(_RUN_MARKS)
+
+
 def _runs(text: str) -> list[re.Match[str]]:
-    """``list(_RUN.finditer(text))`` for an ASCII ``text``, found on its marks: ``_RUN`` tries a match
-    at each run character, so a text of words costs it a few steps a character; most texts (words,
-    short paths) hold no run at all, which one substring test of the marks tells."""
+    """``list(_RUN.finditer(text))``, found on the text's marks: ``_RUN`` tries a match at each run
+    character, so a text of words costs it a few steps a character; most texts (words, short paths)
+    hold no run at all, which one substring test of the marks tells."""
     if len(text) < 16:
         return []  # shorter than any run
     global _LAST_MARKS
-    marks = text.encode("ascii").translate(_RUN_MARKS)
+    marks = _marks(text)
     _LAST_MARKS = (text, marks)
     if _RUN_FLOOR not in marks:
         return []

@@ -488,7 +488,7 @@ def import_logs(plan: Plan, directory: Path, bare_seconds: float | None, fixture
                 goal,
                 met(ok),
             )
-            table.data[path.name] = {"bytes": nbytes, "seconds": seconds, "events": events}
+            table.data[f"{agent}/{path.name}"] = {"bytes": nbytes, "seconds": seconds, "events": events}
         ledger.close()
     # The closing line names a few; the table names every one.
     named = " ".join(missed[:3]) + (f" and {len(missed) - 3} more" if len(missed) > 3 else "")

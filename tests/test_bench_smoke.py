@@ -204,7 +204,7 @@ def test_import_of_a_real_log_is_judged_and_counted(tmp_path: Path, monkeypatch:
     assert not user_home.exists()
     assert [row[0] for row in table.rows] == [real[0].name, "**all 1 logs**"]
     assert table.goals == [Goal("import of every real log", True)]
-    assert table.data[real[0].name]["events"] > 0
+    assert table.data[f"claude-code/{real[0].name}"]["events"] > 0
 
 
 def test_the_big_import_row_runs_a_real_import_process_and_judges_its_peak(tmp_path: Path) -> None:

@@ -98,12 +98,36 @@ def forged(home: Path, location: Location) -> Path:
     return home
 
 
-@pytest.mark.parametrize("args", [
-    ("resume",), ("resume", "1"), ("log", "1", "--json"), ("log", "1"), ("replay", "1", "--at", "12"),
-    ("find", "retries"), ("find", "retries", "--json"), ("diff", "1", "3", "19"),
-])
-def test_no_read_shows_a_task_edited_in_place(forged: Path, args: tuple[str, ...]) -> None:
-    _one_line_refusal(run_trail(*args, home=forged), args)
+# Reads that leave every file of the home as it was (checked byte for byte below) share one forged ledger;
+# `resume` is last of them, as its refusal writes to the ledger's WAL. A read that writes (`log --json` to the
+# WAL, `find` to the read model) gets a forged ledger of its own, so no read meets what another one left.
+QUIET_READS = [("resume", "1"), ("log", "1"), ("replay", "1", "--at", "12"), ("diff", "1", "3", "19")]
+READ_MODEL_COMMANDS = [("query", "SELECT payload FROM events"), ("stats", "files"),
+                       ("export", "1", "--parquet", "out"), ("query", "--sandbox", "SELECT 1")]
+
+
+def _files(home: Path) -> dict[str, bytes | list[str]]:
+    """The home's files (caches, read model) and the SQLite ledger's rows, as a read leaves them; the WAL and
+    its index are SQLite's journal of the rows, so the rows are compared, not those two files' bytes."""
+    found: dict[str, bytes | list[str]] = {
+        str(path): path.read_bytes() for path in sorted(home.parent.rglob("*"))
+        if path.is_file() and not path.name.endswith(("-wal", "-shm"))}
+    if (db := home / "ledger.db").exists():
+        with sqlite3.connect(db) as conn:
+            found["rows"] = list(conn.iterdump())
+        conn.close()
+        found.pop(str(db))
+    return found
+
+
+@pytest.mark.parametrize("reads", [[*QUIET_READS, ("resume",)], [("log", "1", "--json")], [("find", "retries")],
+                                   [("find", "retries", "--json")]], ids=["quiet", "log-json", "find", "find-json"])
+def test_no_read_shows_a_task_edited_in_place(forged: Path, reads: list[tuple[str, ...]]) -> None:
+    for args in reads:
+        before = _files(forged)
+        _one_line_refusal(run_trail(*args, home=forged), args)
+        if args in QUIET_READS:
+            assert _files(forged) == before, args  # so the next read meets the ledger this one met
 
 
 def test_find_shows_nothing_of_it_from_a_read_model_made_before_or_after(forged: Path) -> None:
@@ -145,9 +169,9 @@ def under_view_snapshot(home: Path, location: Location, monkeypatch: pytest.Monk
     place: the view snapshot holds what the fold made of the true text, so a read folding from it never meets
     the edited row (issue 23 item 3, the gap the rows after the snapshot left)."""
     monkeypatch.setenv("TRAIL_SNAPSHOT_EVERY", "4")
-    run_trail("start", "under a snapshot", home=home, check=True)
+    run_here("start", "under a snapshot", home=home, check=True)  # set-up: in this process
     for i in range(2, 11):
-        run_trail("note", f"true note {i}", home=home, check=True)
+        run_here("note", f"true note {i}", home=home, check=True)
     assert run_trail("resume", home=home, check=True).returncode == 0  # folds past 4 and 8: view snapshots kept
     app = open_ledger(location)
     task = app.entries()[0].task_id
@@ -167,12 +191,14 @@ def test_a_timeline_refuses_an_edit_before_the_view_snapshot(under_view_snapshot
     _one_line_refusal(run_trail("log", "1", "--json", home=under_view_snapshot), ("log",))
 
 
-@pytest.mark.parametrize("args", [("query", "SELECT payload FROM events"), ("stats", "files"),
-                                  ("export", "1", "--parquet", "out"), ("query", "--sandbox", "SELECT 1")])
-def test_the_read_model_commands_refuse_while_a_task_is_edited_in_place(forged: Path, args: tuple[str, ...]) -> None:
+def test_the_read_model_commands_refuse_while_a_task_is_edited_in_place(forged: Path) -> None:
     # The read model was built before the edit (the fixture's `find`): it holds the true text, yet the task is
-    # one verify refuses, and its rows cannot be told apart in an answer: the command refuses, naming it.
-    _one_line_refusal(run_trail(*args, home=forged), args)
+    # one verify refuses, and its rows cannot be told apart in an answer: the command refuses, naming it. Each
+    # refusal leaves the home's files as they were, so every command meets the read model the fixture built.
+    for args in READ_MODEL_COMMANDS:
+        before = _files(forged)
+        _one_line_refusal(run_trail(*args, home=forged), args)
+        assert _files(forged) == before, args
 
 
 def _task_of(location: Location) -> UUID:
@@ -197,9 +223,9 @@ def test_an_edit_put_back_as_it_was_is_still_refused_and_named(home: Path, locat
     # The journal records the change, not the content: a row edited and restored (a forgery shown for a while,
     # then hidden) is named by reads and by verify, though every hash matches again.
     monkeypatch.setenv("TRAIL_SNAPSHOT_EVERY", "4")
-    run_trail("start", "put back", home=home, check=True)
+    run_here("start", "put back", home=home, check=True)  # set-up: in this process
     for i in range(2, 11):
-        run_trail("note", f"true note {i}", home=home, check=True)
+        run_here("note", f"true note {i}", home=home, check=True)
     run_trail("resume", home=home, check=True)
     task = _task_of(location)
     true = _stored(location, task, 3)
@@ -232,8 +258,8 @@ def test_a_row_replaced_by_an_insert_is_refused(under_view_snapshot: Path, locat
 @pytest.mark.parametrize("how", ["dropped", "disabled"])
 def test_a_guard_taken_off_refuses_every_read_and_is_not_put_back_by_the_next_open(
         home: Path, location: Location, how: str) -> None:
-    run_trail("start", "guarded", home=home, check=True)
-    run_trail("note", "a note", home=home, check=True)
+    run_here("start", "guarded", home=home, check=True)  # set-up: in this process
+    run_here("note", "a note", home=home, check=True)
     assert run_trail("resume", home=home).returncode == 0
     if how == "dropped":
         _raw_sql(location, "DROP TRIGGER tasktrail_guard_update",
@@ -273,9 +299,9 @@ def test_tasktrails_own_rewrites_leave_the_journal_empty(location: Location) -> 
 @pytest.mark.sqlite_only("the brief cache answers for SQLite ledgers only")
 def test_the_brief_caches_answer_refuses_an_edit_below_the_view_snapshot(home: Path, location: Location) -> None:
     # No TRAIL_SNAPSHOT_EVERY (the cache steps aside under it): the view snapshot is kept by hand at 10.
-    run_trail("start", "cached", home=home, check=True)
+    run_here("start", "cached", home=home, check=True)  # set-up: in this process
     for i in range(2, 15):
-        run_trail("note", f"true note {i}", home=home, check=True)
+        run_here("note", f"true note {i}", home=home, check=True)
     app = open_ledger(location)
     task = app.entries()[0].task_id
     app.views.keep(task, 10, app.state(task, at=10))

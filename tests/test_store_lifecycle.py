@@ -21,7 +21,9 @@ from tests.conftest import run_here, run_trail
 from tests.stores import store_exists, stored_rows
 from tests.test_crash import SESSION, _transcript
 
-EVENTS = 15_000
+EVENTS = 8_000
+"""Long enough that the archived rows outweigh every fixed page 3 to 1 on both stores (docs/readmodel.md's
+15,000-event numbers: the ratio is 50x on SQLite, 4.7x on PostgreSQL, the archive's bytes counted)."""
 
 
 def _long_task(ledger: Ledger, events: int) -> int:
@@ -52,7 +54,7 @@ def _without_marker(answers: dict[str, Any]) -> dict[str, Any]:
     return {**answers, "log": [e for e in answers["log"] if e["type"] != "EventsArchived"], "resume": None}
 
 
-def test_compacting_a_15000_event_task_gives_space_back_and_changes_no_answer(
+def test_compacting_a_long_task_gives_space_back_and_changes_no_answer(
     home: Path, location: Location
 ) -> None:
     with open_ledger(location) as ledger:

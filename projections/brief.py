@@ -378,6 +378,15 @@ def _where_it_stopped(
         git = f" at git {one_line(cp.git_head[:10])}{' (dirty)' if cp.git_dirty else ''}" if cp.git_head else ""
         note = f": {_clip(cp.note, 160)}" if cp.note else ""
         add("stopped", f"- checkpoint '{_clip(cp.label, 80)}'{git} [{cp.position}]{note}", MID)
+    # What the session left on the remote: the commit and the PR a continuation builds on or reviews.
+    done = []
+    if state.pushed is not None:
+        p = state.pushed
+        done.append(f"pushed {p.commit or 'a new branch'} to {one_line(p.ref)} [{p.position}]")
+    if state.pull_request is not None:
+        done.append(f"last pull request opened: PR #{state.pull_request.number} [{state.pull_request.position}]")
+    if done:
+        add("stopped", f"- {'; '.join(done)}", STOPPED)
     when = state.updated_at.strftime("%Y-%m-%d %H:%M UTC") if state.updated_at else "never"
     add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
 

@@ -34,6 +34,12 @@ def _reads(words: list[str]) -> bool:
         return True
     program = words[0].rsplit("/", 1)[-1]
     args = words[1:]
+    if program == "env":
+        # `env` alone prints; `env PATH=… node …` runs node in that environment: the run is what it does.
+        rest = list(args)
+        while rest and (rest[0].startswith("-") or "=" in rest[0]):
+            rest = rest[2:] if rest[0] in ("-u", "--unset", "-C", "--chdir", "-S") else rest[1:]
+        return _reads(rest) if rest else True
     if program == "git":
         sub = next((a for a in args if not a.startswith("-")), "")
         if sub == "branch":
@@ -216,7 +222,8 @@ def _working(segments: list[list[str]]) -> list[list[str]]:
 
 def _from_program(words: list[str]) -> list[str]:
     """``words`` from the program on: VAR=1, uv run, timeout 60 … dropped."""
-    while words and ("=" in words[0] or words[0] in _WRAPPERS or words[0] == "run" or words[0].startswith("-")):
+    while words and ("=" in words[0] or words[0].rsplit("/", 1)[-1] in _WRAPPERS or words[0] == "run"
+                     or words[0].startswith("-")):
         words = words[1:]
     return words
 

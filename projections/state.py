@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from ledger.base.lazyregex import lazy
 from ledger.base.oneline import one_line
 from ledger.domain import events as ev
-from projections import facts
+from projections import facts, remote
 from projections.commands import (
     chain_heads,
     command_head,
@@ -49,7 +49,7 @@ from projections.intent import (
     withdrawal,
 )
 
-FOLD_VERSION = 9
+FOLD_VERSION = 10
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -212,6 +212,22 @@ class RecentCall(Item):
     """None while no result came; ``refused``: the user said no to it, so it never ran."""
 
 
+class Pushed(Item):
+    """The last commit the session pushed, and where to: where the work it shared stands."""
+
+    position: int
+    commit: str | None
+    """None when git named no hash (a new branch) and no commit of the session's came before it."""
+    ref: str
+
+
+class PullRequest(Item):
+    """The last pull request the session opened, by its number (from the address GitHub answered with)."""
+
+    position: int
+    number: int
+
+
 class Plan(Item):
     position: int
     at: datetime
@@ -324,6 +340,10 @@ class TaskState(Item):
     refused_write: RefusedWrite | None = None
     """A new file's Write the user refused, until the user next speaks (``_turned_down``)."""
     recent_calls: tuple[RecentCall, ...] = ()
+    last_commit: str | None = None
+    """The short hash of the latest commit a ``git commit`` the session ran said it made."""
+    pushed: Pushed | None = None
+    pull_request: PullRequest | None = None
     """The agent's last ``RECENT_CALLS`` tool calls and commands since the user last spoke: where it stopped
     when its words came before them, or the user rejected them."""
     read_only_commands: int = 0
@@ -392,6 +412,71 @@ def _resolved(
     return tuple(resolved)
 
 
+def _remote_done(
+    state: TaskState, failures: tuple[Failure, ...], event: ev.CommandRan, line: str, position: int
+) -> dict[str, Any]:
+    """What a command that passed did with a remote: a commit made, a push, a pull request opened (each kept for
+    Where it stopped), and the failures it answers by another route: a failed opening of a pull request from the
+    same branch (``gh pr create`` after ``gh api …/pulls``), and a remote's refusal of the caller's credentials
+    (``Permission denied (publickey)``) once a command reaching the same host got in (over HTTPS, say)."""
+    out: dict[str, Any] = {}
+    words = set(line.split())
+    opens = remote.pr_created(line)
+    reaches = remote.reaches_remote(line)
+    if not (opens is not None or reaches or "commit" in words):
+        return out  # most commands touch no remote: no output is read
+    output = f"{shown(event.stdout)}\n{shown(event.stderr)}"
+    made = remote.committed(output) if "commit" in words else None
+    if made is not None:
+        out["last_commit"] = made
+    if "push" in words and (moved := remote.pushed(output)) is not None:
+        commit, ref = moved
+        out["pushed"] = Pushed(position=position, commit=commit or made or state.last_commit, ref=ref)
+    number = remote.opened_pr(output) if opens is not None else None
+    if number is not None:
+        out["pull_request"] = PullRequest(position=position, number=number)
+        failures = _pr_opened(failures, opens or "", position)
+    if reaches:
+        failures = _let_in(failures, remote.hosts(f"{line}\n{output}"), position)
+    out["failures"] = failures
+    return out
+
+
+def _tool_opened_pr(
+    state: TaskState, failures: tuple[Failure, ...], tool: str, output: str, position: int
+) -> dict[str, Any]:
+    """A tool call (an MCP server's ``create_pull_request``) that answered with a pull request's address: kept,
+    and the failed openings of one from the same branch are answered."""
+    given = state.open_call.input if state.open_call is not None and state.open_call.tool == tool else ""
+    head = remote.tool_pr_created(tool, given)
+    number = remote.opened_pr(output) if head is not None else None
+    if number is None:
+        return {}  # not such a call, or GitHub answered with an error (the tool itself still "ok")
+    return {"pull_request": PullRequest(position=position, number=number),
+            "failures": _pr_opened(failures, head or "", position)}
+
+
+def _pr_opened(failures: tuple[Failure, ...], head: str, position: int) -> tuple[Failure, ...]:
+    """``failures`` with the open failed openings of a pull request from branch ``head`` resolved: the PR is
+    open now, whichever route opened it. A branch neither names (the current one, unknown here) matches none."""
+    if not head:
+        return failures
+    return tuple(f.model_copy(update={"resolved_at": position})
+                 if f.resolved_at is None and f.key.startswith("cmd:") and remote.pr_created(f.what) == head else f
+                 for f in failures)
+
+
+def _let_in(failures: tuple[Failure, ...], reached: frozenset[str], position: int) -> tuple[Failure, ...]:
+    """``failures`` with the open refusals of the caller's credentials by a host in ``reached`` resolved: a later
+    command got in there, so access is no longer what fails (whatever else the failed command was doing)."""
+    if not reached:
+        return failures
+    return tuple(f.model_copy(update={"resolved_at": position})
+                 if f.resolved_at is None and f.key.startswith("cmd:") and remote.access_denied(f.output_tail)
+                 and remote.hosts(f"{f.what}\n{f.output_tail}") & reached else f
+                 for f in failures)
+
+
 def _net(before: ev.FileOperation | None, now: ev.FileOperation) -> ev.FileOperation:
     """A file's status as the task left it: created then edited is still new."""
     if now == "modified" and before == "created":
@@ -424,6 +509,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             if event.ok:
                 # The same call, allowed now, is no longer blocked.
                 came["failures"] = _resolved(state.failures, (key, f"blocked:{state.last_call}"), pos)
+                came.update(_tool_opened_pr(state, came["failures"], event.tool, shown(event.output), pos))
                 answers = _answers(event.tool, shown(event.output))
                 if answers:  # the user's own words, given through the agent's question
                     came["notes"] = _recent(state.notes, Note(position=pos, text=answers, at=at, actor="user"),
@@ -475,6 +561,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 update["failures"] = _failed(state.failures, failure)
             elif event.exit_code == 0:
                 update["failures"] = _resolved(state.failures, (key,), pos, line=line)
+                update.update(_remote_done(state, update["failures"], event, line, pos))
             update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
             return update
         case ev.FileChanged():

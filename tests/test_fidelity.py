@@ -212,6 +212,8 @@ def test_the_annotations_file_is_well_formed() -> None:
     # Annotated blind while fold version 9's rules were written; Codex Desktop rollouts among them.
     assert sum(s.part == "held-out-7" for s in sessions) >= 6
     assert sum(s.part == "held-out-7" and s.agent == "codex" for s in sessions) >= 4
+    # Annotated blind while fold version 10's rules were written: one more person's sessions.
+    assert sum(s.part == "held-out-8" for s in sessions) >= 6
     assert sum(len(s.stale) for s in sessions if not s.held_out) >= 20
     assert sum(len(s.stale) for s in sessions if s.held_out) >= 5
     assert {f.kind for s in sessions for f in s.stale} == fid.STALE_KINDS
@@ -251,7 +253,8 @@ def test_real_run_on_two_sessions_prints_scores_as_json() -> None:
         assert r["facts"] >= 1 and r["tasks"] and 0 < r["brief_chars"] <= 10_000, r
         assert isinstance(r["missing_in_brief"], list) and isinstance(r["missing_in_baseline"], list)
     assert set(doc["means"]) == {"all", "annotated-seen", "held-out", "held-out-new", "held-out-3",
-                                "held-out-4", "held-out-5", "held-out-6", "held-out-7"}
+                                "held-out-4", "held-out-5", "held-out-6", "held-out-7",
+                                "held-out-8"}
     assert doc["means"]["all"]["sessions"] == 2
     assert 0.0 <= doc["means"]["all"]["brief"] <= 1.0
 

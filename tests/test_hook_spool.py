@@ -263,3 +263,19 @@ def test_a_file_renamed_into_place_after_the_drain_listed_it_is_not_taken_for_to
     assert not (home / "deadletter").exists() or list((home / "deadletter").iterdir()) == []
     assert [c for c in _commands(home) if c.startswith("make")] == ["make moved"]  # the next read takes it
     assert _spooled(home) == []
+
+
+def test_on_a_file_system_without_hard_links_a_fresh_inbox_is_renamed_into_place(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*_: object) -> None:
+        raise PermissionError(1, "Operation not permitted")  # what a file system with no hard links answers
+
+    monkeypatch.setattr(os, "link", refused)
+    inbox = tmp_path / "fresh" / "inbox.db"
+    row = inbox_queue.insert(str(inbox), "claude-code", json.dumps(_tool("toolu_nolink", "make")))
+    with sqlite3.connect(inbox) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert [r[0] for r in con.execute("SELECT id FROM capture_inbox")] == [row]
+    con.close()
+    assert sorted(p.name for p in inbox.parent.iterdir() if not p.name.endswith(("-wal", "-shm"))) == ["inbox.db"]

@@ -169,6 +169,10 @@ def _create(path: str) -> bool:
             os.link(temp, path)
         except FileExistsError:
             return False
+        except OSError:  # a file system without hard links: renamed unless another got there first
+            if os.path.exists(path):
+                return False
+            os.rename(temp, path)
         return True
     finally:
         for suffix in ("", "-wal", "-shm"):

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import subprocess
 import sys
+import threading
 import traceback
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
@@ -234,3 +237,18 @@ def run_here(*args: str, home: Path, cwd: Path | None = None, check: bool = Fals
     if check and code != 0:
         raise AssertionError(f"trail {' '.join(args)} failed ({code}): {stderr}")
     return proc
+
+
+GUARD_S = 60
+"""How long a step that should happen at once may take before the test fails rather than hang (``in_thread``)."""
+
+
+def in_thread(work: Callable[[], Any]) -> Any:
+    """``work()``'s result, failing the test past ``GUARD_S`` (a daemon thread: a hung step never hangs pytest),
+    e.g. opening a gate's FIFO, which returns once the process under test waits there."""
+    done: queue.Queue[Any] = queue.Queue()
+    threading.Thread(target=lambda: done.put(work()), daemon=True).start()
+    try:
+        return done.get(timeout=GUARD_S)
+    except queue.Empty:
+        pytest.fail(f"still waiting after {GUARD_S} s")

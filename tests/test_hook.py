@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from ledger.app.store import Ledger, open_ledger
 from ledger.base.location import Location, inbox_path
 from ledger.domain import events as ev
-from tests.conftest import REPO, run_here, run_trail
+from tests.conftest import REPO, in_thread, run_here, run_trail
 
 SESSION = "44444444-dddd-4eee-8fff-000000000004"
 
@@ -197,9 +195,7 @@ def test_hooks_racing_to_make_the_inbox_both_land(home: Path, location: Location
         assert held.stdin is not None
         held.stdin.write(json.dumps(_tool("toolu_race", "make check")))
         held.stdin.close()
-        opened: queue.Queue[IO[bytes]] = queue.Queue()  # a daemon thread: a hook that never gets there fails the test
-        threading.Thread(target=lambda: opened.put(open(gate, "wb")), daemon=True).start()  # noqa: SIM115
-        writer = opened.get(timeout=60)  # opened once the hook waits at the gate
+        writer = in_thread(lambda: open(gate, "wb"))  # noqa: SIM115 (opened once the hook waits at the gate)
         assert not inbox.exists()  # built aside: no hook ever opens a file still being made
         other = hook({"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "Add CSV export"},
                      home)

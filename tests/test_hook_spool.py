@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import sqlite3
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +20,7 @@ from ledger.base import hook_spool
 from ledger.base.ledger_file import ledger_file
 from ledger.base.location import resolve
 from ledger.capture import inbox_queue
-from tests.conftest import REPO, run_here
+from tests.conftest import REPO, in_thread, run_here
 
 SESSION = "66666666-aaaa-4bbb-8ccc-000000000066"
 GITHUB = "ghp_" + "Qw7Er5Ty3Ui1Op9As8Df6Gh4Jk2Lz0Xc5Vb"
@@ -242,9 +240,8 @@ def test_a_file_renamed_into_place_after_the_drain_listed_it_is_not_taken_for_to
 
     def reached(step: str) -> IO[bytes]:
         """The gate's writer, once the process waits there (a daemon thread: one that never comes fails)."""
-        opened: queue.Queue[IO[bytes]] = queue.Queue()
-        threading.Thread(target=lambda: opened.put(open(gates[step], "wb")), daemon=True).start()  # noqa: SIM115
-        return opened.get(timeout=60)
+        writer: IO[bytes] = in_thread(lambda: open(gates[step], "wb"))  # noqa: SIM115
+        return writer
 
     writer = started("hook-spool-written", ["hook", "claude-code"], json.dumps(_tool("toolu_m", "make moved")))
     reader = started("spool-listed", ["list"], "")

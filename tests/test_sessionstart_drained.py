@@ -13,12 +13,10 @@ import fcntl
 import io
 import json
 import os
-import queue
 import sqlite3
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,15 +30,11 @@ from ledger.capture.agent_mcp import has_tasktrail_mcp
 from ledger.capture.agents import BUILTIN
 from ledger.capture.inbox import session_start_answer
 from ledger.capture.inbox_queue import enqueue
-from tests.conftest import run_trail
+from tests.conftest import GUARD_S, in_thread, run_trail
 from tests.test_hook import _env
 
 S1 = "77777777-0000-4000-8000-000000000001"
 S2 = "77777777-0000-4000-8000-000000000002"
-GUARD_S = 60
-"""How long a step that should happen at once may take before the test fails rather than hang."""
-
-
 def send(home: Path, agent: str, session: str, event: str, **fields: Any) -> subprocess.CompletedProcess[str]:
     """One hook invocation as the agent makes it, in the session's folder (the test's project)."""
     env = {k: v for k, v in fields.pop("env", {}).items()}
@@ -82,16 +76,6 @@ def previous_session(home: Path, agent: str) -> None:
     send(home, agent, S1, "UserPromptSubmit", prompt="Add a CSV export of the report")
     send(home, agent, S1, "PostToolUse", tool_name="Bash", tool_use_id="toolu_drained_1",
          tool_input={"command": "pytest -q"}, tool_response={"stdout": "3 passed\n", "stderr": ""})
-
-
-def in_thread(work: Callable[[], Any]) -> Any:
-    """``work()``'s result, failing the test past ``GUARD_S`` (a daemon thread: a hung step never hangs pytest)."""
-    done: queue.Queue[Any] = queue.Queue()
-    threading.Thread(target=lambda: done.put(work()), daemon=True).start()
-    try:
-        return done.get(timeout=GUARD_S)
-    except queue.Empty:
-        pytest.fail(f"still waiting after {GUARD_S} s")
 
 
 def wait_for_lock(home: Path) -> None:

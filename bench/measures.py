@@ -16,7 +16,7 @@ from typing import Any
 from bench import workload
 from bench.systems import TRAIL, FloorRun, GraphRun, Plan, TrailRun, travel_points
 from bench.tables import NA, Table, met, ms, rate, size
-from bench.timing import REPO, disk_bytes, median, p95, wall
+from bench.timing import REPO, disk_bytes, median, p95, wall, wall_and_cpu
 
 FIXTURES = REPO.parent / "shared" / "fixtures"
 """Real agent logs, when the shared folder sits beside the checkout."""
@@ -281,9 +281,11 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
         (
             "events",
             "`trail resume` wall",
+            "CPU",
             "in-process state + brief",
             "latest snapshot",
-            "vs smallest (process)",
+            "vs smallest (process wall)",
+            "vs smallest (process CPU)",
             "LangGraph delta get_state",
             "LangGraph default get_state",
             "in-process / LangGraph",
@@ -295,14 +297,19 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
     smallest, largest = size(sizes[0]), sizes[-1]
     peer = _peer(delta, default)
     for n in sizes:
-        flat_goal = f"resume {size(n)} process <= {FLAT:g}x {smallest}"
+        flat_goal = f"resume {size(n)} process CPU <= {FLAT:g}x {smallest}"
         if n not in trail.resume_process:
             note = f"not built (projected {trail.skipped.seconds:,.0f} s)" if trail.skipped else "not built"
-            table.add(size(n), note, "", "", "", "", "", "", f"<= {FLAT:g}x the smallest (process)",
+            table.add(size(n), note, "", "", "", "", "", "", "", "", f"<= {FLAT:g}x the smallest (process CPU)",
                       table.check(flat_goal, False) + " (not measurable)")
             continue
-        process, inproc = median(trail.resume_process[n]), median(trail.resume_inproc[n])
-        ratio = process / median(trail.resume_smallest[n])  # timed alternately, at the same moment
+        own, first = trail.resume_process[n], trail.resume_smallest[n]
+        process, cpu = median([w for w, _ in own]), median([c for _, c in own])
+        inproc = median(trail.resume_inproc[n])
+        # Timed alternately, at the same moment; judged by CPU, which the load of a shared machine moves least
+        # (a 10k/1k wall ratio read 1.14x quiet and 2.07x beside helpers' test runs).
+        ratio = process / median([w for w, _ in first])
+        cpu_ratio = cpu / median([c for _, c in first])
         goals, cells = [], []
         versus = ""
         if peer is not None:
@@ -322,25 +329,29 @@ def resume(plan: Plan, trail: TrailRun, delta: GraphRun, default: GraphRun) -> T
             goals.append(f"latest snapshot <= {SNAPSHOT_FLAT:g}x {smallest}'s")
             cells.append(table.check(f"latest snapshot {size(n)} <= {SNAPSHOT_FLAT:g}x {smallest}",
                                      bool(first) and last <= SNAPSHOT_FLAT * first))
-            goals.append(f"process <= {FLAT:g}x {smallest}")
-            cells.append(table.check(flat_goal, ratio <= FLAT))
+            goals.append(f"process CPU <= {FLAT:g}x {smallest}")
+            cells.append(table.check(flat_goal, cpu_ratio <= FLAT))
         table.add(
             size(n),
             ms(process),
+            ms(cpu),
             ms(inproc),
             _bytes(trail.last_snapshot.get(n, 0)),
             f"{ratio:.2f}x",
+            f"{cpu_ratio:.2f}x",
             _lg_cell(delta, n, ms(delta.latest.get(n))),
             _lg_cell(default, n, ms(default.latest.get(n))),
             versus,
             "; ".join(goals),
             "; ".join(cells),
         )
-        table.data[str(n)] = {"process_s": process, "inprocess_s": inproc, "snapshot_bytes": trail.last_snapshot.get(n),
-                              "vs_smallest": ratio}
+        table.data[str(n)] = {"process_s": process, "process_cpu_s": cpu, "inprocess_s": inproc,
+                              "snapshot_bytes": trail.last_snapshot.get(n), "vs_smallest": ratio,
+                              "vs_smallest_cpu": cpu_ratio}
     table.notes.append(
         "`trail resume` is a whole process (interpreter, imports, open, read, print); its ratio to the smallest "
-        f"size is against a copy of the task at {smallest}, timed alternately with it. In-process is "
+        f"size is against a copy of the task at {smallest}, timed alternately with it, and judged by the process's "
+        "CPU (user + system; the wall ratio beside it also carries the machine's load). In-process is "
         "`Ledger.state` (nearest snapshot + tail) and `projections.brief.render` with the ledger's aggregate "
         "cache emptied first, as in a new process. "
         "LangGraph's figure is `get_state` of the thread's latest checkpoint, in process; the in-process goal "
@@ -640,12 +651,12 @@ def find_vs_resume(plan: Plan, trail: TrailRun) -> Table:
     wall(resume, 1, env=env)
     found, resumed = [], []
     for _ in range(plan.resume_repeat):
-        found.append(_process(find, env))
-        resumed.append(_process(resume, env))
+        found.append(wall_and_cpu(find, env))
+        resumed.append(wall_and_cpu(resume, env))
     after = []
     for i in range(FIND_AFTER_WRITE):
         trail.ledger.append(trail.task, ev.NoteAdded, text=f"bench: a note before find {i}")
-        after.append(_process(find, env))
+        after.append(wall_and_cpu(find, env))
     resume_wall, resume_cpu = median([r[0] for r in resumed]), median([r[1] for r in resumed])
     ratio = median([f[0] for f in found]) / resume_wall
     table.add(f"{total:,}", " ".join(words), "index current", ms(median([f[0] for f in found])),
@@ -663,13 +674,3 @@ def find_vs_resume(plan: Plan, trail: TrailRun) -> Table:
         f"write`: {FIND_AFTER_WRITE} notes appended, each followed by one find, which catches the read model up, "
         "answers from it (the full path) and fills the index again.")
     return table
-
-
-def _process(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU (user + system) seconds of one whole process."""
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    seconds = wall(argv, 1, env=env)[0]
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return seconds, (used.ru_utime - before.ru_utime) + (used.ru_stime - before.ru_stime)

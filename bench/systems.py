@@ -23,7 +23,7 @@ from eventsourcing.application import LRUCache
 
 from bench import workload
 from bench.floor import Floor
-from bench.timing import disk_bytes, median, timed, wall
+from bench.timing import disk_bytes, median, timed, wall_and_cpu
 from ledger.app.store import Ledger, open_ledger
 from ledger.base.location import resolve
 from projections import brief
@@ -86,8 +86,9 @@ class TrailRun:
     last_snapshot: dict[int, int] = field(default_factory=dict)
     """Bytes of the newest snapshot at each size: what every resume decodes."""
     resume_inproc: dict[int, list[float]] = field(default_factory=dict)
-    resume_process: dict[int, list[float]] = field(default_factory=dict)
-    resume_smallest: dict[int, list[float]] = field(default_factory=dict)
+    resume_process: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    """(wall, CPU) seconds of each `trail resume` process at each size."""
+    resume_smallest: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
     """`trail resume` of a copy of the task at the smallest resume size, timed alternately with each
     size's own (so load on a shared machine falls on both sides of the ratio)."""
     smallest: tuple[Path, Path] | None = None
@@ -173,11 +174,12 @@ def _at_milestone(plan: Plan, run: TrailRun, size: int) -> None:
             copy = run.db.with_name(f"smallest-{size}.db")
             _copy_db(run.db, copy)
             run.smallest = (copy, run.home.with_name(f"smallest-{size}-home"))
-        own, smallest = [], []
+        own: list[tuple[float, float]] = []
+        smallest: list[tuple[float, float]] = []
         for _ in range(plan.resume_repeat):
-            own += wall([*TRAIL, "--db", str(run.db), "resume", "1"], 1, env={"TRAIL_HOME": str(run.home)})
-            smallest += wall([*TRAIL, "--db", str(run.smallest[0]), "resume", "1"], 1,
-                             env={"TRAIL_HOME": str(run.smallest[1])})
+            own.append(wall_and_cpu([*TRAIL, "--db", str(run.db), "resume", "1"], env={"TRAIL_HOME": str(run.home)}))
+            smallest.append(wall_and_cpu([*TRAIL, "--db", str(run.smallest[0]), "resume", "1"],
+                                         env={"TRAIL_HOME": str(run.smallest[1])}))
         run.resume_process[size], run.resume_smallest[size] = own, smallest
 
 

@@ -62,6 +62,17 @@ def wall(argv: list[str], repeat: int, env: dict[str, str] | None = None, stdin:
     return samples
 
 
+def wall_and_cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one whole process. CPU is what load on a shared machine
+    moves least: a wall ratio of two sizes timed minutes apart also carries the load's change."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = wall(argv, 1, env=env)[0]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, (used.ru_utime - before.ru_utime) + (used.ru_stime - before.ru_stime)
+
+
 def disk_bytes(db: Path) -> int:
     """The database file plus its WAL and shared-memory files, as they sit on disk now."""
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists())

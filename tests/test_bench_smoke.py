@@ -106,7 +106,7 @@ def _tiny_plan() -> Plan:
 def _peer(latest: float, by_id: float, sizes: tuple[int, ...] = (200, 600)) -> GraphRun:
     """LangGraph's figures as a run would have measured them (LangGraph itself is not in the test extra)."""
     return GraphRun("delta", steps=max(sizes), seconds=1.0, disk={n: 1 for n in sizes},
-                    latest={n: latest for n in sizes}, by_id=[by_id] * 10)
+                    latest={n: latest for n in sizes}, by_id=[by_id] * 10, by_id_cpu=[by_id] * 10)
 
 
 @pytest.fixture(scope="module")

@@ -212,10 +212,11 @@ def find_command(ctx: Context, terms: tuple[str, ...], limit: int, project: str 
     path = _refreshed(ctx, checked=False)
     found = readmodel.find_tasks(path, words, limit, only)
     real = os.path.realpath(ctx.location.sqlite_path) if ctx.location.is_sqlite else None
-    ids = {e.number: e.task_id.hex for e in ctx.ledger().entries()}
+    entries = {e.number: e for e in ctx.ledger().entries()}
+    ids = {number: entry.task_id.hex for number, entry in entries.items()}
     before = {} if real is None else briefcache.task_keys(real, (ids[t.number] for t in found if t.number in ids))
     # The read model is a copy: a task that does not pass a read's checks is not shown, and refused after.
-    found, refused = reading.checked_found(ctx.ledger(), found)
+    found, refused = reading.checked_found(ctx.ledger(), found, entries)
     if as_json:
         emit_json(find.as_records(found))
     elif found or not refused:

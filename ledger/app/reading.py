@@ -9,7 +9,7 @@ showing it, through the quick checks of ``ledger.app.verify``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -81,11 +81,15 @@ def check_tasks(ledger: Ledger, entries: Iterable[Entry] | None = None) -> None:
         verify.checked_state(ledger, entry.task_id, entry=entry)
 
 
-def checked_found(ledger: Ledger, found: list[Found]) -> tuple[list[Found], list[verify.LedgerBroken]]:
+def checked_found(
+    ledger: Ledger, found: list[Found], entries: Mapping[int, Entry] | None = None,
+) -> tuple[list[Found], list[verify.LedgerBroken]]:
     """The tasks `find` found in the read model, split into those that pass a read's checks and the refusals
     of those that do not. The read model is a copy: each task's view is checked (``verify.checked_state``)
-    and every place shown is re-hashed with its row (``verify.rows_problem``), so no forged text is shown."""
-    entries = {e.number: e for e in ledger.entries()}
+    and every place shown is re-hashed with its row (``verify.rows_problem``), so no forged text is shown.
+    ``entries`` (number -> entry) is the task list when the caller has read it already."""
+    if entries is None:
+        entries = {e.number: e for e in ledger.entries()}
     kept: list[Found] = []
     refused: list[verify.LedgerBroken] = []
     for task in found:

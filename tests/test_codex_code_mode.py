@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ledger.app.store import Ledger
-from ledger.capture.agents.codex import cells
+from ledger.capture.agents.codex import cells, mapper
 from ledger.domain import events as ev
 from tests.conftest import run_trail
 
@@ -233,3 +233,34 @@ def test_a_cells_output_header_and_printed_parts() -> None:
     assert (running.status, running.cell_id, running.parts) == ("running", "9", [])
     assert cells.read_output("Process exited with code 0\n").status is None  # not a cell's output
     assert cells.exec_result('{"a": 1}') is None and cells.exec_result("{not json") is None
+
+
+def test_a_cells_commands_codex_recorded_are_taken_from_their_records_and_keyed_as_the_hooks_key_them(
+        home: Path, ledger: Ledger, tmp_path: Path) -> None:
+    """0.171 writes a CommandExecution item per command a cell runs, under the ``exec-<uuid>`` id its
+    hooks carry (tests/e2e/test_codex_code_mode.py): that record is the command, once; a command without
+    one is still read from the script; a plan, which has no record, is keyed by its turn and steps."""
+    inner = "exec-0b7f71bc-204b-4cf1-8a4e-937de8c4c5f2"
+    item = {"type": "item_completed", "item": {"type": "CommandExecution", "id": inner, "status": "failed",
+            "command": ["/bin/bash", "-lc", "pytest -q"], "cwd": f"file://{CWD}", "exit_code": 1,
+            "duration": {"secs": 1, "nanos": 429_000_000}, "aggregated_output": "1 failed in 0.2s\n"}}
+    plan = {"plan": [{"step": "Fix add()", "status": "in_progress"}]}
+    code = (f"await tools.update_plan({json.dumps(plan)});\n" + exec_js({"cmd": "pytest -q"})
+            + exec_js({"cmd": "ruff check ."}))
+    r = Rollout()
+    r.cell("c-two", code, result(1, "1 failed in 0.2s\n"), result(0, "All checks passed!\n"), between=[item])
+    events = imported(home, ledger, r.write(tmp_path / "rollout.jsonl"))
+    recorded, read = of(events, ev.CommandRan)
+    assert (recorded.shell, recorded.exit_code, recorded.duration_ms) == ("pytest -q", 1, 1429)
+    assert recorded.source is not None and recorded.source.record == inner
+    assert read.shell == "ruff check ." and read.source is not None and read.source.record == "c-two:2"
+    (planned,) = of(events, ev.PlanUpdated)
+    live = mapper.hook_items({"hook_event_name": "PostToolUse", "session_id": SESSION, "turn_id": "t1", "cwd": CWD,
+                              "tool_name": "update_plan", "tool_use_id": "exec-9bc7968b-fd03-40e5-aa98-921482bb66d9",
+                              "tool_input": plan, "tool_response": "Plan updated"}, 7, None)
+    assert [fields["source"] for _, fields in live] == [planned.source]
+    assert planned.source is not None and planned.source.record.startswith("cell-plan:t1:")
+    direct = mapper.hook_items({"hook_event_name": "PostToolUse", "session_id": SESSION, "turn_id": "t1",
+                                "tool_name": "update_plan", "tool_use_id": "call_direct", "tool_input": plan,
+                                "tool_response": "Plan updated"}, 8, None)
+    assert [fields["source"].record for _, fields in direct] == ["call_direct#plan"]  # a direct call: its own id

@@ -14,10 +14,18 @@ The output (``custom_tool_call_output``, or a ``wait`` poll's ``function_call_ou
 ``Script completed|running with cell ID N…\\nWall time S seconds\\nOutput:\\n``, then one text part per
 ``text()`` the script called. A part that is ``JSON.stringify`` of an ``exec_command`` result is an
 object with ``exit_code``, ``output``, ``wall_time_seconds`` (``session_id`` while it still runs).
+
+Live (Codex 0.171, ``features.code_mode``): the ``exec`` call itself fires no hook; each tool call its
+script makes fires PreToolUse and PostToolUse as the direct call would (``Bash``, ``apply_patch``,
+``update_plan``, ``mcp__<server>__<tool>``, the same ``tool_input`` and ``tool_response``) under an id
+Codex gives it, ``exec-<uuid>`` (``inner_call``). The rollout writes that id on the call's own
+``item_completed`` CommandExecution and FileChange, so a command or a patch keys alike on both paths. A
+plan has no record of its own there: both key it by the turn and its steps (``plan_record``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -41,6 +49,7 @@ _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _HEAD = re.compile(
     r"^Script (\w+)(?: with cell ID (\S+))?[^\n]*\nWall time:? ([\d.]+) seconds?[^\n]*\n(?:Output:\n)?"
 )
+_INNER_ID = re.compile(r"exec-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _JS_ESCAPES = {"'": "'", "`": "`", "v": "\\u000b", "0": "\\u0000", "\n": "", "$": "$"}
 _JSON_ESCAPES = set('"\\/bfnrtu')
 
@@ -289,3 +298,18 @@ def exec_result(part: str) -> dict[str, Any] | None:
     ):
         return data
     return None
+
+
+def inner_call(call_id: Any) -> bool:
+    """Whether ``call_id`` is the id Codex gave a tool call a cell's script made (``exec-<uuid>``), not one
+    the model gave its own call (``call_…``)."""
+    return isinstance(call_id, str) and _INNER_ID.fullmatch(call_id) is not None
+
+
+def plan_record(turn_id: str, steps: list[tuple[str, str]]) -> str:
+    """The record a plan a cell made is keyed by, live and imported alike: nothing else both paths see
+    names that call (the hook has its ``exec-<uuid>``, which the rollout never writes for a plan; the
+    rollout has the cell's call id and the call's place in the script, which the hook never sees). The
+    same steps set twice in one turn are one fact."""
+    digest = hashlib.sha256(json.dumps(steps, ensure_ascii=False).encode()).hexdigest()[:16]
+    return f"cell-plan:{turn_id}:{digest}"

@@ -13,7 +13,9 @@ Commands come from ``exec_command_end`` where it exists (it has the exit code); 
 the call's output ("Process exited with code N", ``Exit code: N`` or the JSON metadata), following
 ``write_stdin`` polls of a command that was still running. Code mode's ``exec`` cells (JavaScript
 calling the same tools) give the same events for the calls ``cells`` reads from the script
-(``RolloutMapper.code_cell``), following ``wait`` polls of a cell that was still running.
+(``RolloutMapper.code_cell``), following ``wait`` polls of a cell that was still running; a command
+or a patch the rollout records on its own (0.171's ``exec-<uuid>`` items) is taken from that record,
+under the id the live hook keys it by, and not again from the script.
 
 Continuation: ``codex resume`` appends to the same rollout (same session id, so the importer finds
 the task by its link). A fork starts a new file whose ``session_meta`` names ``forked_from_id`` and
@@ -27,6 +29,7 @@ import json
 import posixpath
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +73,11 @@ _MOVE = re.compile(r"^\*\*\* Move to: (.+)$")
 _REQUEST = re.compile(r"^##\s+My request for Codex:\s*$", re.M)
 """Codex Desktop wraps a prompt after a list of mentioned files; the request follows this heading."""
 _BOILERPLATE = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions instructions>")
+
+
+def _line(shell: str | None, argv: tuple[str, ...] | None) -> str:
+    """A command as one line: the shell line, else its argv joined."""
+    return shell if shell is not None else shlex.join(argv or ())
 
 
 def _shell_line(command: Any) -> tuple[str | None, tuple[str, ...] | None]:
@@ -420,6 +428,12 @@ class RolloutMapper:
         """``exec`` calls not finished yet: a ``patch_apply_end`` meanwhile is one of theirs."""
         self.cell_patched: set[str] = set()
         """``exec`` calls during which a ``patch_apply_end`` came: it records their patches."""
+        self.cell_ran: dict[str, list[str]] = {}
+        """``exec`` call -> the command lines an ``exec_command_end`` of one of its calls recorded."""
+        self.turn: str | None = None
+        """The turn the records belong to (``turn_context``): a cell's plan is keyed by it."""
+        self.cell_turns: dict[str, str | None] = {}
+        """``exec`` call -> the turn it was made in."""
 
     def map(self, lines: Iterable[tuple[int, str]]) -> Session:
         session = self.session
@@ -554,6 +568,7 @@ class RolloutMapper:
                 )
 
     def turn_context(self, payload: dict[str, Any]) -> None:
+        self.turn = payload["turn_id"] if isinstance(payload.get("turn_id"), str) and payload["turn_id"] else None
         if isinstance(payload.get("cwd"), str):
             self.cwd = payload["cwd"]
             if self.session.cwd is None:
@@ -640,6 +655,9 @@ class RolloutMapper:
         call_id = str(payload.get("call_id") or src.record)
         self.call_ids.add(call_id)
         shell, argv = _shell_line(payload.get("command"))
+        if cells.inner_call(call_id) and call_id not in self.calls:
+            for cell in self.open_cells:  # a cell's own command: this record, not the script, gives it
+                self.cell_ran.setdefault(cell, []).append(_line(shell, argv))
         if payload.get("exit_code") is None and str(payload.get("status")) in ("declined", "rejected"):
             self.interrupted, self.wrong = True, f"exec {(shell or shlex.join(argv or ()))[:200]}"
             return
@@ -722,6 +740,7 @@ class RolloutMapper:
         code = args.get("input") if name == "exec" and ptype == "custom_tool_call" else None
         if isinstance(code, str):
             self.open_cells.add(call_id)
+            self.cell_turns[call_id] = self.turn
             said = self.cell_action(code)
             if said is not None:
                 self.last_action = said
@@ -837,6 +856,15 @@ class RolloutMapper:
         patches = [(i, c) for i, c in enumerate(calls) if c.name == "apply_patch" and _cell_patch(c.args)]
         plans = [(i, c) for i, c in enumerate(calls) if c.name == "update_plan" and isinstance(c.args, dict)]
         read = {i for i, _ in shells + patches + plans}
+        ours = {i for i, c in enumerate(calls) if _ours(c.name)}  # tasktrail's server appends what they say
+        ran = Counter(self.cell_ran.pop(call_id, ()))
+        unrecorded = []
+        for i, call in shells:
+            line = _line(*_shell_line(call.args.get("cmd") or call.args.get("command")))
+            if ran[line] > 0:
+                ran[line] -= 1  # its exec_command_end gave it (exit code, duration), keyed as the hook keys it
+            else:
+                unrecorded.append((i, call))
         done, running = out.status == "completed", out.status == "running"
         text = "\n".join(out.parts)
         results = [r for r in map(cells.exec_result, out.parts) if r is not None]
@@ -851,22 +879,22 @@ class RolloutMapper:
             return key if len(read) == 1 else key.model_copy(update={"record": f"{key.record}:{i}"})
 
         when = ts if ts is not None else called
-        for place, (i, call) in enumerate(shells):
+        for place, (i, call) in enumerate(unrecorded):
             shell, argv = _shell_line(call.args.get("cmd") or call.args.get("command"))
             exit_code: int | None = None
             ms: int | None = None
-            if len(shells) == 1 and len(results) == 1:
+            if len(unrecorded) == 1 and len(results) == 1:
                 result = results[0]
                 stdout = str(result["output"])
                 exit_code = result["exit_code"] if type(result.get("exit_code")) is int else None
                 wall = result.get("wall_time_seconds")
                 ms = int(wall * 1000) if isinstance(wall, int | float) and wall >= 0 else None
-            elif len(shells) == 1:
+            elif len(unrecorded) == 1:
                 stdout = text  # ``text(r.output)``: the output, and nothing says how it exited
                 ms = out.wall_ms if timed and len(read) == 1 else None
             else:
-                last = place == len(shells) - 1
-                stdout = _CELL_SHARED.format(n=len(shells)) + text if last else ""
+                last = place == len(unrecorded) - 1
+                stdout = _CELL_SHARED.format(n=len(unrecorded)) + text if last else ""
             workdir = call.args.get("workdir")
             run_cwd = workdir if isinstance(workdir, str) else None
             self.command(Run(shell, argv, run_cwd, exit_code, ms, stdout, "", keyed(i), when), keyed(i).record)
@@ -883,10 +911,14 @@ class RolloutMapper:
                     "output": bounded(text) or bounded("failed"), "actor": "tool:apply_patch", "timestamp": when,
                     "source": keyed(i).model_copy(update={"record": keyed(i).record + "#result"}),
                 }))
+        turn = self.cell_turns.get(call_id)
         for i, call in plans:
             if (done or running) and not any(_TOOL_REFUSED.match(t) for t in said):
-                self.session.items.extend(plan_items(_plan_steps(call.args), ACTOR, keyed(i), called))
-        if not read or len(read) < len(calls) or not (done or running):
+                steps = _plan_steps(call.args)
+                plan_key = keyed(i) if turn is None else key.model_copy(
+                    update={"record": cells.plan_record(turn, steps)})  # as the live hook keys it
+                self.session.items.extend(plan_items(steps, ACTOR, plan_key, called))
+        if not (read | ours) or len(read | ours) < len(calls) or not (done or running):
             # Calls not read, or a cell that failed: the cell itself, as before, so nothing is lost.
             head = "" if done or running else f"Script {out.status}\n"
             pair = _tool_pair("exec", call_id, {"input": code}, done, head + text, key, when)
@@ -1017,7 +1049,12 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any) -> list[Item]:
                 "timestamp": timestamp, "source": key.model_copy(update={"record": key.record + "#result"}),
             })]
         if name == "update_plan":
-            return [] if _TOOL_REFUSED.match(text) else plan_items(_plan_steps(data), ACTOR, key, timestamp)
+            if _TOOL_REFUSED.match(text):
+                return []
+            steps, turn = _plan_steps(data), payload.get("turn_id")
+            if cells.inner_call(key.record) and isinstance(turn, str) and turn:
+                key = key.model_copy(update={"record": cells.plan_record(turn, steps)})  # as the import keys it
+            return plan_items(steps, ACTOR, key, timestamp)
         if _ours(name):
             return []  # tasktrail's own MCP tools append their events themselves: a mirror would repeat them
         failed = isinstance(response, dict) and bool(response.get("isError") or response.get("is_error"))

@@ -8,6 +8,8 @@ The scenario ``steps`` is a list of model replies; a reply is a list of items:
   or ``shell``, read from the request's ``tools``);
 - ``{"apply_patch": "*** Begin Patch ..."}``: a patch, as the freeform (custom) tool or a function;
 - ``{"update_plan": {"plan": [...]}}``: a plan;
+- ``{"exec": "await tools.exec_command({cmd: …})"}``: a code-mode cell, the JavaScript ``input`` of Codex's
+  custom ``exec`` tool (offered with ``features.code_mode``);
 - ``{"mcp": {"server": "tasktrail", "tool": "record", "arguments": {...}}}``: an MCP tool call (after a
   ``tool_search`` for it when Codex has not loaded it yet: it defers MCP tools).
 
@@ -154,6 +156,12 @@ def _item(item: dict[str, Any], tools: list[Any], key: str) -> dict[str, Any]:
             return {"type": "custom_tool_call", "id": f"ctc_{key}", "status": "completed", "call_id": call_id,
                     "name": "apply_patch", "input": item["apply_patch"]}
         return _function("apply_patch", {"input": item["apply_patch"]}, call_id)
+    if "exec" in item:
+        tool = offered.get("exec")
+        if tool is None or tool.get("type") != "custom":
+            raise ValueError(f"no custom exec tool (code mode) among the offered tools {sorted(offered)}")
+        return {"type": "custom_tool_call", "id": f"ctc_{key}", "status": "completed", "call_id": call_id,
+                "name": "exec", "input": item["exec"]}
     if "update_plan" in item:
         if "update_plan" not in offered:  # 0.171 offers it only with [tools.update_plan] enabled = true
             raise ValueError(f"update_plan is not among the offered tools {sorted(offered)}")

@@ -61,6 +61,15 @@ class Flow:
     before_import: list[dict[str, Any]] = field(default_factory=list)
     after_import: list[dict[str, Any]] = field(default_factory=list)
 
+    @classmethod
+    def installed(cls, root: Path) -> Flow:
+        """A flow in ``root``: the scratch repository, Codex's folders, and `trail install codex --mcp-required`."""
+        flow = cls(root, root / "repo", flows.codex_environment(root))
+        flows.make_repo(flow.repo)
+        installed = flow.trail("install", "codex", "--mcp-required")
+        assert installed.returncode == 0, installed.stderr
+        return flow
+
     def trail(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(TRAIL), *args], cwd=self.repo, env=self.env, capture_output=True, text=True,
                               timeout=60)
@@ -83,14 +92,17 @@ class Flow:
         return responses.main_requests(sandbox.requests(self.logs[name]))
 
 
+def facts(log: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
+    """Each fact of a `trail log --json` (its type and summary), counted: what an import must not repeat."""
+    # json: a ContextCompacted row's own `summary` field (its text) stands where the one-line summary is
+    return Counter((e["type"], json.dumps(e["summary"], sort_keys=True)) for e in log
+                   if e["type"] not in ("ConversationLinked",))
+
+
 @pytest.fixture(scope="module")
 def flow(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> Flow:
-    root = tmp_path_factory.mktemp("codex-e2e")
-    repo = root / "repo"
-    flows.make_repo(repo)
-    flow = Flow(root, repo, flows.codex_environment(root))
-    installed = flow.trail("install", "codex", "--mcp-required")
-    assert installed.returncode == 0, installed.stderr
+    flow = Flow.installed(tmp_path_factory.mktemp("codex-e2e"))
+    root = flow.root
     flow.codex("first", codex, [PROMPT], FIRST)
     flow.codex("resumed", codex, ["resume", "--last", "Continue with the next step."],
                [[{"text": "Resumed: the next step is the negative-numbers test."}]])
@@ -199,11 +211,6 @@ def test_tasktrails_tools_are_on_every_sessions_first_request(flow: Flow) -> Non
 
 
 def test_importing_the_rollout_adds_no_duplicates(flow: Flow) -> None:
-    def facts(log: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
-        # json: a ContextCompacted row's own `summary` field (its text) stands where the one-line summary is
-        return Counter((e["type"], json.dumps(e["summary"], sort_keys=True)) for e in log
-                       if e["type"] not in ("ConversationLinked",))
-
     added = facts(flow.after_import) - facts(flow.before_import)
     assert not [fact for fact in added if facts(flow.before_import)[fact]], added
 

@@ -26,7 +26,7 @@ class Agent:
 
 
 AGENTS = {
-    "claude-code": Agent("claude-code", "@anthropic-ai/claude-code", "2.1.197", "claude"),
+    "claude-code": Agent("claude-code", "@anthropic-ai/claude-code", "2.1.332", "claude"),
     "codex": Agent("codex", "@openai/codex", "0.171.0", "codex"),
 }
 

@@ -30,7 +30,10 @@ from urllib.parse import urlsplit
 
 from tests.e2e.sandbox import Reply
 
-MAIN_PROMPT = "You are an interactive agent that helps users with software engineering tasks"
+MAIN_PROMPT = "You are an agent working with the user toward their goals"
+"""How 2.1.332's main system prompt opens (after the SDK's one-line preamble)."""
+MAIN_PROMPTS = (MAIN_PROMPT, "You are an interactive agent that helps users with software engineering tasks")
+"""The main prompt's opening in 2.1.332 and in 2.1.197, so the scripted model serves either program."""
 COMPACT_MARKERS = ("CRITICAL: Respond with TEXT ONLY", "create a detailed summary of the conversation so far")
 SUMMARY = (
     "<analysis>Scripted compaction.</analysis>\n<summary>\n1. Primary Request and Intent: fix add() in calc.py "
@@ -46,7 +49,7 @@ def kind(body: Any) -> str:
     if not isinstance(body, dict):
         return "side"
     tools = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
-    if "Bash" not in tools or MAIN_PROMPT not in _system_text(body):
+    if "Bash" not in tools or not any(prompt in _system_text(body) for prompt in MAIN_PROMPTS):
         return "side"  # titles, quota probes and sub-agents offer no tools or another system prompt
     last = _last_user_text(body)
     if any(marker in last for marker in COMPACT_MARKERS):
@@ -69,6 +72,17 @@ def texts(body: dict[str, Any]) -> list[str]:
 
 def tool_names(body: dict[str, Any]) -> list[str]:
     return [str(tool.get("name")) for tool in body.get("tools") or [] if isinstance(tool, dict)]
+
+
+DEFERRED = "The following deferred tools are now available via ToolSearch."
+"""How 2.1.332 opens its list of the tools it offers by name only (a system-role message), to load with ToolSearch."""
+
+
+def deferred(body: dict[str, Any]) -> list[str]:
+    """The tools a request names as deferred (loadable with ``ToolSearch``), in the latest such list."""
+    listing = next((text for text in reversed(texts(body)) if DEFERRED in text), "")
+    paragraph = listing.split(DEFERRED, 1)[1].split("\n\n")[0] if DEFERRED in listing else ""
+    return [line.strip() for line in paragraph.splitlines()[1:] if line.strip()]  # the first ends the sentence
 
 
 def injected(body: dict[str, Any]) -> str:

@@ -1,17 +1,20 @@
-"""Claude Code 2.1.197 end to end: the real program, tasktrail installed as a user installs it, a scripted model.
+"""Claude Code 2.1.332 end to end: the real program, tasktrail installed as a user installs it, a scripted model.
 
-One multi-session flow runs once per test session (``flow``) in a git repository made here, with its own
-HOME and TRAIL_HOME; the tests then assert on what it left: the ledger (``trail resume --json``,
+The version is the one ``tests.e2e.agents`` pins (2.1.332, 2026-11-24); 2.1.197 (the pin before it) differs where
+the tests say so. One multi-session flow runs once per test session (``flow``) in a git repository made here,
+with its own HOME and TRAIL_HOME; the tests then assert on what it left: the ledger (``trail resume --json``,
 ``trail log --json``) and every request the model received (``tests.e2e.anthropic``). The sessions, in order:
 
-1. ``plan``: a new session plans with 2.1's TaskCreate/TaskUpdate, runs a failing pytest, reads and edits
-   calc.py, runs pytest again (passing) and stops with one plan step left;
-2. ``todo``: a new session (``CLAUDE_CODE_ENABLE_TASKS=0``, so 2.1 offers TodoWrite), which plans with
+1. ``plan``: a new session (``CLAUDE_CODE_ENABLE_TODO_TOOLS=1``: 2.1.332 offers its default model no plan tool
+   otherwise) loads TaskCreate/TaskUpdate with ToolSearch (2.1.332 defers them), plans with them, runs a
+   failing pytest, reads and edits calc.py, runs pytest again (passing) and stops with one plan step left;
+2. ``todo``: a new session (``CLAUDE_CODE_ENABLE_TASKS=0`` as well, so it offers TodoWrite), which plans with
    TodoWrite, writes a test file, runs pytest, records a decision through tasktrail's MCP ``record`` and
    leaves a step in progress;
-3. ``carry_on``: ``--continue`` with "Carry on with the task.";
+3. ``carry_on``: ``--continue`` with "Carry on with the task.", whose one Bash command writes README.md and
+   edits test_calc.py (2.1.332 reports both in the result's ``bashEditDiff``);
 4. ``compact``: ``-p /compact --continue``;
-5. ``after_compact``: ``--continue`` again, the first turn after the compaction;
+5. ``after_compact``: ``--continue`` again, the first turn after the compaction (no plan tool opted in);
 6. then ``trail import claude-code`` of the transcripts Claude Code wrote, into the same ledger.
 
 Where tasktrail was wrong (issue 19) the test asserted the right behaviour under ``xfail(strict=True)``; the
@@ -44,8 +47,13 @@ PLAN = [("Reproduce the failing test", "Reproducing the failing test"),
 README_STEP = "Document add() in the README"
 DECISION = "Keep add() a pure function"
 CARRY_ON = "Carry on with the task."
+README_COMMAND = ("printf 'add(a, b) returns a + b.\\n' > README.md"
+                  " && sed -i '1i # add() is documented in README.md' test_calc.py")
+"""One shell line that creates a file and edits another: no edit tool, so only 2.1.332's ``bashEditDiff`` says so."""
 NEGATIVE_TEST = "from calc import add\n\n\ndef test_add_negative():\n    assert add(-2, -3) == -5\n"
 TASK_TOOLS = {"TaskCreate", "TaskUpdate"}
+PLAN_TOOLS = {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+"""2.1.332 offers its default model (claude-opus-5-5) no plan tool; this opts in (TaskCreate…, or TodoWrite)."""
 
 
 @dataclass
@@ -104,6 +112,7 @@ def _plan_steps(repo: Path) -> list[Any]:
               for subject, form in PLAN]
     pytest_run = {"tool_use": "Bash", "input": {"command": "python -m pytest -q", "description": "Run the tests"}}
     return [
+        [{"tool_use": "ToolSearch", "input": {"query": "select:TaskCreate,TaskUpdate", "max_results": 5}}],
         [{"text": "I'll plan this first."}, *create],
         [{"tool_use": "TaskUpdate", "input": {"taskId": "1", "status": "in_progress"}}],
         [pytest_run],
@@ -164,10 +173,12 @@ def flow(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flo
         print(f"claude e2e: {name} {seconds:.1f} s", file=sys.stderr)
         assert result.returncode == 0, f"claude {name} exited {result.returncode}: {result.stderr.strip()[-500:]}"
 
-    session("plan", ["-p", REQUIREMENT], _plan_steps(flow.repo))
+    session("plan", ["-p", REQUIREMENT], _plan_steps(flow.repo), PLAN_TOOLS)
     session("todo", ["-p", "Now add the test for negative numbers."], _todo_steps(flow.repo),
-            {"CLAUDE_CODE_ENABLE_TASKS": "0"})
-    session("carry_on", ["-p", CARRY_ON, "--continue"], [[{"text": "Only the README is left."}]])
+            {**PLAN_TOOLS, "CLAUDE_CODE_ENABLE_TASKS": "0"})
+    session("carry_on", ["-p", CARRY_ON, "--continue"], [
+        [{"tool_use": "Bash", "input": {"command": README_COMMAND, "description": "Document add()"}}],
+        [{"text": "Only the README is left."}]])
     session("compact", ["-p", "/compact", "--continue"], [])
     session("after_compact", ["-p", "What is left?", "--continue"], [[{"text": "The README line on add()."}]])
     flow.live_log = flow.trail("log")
@@ -190,17 +201,25 @@ def sha256(path: Path) -> str:
 
 
 def test_every_session_ran_its_script(flow: Flow) -> None:
-    steps = {"plan": 9, "todo": 6, "carry_on": 1, "compact": 0, "after_compact": 1}
+    steps = {"plan": 10, "todo": 6, "carry_on": 2, "compact": 0, "after_compact": 1}
     for name, session in flow.sessions.items():
         assert len(session.main) == steps[name], f"{name}: {len(session.main)} main requests"
         result = json.loads(session.stdout.splitlines()[-1])
         assert result["type"] == "result" and result["is_error"] is False, f"{name}: {result}"
 
 
-def test_claude_code_2_1_plans_with_task_tools_unless_tasks_are_off(flow: Flow) -> None:
-    plan, todo = flow.sessions["plan"].first, flow.sessions["todo"].first
-    assert set(anthropic.tool_names(plan)) >= TASK_TOOLS and "TodoWrite" not in anthropic.tool_names(plan)
-    assert "TodoWrite" in anthropic.tool_names(todo) and not TASK_TOOLS & set(anthropic.tool_names(todo))
+def test_claude_code_offers_plan_tools_only_when_opted_in(flow: Flow) -> None:
+    def offered(body: dict[str, Any]) -> set[str]:
+        return set(anthropic.tool_names(body)) | set(anthropic.deferred(body))
+
+    plan, todo = flow.sessions["plan"], flow.sessions["todo"].first
+    # opted in, 2.1.332 names the Task tools as deferred (no schema) until ToolSearch loads them
+    assert set(anthropic.deferred(plan.first)) >= TASK_TOOLS and not TASK_TOOLS & set(anthropic.tool_names(plan.first))
+    assert set(anthropic.tool_names(plan.main[1])) >= TASK_TOOLS and "TodoWrite" not in offered(plan.main[1])
+    assert "TodoWrite" in offered(todo) and not TASK_TOOLS & offered(todo)
+    # without the opt-in (after the compaction Claude Code lists its tools anew) the model gets no plan tool
+    after = flow.sessions["after_compact"].first
+    assert "Bash" in anthropic.tool_names(after) and not (TASK_TOOLS | {"TodoWrite"}) & offered(after)
 
 
 def test_a_task_tools_plan_gives_the_next_session_its_next_step(flow: Flow) -> None:
@@ -262,6 +281,21 @@ def test_an_edit_and_a_write_are_file_changes(flow: Flow) -> None:
     assert sorted(Path(path).name for path in files) == ["calc.py", "test_negative.py"]
 
 
+def test_files_a_shell_command_changed_are_file_changes(flow: Flow) -> None:
+    run = next(event for event in events(flow.live_log, "CommandRan") if event["shell"] == README_COMMAND)
+    changes = [event for event in events(flow.live_log, "FileChanged")
+               if event["source"]["record"].startswith(run["source"]["record"] + "#")]
+    assert [(Path(event["path"]).name, event["operation"]) for event in changes] == [
+        ("README.md", "created"), ("test_calc.py", "modified")]
+    readme, test_calc = changes
+    assert (flow.repo / "README.md").read_text() == "add(a, b) returns a + b.\n"
+    assert readme["diff"]["tail"].splitlines()[1:] == ["+add(a, b) returns a + b."]
+    assert "+# add() is documented in README.md" in test_calc["diff"]["tail"].splitlines()
+    assert (flow.repo / "test_calc.py").read_text().startswith("# add() is documented in README.md\n")
+    # the import brings the same two changes (the transcript holds the same bashEditDiff), not two more
+    assert [e for e in events(flow.log, "FileChanged") if e["path"].endswith(("README.md", "test_calc.py"))] == changes
+
+
 def test_a_second_session_starts_with_the_brief(flow: Flow) -> None:
     assert injected(flow.sessions["plan"].main[0]) == ""  # a project with no task yet gets no brief
     for name in ("todo", "carry_on"):
@@ -286,8 +320,9 @@ def test_compact_in_print_mode(flow: Flow) -> None:
     compact = flow.sessions["compact"]
     kinds = [anthropic.kind(entry["body"]) for entry in compact.requests if entry["path"].startswith("/v1/messages")]
     assert kinds == ["compact"]
-    # the compaction request holds the conversation so far (2.1.197 leaves out the last reply, "Only the
-    # README is left."), with this session's injected brief last
+    # the compaction request holds the conversation so far, with this session's injected brief last (2.1.332
+    # leaves out the closing reply "Only the README is left." that follows the Bash call; 2.1.197 left out such a
+    # reply when it was the turn's only message, which 2.1.332 sends)
     sent = anthropic.texts(compact.first)
     assert any(CARRY_ON in text for text in sent) and any("Added test_negative.py" in text for text in sent)
     assert next_step_section(injected(compact.first)) == README_STEP

@@ -14,7 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.capture.agents.claude_code import bashdiff
 from ledger.capture.agents.claude_code.background import Background
+from ledger.capture.agents.claude_code.bashdiff import patch_text
 from ledger.capture.agents.claude_code.branches import Branches
 from ledger.capture.agents.claude_code.refusals import ABORTED, INTERRUPTED, NOT_RUN, STOPPED
 from ledger.capture.agents.claude_code.tasklist import TOOLS as TASK_TOOLS
@@ -79,21 +81,6 @@ def actor_for(record: dict[str, Any]) -> str:
     if agent_id:
         return ACTOR + "/" + re.sub(r"\s+", "-", str(agent_id))
     return f"{ACTOR}/sidechain" if record.get("isSidechain") else ACTOR
-
-
-def _patch_text(patch: Any) -> str:
-    """A ``structuredPatch`` rendered as unified-diff hunks."""
-    if not isinstance(patch, list):
-        return ""
-    out = []
-    for hunk in patch:
-        if not isinstance(hunk, dict):
-            continue
-        out.append(
-            f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},{hunk.get('newLines')} @@"
-        )
-        out.extend(str(line) for line in hunk.get("lines") or ())
-    return "\n".join(out)
 
 
 def _input_diff(name: str, data: dict[str, Any]) -> str:
@@ -270,7 +257,10 @@ class ToolCall:
             output = "\n".join(str(result.get(k) or "") for k in ("stdout", "stderr"))
         else:
             output = result if isinstance(result, str) and not content else content
-        return [command, *command_facts(line, code, output, self.cwd, self.actor, self.source, self.ts)]
+        facts = command_facts(line, code, output, self.cwd, self.actor, self.source, self.ts)
+        if not self.is_error:  # 2.1.332 lists the files a successful command changed (``bashdiff``)
+            facts = bashdiff.merged(facts, result, self.actor, self.source, self.ts)
+        return [command, *facts]
 
     def _command(self) -> Item:
         """A Bash call and its outcome. Claude Code only states an exit code on failure."""
@@ -307,7 +297,7 @@ class ToolCall:
         before = result.get("originalFile", result.get("originalFileContents"))
         before = before if isinstance(before, str) else None
         created = name == "Write" and (result.get("type") == "create" or (not result and before is None))
-        diff = _patch_text(result.get("structuredPatch")) or ("" if name == "NotebookEdit" else _input_diff(name, data))
+        diff = patch_text(result.get("structuredPatch")) or ("" if name == "NotebookEdit" else _input_diff(name, data))
         after = None if name == "NotebookEdit" else _after_content(name, data, result, before)
         return ev.FileChanged, {
             "path": str(path),
@@ -429,6 +419,10 @@ _AFTER_SUMMARY = (
     "\nContinue the conversation from where it left off",
 )
 
+_REMINDER = re.compile(r"\A<system-reminder>[\s\S]*?</system-reminder>\n*")
+"""What 2.1.332 puts between the wrapper's opening and the summary (``<tools-used-before-summary>…``): Claude
+Code's note to the model, not the summary (the PostCompact hook's summary has none)."""
+
 
 def shown_summary(summary: str) -> str:
     """A compaction summary as Claude Code puts it before the model (2.1): its ``<analysis>`` dropped,
@@ -443,7 +437,7 @@ def continued_summary(message: str) -> str | None:
     """The summary inside the transcript's "This session is being continued …" message, or None."""
     if not message.startswith(_CONTINUED):
         return None
-    body = message[len(_CONTINUED):]
+    body = _REMINDER.sub("", message[len(_CONTINUED):], count=1)
     cut = min((i for i in (body.find(t) for t in _AFTER_SUMMARY) if i >= 0), default=len(body))
     return body[:cut].strip() or None
 

@@ -14,9 +14,10 @@ namespace:
   on with the task."`` gets that brief, implements it (Read, Edit) and runs the passing pytest;
 * then both agents' transcripts are imported into the same ledger.
 
-The tests assert on what each model received and on the ledger. Claude Code runs with
-``CLAUDE_CODE_ENABLE_TASKS=0`` (TodoWrite), the plan tool ``test_claude_code.py`` covers less (its first
-session plans with 2.1's default TaskCreate/TaskUpdate). Where tasktrail was wrong, a test asserted the
+The tests assert on what each model received and on the ledger. Claude Code (2.1.332, as ``tests.e2e.agents``
+pins it) runs with ``CLAUDE_CODE_ENABLE_TODO_TOOLS=1`` and ``CLAUDE_CODE_ENABLE_TASKS=0`` (TodoWrite), the plan tool
+``test_claude_code.py`` covers less (its first session plans with TaskCreate/TaskUpdate); without the first,
+2.1.332 offers its default model no plan tool at all. Where tasktrail was wrong, a test asserted the
 right behaviour under ``xfail(strict=True)`` until it was fixed; none is left.
 """
 
@@ -39,6 +40,8 @@ from tests.e2e.flows import BRIEF_HEADER, events, next_step_section
 PYTEST = f"{flows.PYTHON} -m pytest -q -p no:cacheprovider"
 """Absolute, for both agents: Codex runs commands through ``bash -lc``, whose login profile resets PATH."""
 CARRY_ON = "Carry on with the task."
+CLAUDE_TODOWRITE = {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1", "CLAUDE_CODE_ENABLE_TASKS": "0"}
+"""Claude Code 2.1.332 offers its default model a plan tool only when asked (the first), TodoWrite with the second."""
 
 REQUIREMENT_A = "Fix the add function in calc.py so the tests pass."
 PLAN_A = ["Reproduce the failing test", "Fix add() in calc.py", "Add a test for negative numbers"]
@@ -160,7 +163,7 @@ class Cross:
     def run(self, name: str, agent: str, program: Path, args: list[str], steps: list[Any]) -> None:
         log = self.root / f"{name}.requests.jsonl"
         run = flows.run_claude if agent == "claude-code" else flows.run_codex
-        env = {**self.env, "CLAUDE_CODE_ENABLE_TASKS": "0"} if agent == "claude-code" else self.env
+        env = {**self.env, **CLAUDE_TODOWRITE} if agent == "claude-code" else self.env
         began = time.monotonic()
         result = run(program, args, steps, log=log, env=env, cwd=self.repo)
         seconds = time.monotonic() - began

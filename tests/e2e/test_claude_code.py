@@ -11,8 +11,9 @@ with its own HOME and TRAIL_HOME; the tests then assert on what it left: the led
 2. ``todo``: a new session (``CLAUDE_CODE_ENABLE_TASKS=0`` as well, so it offers TodoWrite), which plans with
    TodoWrite, writes a test file, runs pytest, records a decision through tasktrail's MCP ``record`` and
    leaves a step in progress;
-3. ``carry_on``: ``--continue`` with "Carry on with the task.", whose one Bash command writes README.md and
-   edits test_calc.py (2.1.332 reports both in the result's ``bashEditDiff``);
+3. ``carry_on``: ``--continue`` with "Carry on with the task.", whose Bash commands write README.md and a
+   scratch file and edit test_calc.py, then move the scratch file and delete it (2.1.332 reports each file in
+   the result's ``bashEditDiff``);
 4. ``compact``: ``-p /compact --continue``;
 5. ``after_compact``: ``--continue`` again, the first turn after the compaction (no plan tool opted in);
 6. then ``trail import claude-code`` of the transcripts Claude Code wrote, into the same ledger.
@@ -47,9 +48,11 @@ PLAN = [("Reproduce the failing test", "Reproducing the failing test"),
 README_STEP = "Document add() in the README"
 DECISION = "Keep add() a pure function"
 CARRY_ON = "Carry on with the task."
-README_COMMAND = ("printf 'add(a, b) returns a + b.\\n' > README.md"
+README_COMMAND = ("printf 'add(a, b) returns a + b.\\n' > README.md && printf 'draft\\n' > notes.txt"
                   " && sed -i '1i # add() is documented in README.md' test_calc.py")
-"""One shell line that creates a file and edits another: no edit tool, so only 2.1.332's ``bashEditDiff`` says so."""
+"""One shell line that creates files and edits another: no edit tool, so only 2.1.332's ``bashEditDiff`` says so."""
+SHELL_MOVES = ["mv notes.txt NOTES.md", "rm NOTES.md"]
+"""A rename and a delete the line itself names (``shell_effects``) that ``bashEditDiff`` shows too."""
 NEGATIVE_TEST = "from calc import add\n\n\ndef test_add_negative():\n    assert add(-2, -3) == -5\n"
 TASK_TOOLS = {"TaskCreate", "TaskUpdate"}
 PLAN_TOOLS = {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
@@ -178,6 +181,7 @@ def flow(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flo
             {**PLAN_TOOLS, "CLAUDE_CODE_ENABLE_TASKS": "0"})
     session("carry_on", ["-p", CARRY_ON, "--continue"], [
         [{"tool_use": "Bash", "input": {"command": README_COMMAND, "description": "Document add()"}}],
+        *([{"tool_use": "Bash", "input": {"command": line, "description": "Tidy up"}}] for line in SHELL_MOVES),
         [{"text": "Only the README is left."}]])
     session("compact", ["-p", "/compact", "--continue"], [])
     session("after_compact", ["-p", "What is left?", "--continue"], [[{"text": "The README line on add()."}]])
@@ -201,7 +205,7 @@ def sha256(path: Path) -> str:
 
 
 def test_every_session_ran_its_script(flow: Flow) -> None:
-    steps = {"plan": 10, "todo": 6, "carry_on": 2, "compact": 0, "after_compact": 1}
+    steps = {"plan": 10, "todo": 6, "carry_on": 4, "compact": 0, "after_compact": 1}
     for name, session in flow.sessions.items():
         assert len(session.main) == steps[name], f"{name}: {len(session.main)} main requests"
         result = json.loads(session.stdout.splitlines()[-1])
@@ -281,19 +285,32 @@ def test_an_edit_and_a_write_are_file_changes(flow: Flow) -> None:
     assert sorted(Path(path).name for path in files) == ["calc.py", "test_negative.py"]
 
 
+def _changes_by(log: list[dict[str, Any]], shell: str) -> list[dict[str, Any]]:
+    """The file changes a Bash line brought (keyed by its call: ``<toolu id>#…``)."""
+    call = next(event for event in events(log, "CommandRan") if event["shell"] == shell)["source"]["record"]
+    return [event for event in events(log, "FileChanged") if event["source"]["record"].startswith(call + "#")]
+
+
 def test_files_a_shell_command_changed_are_file_changes(flow: Flow) -> None:
-    run = next(event for event in events(flow.live_log, "CommandRan") if event["shell"] == README_COMMAND)
-    changes = [event for event in events(flow.live_log, "FileChanged")
-               if event["source"]["record"].startswith(run["source"]["record"] + "#")]
+    changes = _changes_by(flow.live_log, README_COMMAND)
     assert [(Path(event["path"]).name, event["operation"]) for event in changes] == [
-        ("README.md", "created"), ("test_calc.py", "modified")]
-    readme, test_calc = changes
+        ("README.md", "created"), ("notes.txt", "created"), ("test_calc.py", "modified")]
+    readme, _, test_calc = changes
     assert (flow.repo / "README.md").read_text() == "add(a, b) returns a + b.\n"
     assert readme["diff"]["tail"].splitlines()[1:] == ["+add(a, b) returns a + b."]
     assert "+# add() is documented in README.md" in test_calc["diff"]["tail"].splitlines()
     assert (flow.repo / "test_calc.py").read_text().startswith("# add() is documented in README.md\n")
-    # the import brings the same two changes (the transcript holds the same bashEditDiff), not two more
-    assert [e for e in events(flow.log, "FileChanged") if e["path"].endswith(("README.md", "test_calc.py"))] == changes
+    # a move and a delete the line names are one change each (the diff shows the move as a delete and a create),
+    # the delete with the lines it removed
+    moved, removed = (_changes_by(flow.live_log, line) for line in SHELL_MOVES)
+    assert [(Path(e["path"]).name, e["operation"], Path(e["renamed_from"] or "").name) for e in moved] == [
+        ("NOTES.md", "renamed", "notes.txt")]
+    assert [(Path(e["path"]).name, e["operation"], e["diff"]["tail"].splitlines()[1:]) for e in removed] == [
+        ("NOTES.md", "deleted", ["-draft"])]
+    assert not (flow.repo / "NOTES.md").exists() and not (flow.repo / "notes.txt").exists()
+    # the import brings the same changes (the transcript holds the same bashEditDiff), not more
+    for line in (README_COMMAND, *SHELL_MOVES):
+        assert _changes_by(flow.log, line) == _changes_by(flow.live_log, line), line
 
 
 def test_a_second_session_starts_with_the_brief(flow: Flow) -> None:

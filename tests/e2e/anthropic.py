@@ -16,6 +16,11 @@ probe. What Claude Code 2.1.197 was seen to send (``claude -p … --output-forma
 * compaction (``/compact``): the same tools and system prompt, the last user text starting
   "CRITICAL: Respond with TEXT ONLY" and asking for "a detailed summary of the conversation so far".
 
+Claude Code 2.1.332, the version the suite pins, sends no ``HEAD /`` and (in these flows) no side request but
+a sub-agent's; its main system prompt opens "You are an agent working with the user toward their goals"; its
+plan tools, when offered at all, are *deferred*: named in a system-role message (``deferred``) and loaded with
+``ToolSearch``. The hook context and the compaction request are as in 2.1.197.
+
 Assistant messages with one ``id`` are merged by Claude Code, so every reply gets its own id; tool-use ids
 are unique per run (tasktrail keys tool events by them, so a repeat across sessions would hide an event).
 """

@@ -22,6 +22,7 @@ from projections.claims import contradiction
 from projections.commands import commit_subject
 from projections.state import OpenCall, RecentCall, Requirement, TaskState, written_path
 from projections.summary import sections
+from projections.worktree import same_file
 
 KEEP = 100
 """Never dropped: the goal line and the next step."""
@@ -179,10 +180,11 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
         step = f"## Next step\n(none recorded: {hints.next_step})"
     add("next", step, KEEP)
 
-    if state.requirements:
+    wanted = [r for r in state.requirements if r.narrowed_at is None]
+    if wanted:
         heading("requirements", "## Requirements (current wording, latest last)")
-        count = len(state.requirements)
-        for i, r in enumerate(state.requirements):
+        count = len(wanted)
+        for i, r in enumerate(wanted):
             recent = i >= count - 3 or i == 0  # the first states the goal
             changed = f" (reworded at [{r.changed_at}])" if r.history and r.changed_at else " (reworded)" if r.history \
                 else ""
@@ -193,6 +195,13 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
         # Withdrawn ones are listed below, not earlier in the log.
         _older(add, "requirements", state.counts.get("RequirementStated", 0),
                len(state.requirements) + len(state.withdrawn), "RequirementStated")
+    narrowed = [r for r in state.requirements if r.narrowed_at is not None]
+    if narrowed:
+        # Still asked, but not as worded: listed apart so the part replaced is not read as current.
+        heading("narrowed", "## Narrowed by the user (the rest stands; the part their later words name is replaced)")
+        for r in narrowed:
+            add("narrowed", f"- [{r.position}] {_clip(r.text, 1500)}\n  (narrowed at [{r.narrowed_at}]: "
+                            f"{_clip(r.narrowed_by or '', 200)})", REQUIREMENT)
 
     if state.corrections:
         heading("corrections", "## Corrections (the agent had these wrong; do not repeat them)")
@@ -292,6 +301,18 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
             op = "DELETED" if touch.operation == "deleted" else touch.operation
             add("files", f"- {one_line(touch.path)} ({op}{times}, last at [{touch.position}])",
                 MID if i < 10 else LOW if i < 30 else LEAST)
+
+    seen = [tf for tf in state.tree_files if not is_clutter(tf.path)
+            and not any(same_file(edited, tf.path) for edited in state.files)]
+    if seen and (sub := state.delegated) is not None:
+        # Not said to be the sub-agent's: a command the agent ran may have changed them too.
+        before = ("none changed in the git status before it" if sub.checked_before is not None
+                  else "no git status before it: some may have been changed before the session")
+        heading("tree", f"## Changed in the working tree after the sub-agent at [{sub.position}] (seen in a git "
+                        f"status or diff; no edit in the log shows them: the sub-agent's or a command's; {before})")
+        for i, tf in enumerate(seen[::-1]):
+            op = "DELETED" if tf.status == "deleted" else tf.status
+            add("tree", f"- {one_line(tf.path)} ({op}, seen at [{tf.position}])", LOW if i < 10 else LEAST)
 
     if state.commands or state.tests:
         heading("results", "## Last results")

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from ledger.base import shell
 from ledger.base.lazyregex import lazy
+from ledger.domain.redact import MARKER_PREFIX, marker
 
 READERS = frozenset({
     "ls", "ll", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ag", "nl", "pwd", "tree", "file",
@@ -310,3 +311,29 @@ def commit_subject(line: str) -> str | None:
         return None
     subject = next((g for g in match.groups()[1:] if g), "").strip()
     return subject or None
+
+
+_MARKED = lazy(r"\[REDACTED:([A-Za-z0-9_.-]+):[0-9a-f]{8}\]")
+_RUN = lazy(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+"""A run of base64 characters: what ``ledger.domain.redact``'s high-entropy check weighs and hides whole."""
+
+
+@lru_cache(maxsize=1024)
+def unmasked(failed: str, passed: str) -> str | None:
+    """``failed`` with each value redaction hid in it put back from ``passed``, where the same value stands in
+    clear (a quoted path the entropy check took for a key, unquoted in the rerun): a marker names its value's
+    digest, so the value is known when a run of ``passed`` has that digest. None when no marker's value is in
+    ``passed``; nothing is revealed that ``passed`` does not already show."""
+    if MARKER_PREFIX not in failed:
+        return None
+    runs = set(_RUN.findall(passed))
+    found = False
+
+    def put_back(match: re.Match[str]) -> str:
+        nonlocal found
+        clear = next((run for run in runs if marker(match.group(1), run) == match.group(0)), None)
+        found = found or clear is not None
+        return clear if clear is not None else match.group(0)
+
+    line = _MARKED.sub(put_back, failed)
+    return line if found else None

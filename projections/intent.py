@@ -93,11 +93,13 @@ _ASKS = lazy(
     re.IGNORECASE | re.VERBOSE,
 )
 _ACTION = lazy(
-    r"\b(?:add|fix|chang|updat|implement|creat|writ|remov|delet|renam|refactor|mak|use|using|run|commit|push|"
+    r"\b(?:add|fix|chang|updat|implement|creat|writ|remov|delet|renam|refactor|mak|use(?!r|ful|less)|using|run|"
+    r"commit|push|"
     r"deploy|mov|replac|install|build|set|put|edit|migrat|convert|generat|stor|sav)\w{0,4}\b",
     re.IGNORECASE,
 )
-"""A verb of work, in any of its forms ("add", "adding", "made"): a question that names one asks for work."""
+"""A verb of work, in any of its forms ("add", "adding", "made"): a question that names one asks for work. "user",
+"useful" are no form of "use"."""
 QUESTION_MAX = 200
 """Longer prompts carry more than a question (context, a request): left to the other rules."""
 
@@ -215,9 +217,40 @@ def enquiry(text: str) -> bool:
     text = text.strip()
     if not text or len(text) > ENQUIRY_MAX or "\n\n" in text or _pushes_back(text):
         return False
-    if question(text) or asks_question(text):
+    if question(text) or asks_question(text) or asks_way(text) or supposes(text):
         return True
     return _ENQUIRES.search(text) is not None and _ACTION.search(text) is None
+
+
+_ASKS_WAY = lazy(
+    _LEAD + r"""(?:how\s+(?:can|could|should|would|might|do)\s+(?:we|i)\b|
+        what(?:'s|\s+is|\s+would\s+be)\s+the\s+(?:best|simplest|easiest|cleanest|quickest|right|proper|
+            most\s+\w+)\s+(?:way|approach)\b)[^?]*\?""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def asks_way(text: str) -> bool:
+    """Whether ``text`` opens by asking how the work could be done ("How can we support Yash with the most minimal
+    setup? …", "What's the most straightforward way to support this?"): it asks for an approach, so the verbs of
+    work in it describe what is asked about; answered once the user asks for the work itself."""
+    return _ASKS_WAY.match(text.strip()) is not None
+
+
+_SUPPOSES = lazy(
+    _LEAD + r"(?:maybe|perhaps|i\s+(?:think|guess|suspect|wonder\s+if)|could\s+it\s+be(?:\s+that)?|is\s+it\s+"
+    r"(?:possible|because))\b[^?\n]*\?\s*$",
+    re.IGNORECASE,
+)
+
+
+def supposes(text: str) -> bool:
+    """Whether ``text`` is one short question that supposes a cause or a fact ("maybe the transparent keyword isn't
+    allowed in the schema for palette?"): asks whether it is so, and names no way of doing the work ("maybe we
+    should try X?" prescribes one) nor a verb of work."""
+    text = text.strip()
+    return (len(text) <= QUESTION_MAX and _SUPPOSES.match(text) is not None and not prescribes(text)
+            and _ACTION.search(text) is None)
 
 
 _THANKS = lazy(
@@ -268,15 +301,17 @@ def reports_problem(text: str) -> bool:
 
 
 _GETS_ERROR = lazy(
-    r"""\b(?:getting|get|got|seeing|see|hitting|hit|receiving)\b[^.\n]{0,40}?
-        \b(?:errors?|exceptions?|failures?|forbidden|denied|traceback|panic|\d{3}\s+[A-Z][a-z]+)\b""",
+    r"""\b(?:getting|get|got|seeing|see|hitting|hit|receiving)\b(?:[^.\n]|\.(?!\s)){0,40}?
+        \b(?:errors?|exceptions?|failures?|forbidden|denied|traceback|panic|\d{3}\s+[A-Z][a-z]+|
+            cannot|can'?t|could\s*n'?t|could\s+not|unable\s+to|no\s+such\s+file|not\s+found)\b""",
     re.IGNORECASE | re.VERBOSE,
 )
 
 
 def reports_error(text: str) -> bool:
     """Whether ``text`` reports what went wrong when the user ran something: ``reports_problem``, or it says
-    what they got at its start ("when I run X I am getting this error: …", "now I get 403 Forbidden: …")."""
+    what they got at its start ("when I run X I am getting this error: …", "now I get 403 Forbidden: …", "I get .:
+    cannot open file …")."""
     return reports_problem(text) or _GETS_ERROR.search(text[:300]) is not None
 
 
@@ -389,3 +424,47 @@ def branch_move(text: str) -> str | None:
         return None
     match = _BRANCH_MOVE.match(text)
     return match.group(1) if match else None
+
+
+_DECLINES = lazy(
+    r"""^\W*(?:short\s+answer\s*:\s*|in\s+short\s*[:,]\s*)?(?:no\b|nope\b|not\s+really\b|unfortunately\b|sadly\b|
+        (?:we|you|i)\s+(?:can\s*n'?t|can\s*not|cannot)\b|(?:we|it)\s+already\s+(?:do|does)\b|
+        (?:that|it|this)\s+(?:wo\s*n'?t|would\s*n'?t|ca\s*n'?t|can\s*not|cannot)\s+(?:work|help)\b)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def declines(reply: str) -> bool:
+    """Whether the agent's ``reply`` opens by answering no ("No — and the reason is ordering", "Short answer: we
+    already do"): what the question proposed is not to be done."""
+    return _DECLINES.match(reply) is not None
+
+
+_AGREES = lazy(
+    r"""^\W*(?:okay|ok|alright|all\s+right|fair\s+enough|makes\s+sense|got\s+it|understood|i\s+see|agreed|
+        i\s+agree)\b|\bi\s+(?:fully\s+|totally\s+)?agree\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def agrees(text: str) -> bool:
+    """Whether the user's ``text`` opens by accepting the agent's answer ("Okay, …", "fair enough", "I agree with
+    the observations"), and does not say that something failed."""
+    return _AGREES.search(text[:200]) is not None and not says_failed(text)
+
+
+_DROPS = lazy(
+    _LEAD + r"""(?:please\s+)?(?:do\s*n'?t|do\s+not|dont|no\s+need\s+to)\s+(?:\w+\s+)?
+        (create|open|make|add|write|file|submit|raise|send|push|deploy|publish|release)\w*\s+
+        (?:(?:a|an|the|any|that|this)\s+)?([a-z][\w.-]+)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def drops(text: str) -> tuple[str, str] | None:
+    """``(verb, thing)`` when ``text`` opens by telling the agent not to make something ("don't create a pr, just a
+    commit", "do not open the PR"): lower-cased, the thing singular; None otherwise. The request that asked for it
+    is narrowed: that part of it is replaced."""
+    match = _DROPS.match(text.strip()[:200])
+    return (match.group(1).lower(), singular(match.group(2).lower().rstrip(".,"))) if match else None

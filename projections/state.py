@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from ledger.base.lazyregex import lazy
 from ledger.base.oneline import one_line
 from ledger.domain import events as ev
-from projections import facts, remote
+from projections import facts, remote, worktree
 from projections.commands import (
     chain_heads,
     command_head,
@@ -28,14 +28,19 @@ from projections.commands import (
     other_verb,
     readdresses,
     switches_to,
+    unmasked,
 )
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 from projections.intent import (
+    ENQUIRY_MAX,
     acknowledgement,
+    agrees,
     asks_redo,
     branch_move,
     calls_off,
+    declines,
+    drops,
     enquiry,
     names,
     names_work,
@@ -49,7 +54,7 @@ from projections.intent import (
     withdrawal,
 )
 
-FOLD_VERSION = 10
+FOLD_VERSION = 11
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -94,6 +99,10 @@ class Requirement(Item):
     withdrawn_at: int | None = None
     """Position of the user's words that withdrew it ("never mind, we'll look at it later")."""
     withdrawn_because: str | None = None
+    narrowed_at: int | None = None
+    """Position of the user's words that replaced a part of it ("don't create a pr, just a commit"): the rest
+    stands, that part does not."""
+    narrowed_by: str | None = None
 
 
 class Correction(Item):
@@ -228,6 +237,27 @@ class PullRequest(Item):
     number: int
 
 
+class TreeFile(Item):
+    """A file a ``git status`` / ``git diff`` the session ran showed as changed, after a sub-agent ran."""
+
+    path: str
+    """As git named it: relative to the repository's top."""
+    status: worktree.Status
+    position: int
+    """The latest git output that showed it."""
+
+
+class Delegation(Item):
+    """The latest sub-agent the session started (Claude Code's ``Agent``/``Task`` call): its edits reach the main
+    log only as their effects, in a git status the session runs after it."""
+
+    position: int
+    checked_before: int | None = None
+    """Position of the last git status listing the whole tree before it: the files it showed were changed
+    already."""
+    dirty_before: tuple[str, ...] = ()
+
+
 class Plan(Item):
     position: int
     at: datetime
@@ -344,6 +374,14 @@ class TaskState(Item):
     """The short hash of the latest commit a ``git commit`` the session ran said it made."""
     pushed: Pushed | None = None
     pull_request: PullRequest | None = None
+    tree_checked: int | None = None
+    """Position of the latest ``git status`` that listed the whole working tree."""
+    tree_dirty: tuple[str, ...] = ()
+    """The files that status showed as changed (the first ``RECENT_FILES``)."""
+    delegated: Delegation | None = None
+    tree_files: tuple[TreeFile, ...] = ()
+    """Files a git status or diff showed changed after the latest sub-agent, that were not changed before it and no
+    edit in the log names: the sub-agent's (the first ``RECENT_FILES``)."""
     """The agent's last ``RECENT_CALLS`` tool calls and commands since the user last spoke: where it stopped
     when its words came before them, or the user rejected them."""
     read_only_commands: int = 0
@@ -398,9 +436,11 @@ def _resolved(
         if f.key in keys:
             return True
         if heads and f.key.startswith("cmd:"):
-            failed = f.head or command_head(f.what)  # failures from older snapshots have no head kept
-            return (any(covers(head, failed) and not (line is not None and other_verb(line, f.what, head))
-                        for head in heads) or (line is not None and readdresses(line, f.what)))
+            what, failed = f.what, f.head or command_head(f.what)  # failures from older snapshots have no head
+            if line is not None and (clear := unmasked(f.what, line)) is not None:
+                what, failed = clear, command_head(clear)  # a value hidden there stands in clear in the rerun
+            return (any(covers(head, failed) and not (line is not None and other_verb(line, what, head))
+                        for head in heads) or (line is not None and readdresses(line, what)))
         return test is not None and f.key.startswith("test:") and covers(test, f.key[len("test:"):])
 
     hits = [i for i, f in enumerate(failures) if f.resolved_at is None and answered(f)]
@@ -477,6 +517,33 @@ def _let_in(failures: tuple[Failure, ...], reached: frozenset[str], position: in
                  for f in failures)
 
 
+def _tree_seen(state: TaskState, line: str, output: str, position: int) -> dict[str, Any]:
+    """What a ``git status`` or ``git diff`` that passed says of the working tree: a status of the whole tree is
+    kept (what was changed already when a sub-agent starts), and after a sub-agent ran, the files it shows changed
+    that were not changed before the sub-agent started and that no edit in the log names are the sub-agent's
+    (Claude Code keeps its transcript apart, and a session's checkpoint may not hold it)."""
+    asked = worktree.asks_tree(line)
+    if asked is None:
+        return {}
+    listed = worktree.changed_files(output)
+    out: dict[str, Any] = {}
+    if asked[0]:
+        out["tree_checked"] = position
+        out["tree_dirty"] = tuple(listed)[:RECENT_FILES]
+    delegated = state.delegated
+    if delegated is None or not listed:
+        return out
+    before = set(delegated.dirty_before)
+    kept = {f.path: f for f in state.tree_files}
+    for path, status in listed.items():
+        if path in before or any(worktree.same_file(edited, path) for edited in state.files):
+            continue
+        kept[path] = TreeFile(path=path, status=status, position=position)
+    if len(kept) != len(state.tree_files) or any(kept[f.path] != f for f in state.tree_files):
+        out["tree_files"] = tuple(kept.values())[:RECENT_FILES]
+    return out
+
+
 def _net(before: ev.FileOperation | None, now: ev.FileOperation) -> ev.FileOperation:
     """A file's status as the task left it: created then edited is still new."""
     if now == "modified" and before == "created":
@@ -499,9 +566,13 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
         case ev.ToolCalled():
             called = " ".join(shown(event.input).split())
             recent = RecentCall(position=pos, tool=event.tool, input=called[:400])
-            return {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}",
-                    "open_call": OpenCall(position=pos, at=at, tool=event.tool, input=called[:400]),
-                    "recent_calls": (*state.recent_calls, recent)[-RECENT_CALLS:]}
+            out = {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}",
+                   "open_call": OpenCall(position=pos, at=at, tool=event.tool, input=called[:400]),
+                   "recent_calls": (*state.recent_calls, recent)[-RECENT_CALLS:]}
+            if event.tool in worktree.SUBAGENT_TOOLS:
+                out["delegated"] = Delegation(position=pos, checked_before=state.tree_checked,
+                                              dirty_before=state.tree_dirty)
+            return out
         case ev.ToolResult():
             key = f"tool:{event.tool}"
             outcome = "ok" if event.ok else "refused" if event.refused == "stopped" else event.refused or "failed"
@@ -510,6 +581,10 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 # The same call, allowed now, is no longer blocked.
                 came["failures"] = _resolved(state.failures, (key, f"blocked:{state.last_call}"), pos)
                 came.update(_tool_opened_pr(state, came["failures"], event.tool, shown(event.output), pos))
+                command = (worktree.shell_command(state.open_call.input)
+                           if state.open_call is not None and state.open_call.tool == event.tool else None)
+                if command is not None:  # a shell run through another tool (PowerShell): a git status it ran
+                    came.update(_tree_seen(state, command, shown(event.output), pos))
                 answers = _answers(event.tool, shown(event.output))
                 if answers:  # the user's own words, given through the agent's question
                     came["notes"] = _recent(state.notes, Note(position=pos, text=answers, at=at, actor="user"),
@@ -550,6 +625,8 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             key = "cmd:" + " ".join(line.split())
             if failed and (_nothing_to_do(rec.output_tail) or is_probe(line)):
                 failed = False  # "nothing to commit": already done; `python -c …`: a probe, not the project
+            if event.exit_code == 0:
+                update.update(_tree_seen(state, line, shown(event.stdout), pos))
             if run.read_only:
                 # A read that finds nothing (grep, rg, ls of a missing path) exits non-zero: not a failure.
                 update["read_only_commands"] = state.read_only_commands + 1
@@ -768,7 +845,7 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
         update.update(moved)
         state = state.model_copy(update=moved)
     # "i dont need the token" may come with an answered question moved out: both apply.
-    for rule in (_no_longer_needed, _called_off):
+    for rule in (_no_longer_needed, _called_off, _narrowed, _addressed):
         also = rule(state, event)
         if also:
             update.update(also)
@@ -804,7 +881,10 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
       five weak points") builds on the answer, which stays;
     - a one-off command to run ("start phoenix in background", "run the benchmark"), once it ran without a
       failure and the agent spoke since, when the new words share no word with it ("the scrollback still
-      does not work" is about something else; "the server still does not start" is not).
+      does not work" is about something else; "the server still does not start" is not);
+    - a question that proposes a change ("Can we not capture the Ctrl+C and kill the daemon first?"), once the
+      agent's answer opened with no ("No — the dialog fires before any exit hook") and the user's next words
+      accept it ("Okay, … I agree with the observations"): the proposal is settled, not to be done.
 
     A withdrawal is its own rule."""
     reply = state.last_reply
@@ -831,10 +911,61 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
                    f"the user moved on at [{pos}]")
         elif (branch := branch_move(r.text)) is not None and (moved_at := _switched(state, branch, said)):
             why = f"done: the agent moved to branch {branch} at [{moved_at}]; the user moved on at [{pos}]"
+        elif (replied and reply is not None and _proposal(r.text) and declines(reply.text)
+              and agrees(event.text)):
+            why = f"answered no at [{reply.position}]; the user agreed at [{pos}]"
         else:
             continue
         moved.append(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}))
     return _moved_out(state, moved)
+
+
+def _proposal(text: str) -> bool:
+    """A short question of the user's (one paragraph, ending in "?"): what a no can answer."""
+    text = text.strip()
+    return text.endswith("?") and len(text) <= ENQUIRY_MAX and "\n\n" not in text
+
+
+def _addressed(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+               ) -> dict[str, Any]:
+    """The user reported an error ("I get .: cannot open file …"), the agent changed files for it and answered,
+    and the user's next words neither say it still fails nor come back to it (they report on something else,
+    "the counter is not decremented"): the error is behind them. The report moves to the withdrawn ones, as
+    addressed by those changes; the user's words that it still fails keep it (the failed-attempt rule)."""
+    start, reply = state.changed_since_position, state.last_reply
+    if start is None or reply is None or reply.position < start or says_failed(event.text):
+        return {}
+    if withdrawal(event.text) is not None or reports_problem(event.text):
+        return {}  # a withdrawal is its own rule; a pasted trace may be the same error again
+    pos, now = event.originator_version, _words(event.text)
+    moved = []
+    for r in state.requirements:
+        said = max(r.position, r.changed_at or 0)
+        if said != state.last_intent or not reports_error(r.text) or _words(r.text) & now:
+            continue
+        files = ", ".join(_short_path(p) for p in state.changed_since_intent)
+        why = (f"addressed: the agent changed {files} after it and answered at [{reply.position}]; the user's next "
+               f"words at [{pos}] do not report it again")
+        moved.append(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}))
+    return _moved_out(state, moved)
+
+
+def _narrowed(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+              ) -> dict[str, Any]:
+    """The user tells the agent not to make what a current request asked for ("don't create a pr, just a
+    commit" after "create a PR against next to solve this issue"): that request is narrowed, the part replaced
+    by these words. The latest current requirement that asks to make that thing (its verb and its name) is
+    marked; the rest of it stands."""
+    dropped = drops(event.text)
+    if dropped is None:
+        return {}
+    verb, thing = dropped
+    pos = event.originator_version
+    for r in reversed(state.requirements):
+        if r.position < pos and r.narrowed_at is None and thing in _names_in(r.text) and verb in r.text.lower():
+            narrowed = r.model_copy(update={"narrowed_at": pos, "narrowed_by": one_line(event.text, 200)})
+            return {"requirements": tuple(narrowed if q.position == r.position else q for q in state.requirements)}
+    return {}
 
 
 def _no_longer_needed(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade

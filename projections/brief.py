@@ -28,6 +28,8 @@ KEEP = 100
 """Never dropped: the goal line and the next step."""
 REQUIREMENT, CORRECTION, PLAN_OPEN, FAILING, STOPPED, FAILED, DECISION = 80, 78, 72, 70, 66, 60, 55
 MID, LOW, LEAST = 40, 20, 10
+UNSURE = 5
+"""Lines the brief gives up first: what a reading of command output suggests, not what the log records."""
 
 INJECTION_DEFAULT = 9_500
 INJECTION_CAP = 10_000
@@ -312,7 +314,8 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
                         f"status or diff; no edit in the log shows them: the sub-agent's or a command's; {before})")
         for i, tf in enumerate(seen[::-1]):
             op = "DELETED" if tf.status == "deleted" else tf.status
-            add("tree", f"- {one_line(tf.path)} ({op}, seen at [{tf.position}])", LOW if i < 10 else LEAST)
+            # Cut before anything else: a reading of the tree, not the log's own record of a change.
+            add("tree", f"- {one_line(tf.path)} ({op}, seen at [{tf.position}])", UNSURE if i < 10 else UNSURE - 1)
 
     if state.commands or state.tests:
         heading("results", "## Last results")

@@ -1230,7 +1230,8 @@ def _after(state: TaskState, said: dict[str, Any]) -> TaskState:
 
 
 def _short_path(path: str) -> str:
-    return "/".join(path.rstrip("/").split("/")[-2:])
+    """The file's folder and name (``shell/init.go``), from a POSIX or a Windows path."""
+    return "/".join(re.split(r"[/\\]", path.rstrip("/\\"))[-2:])
 
 
 _SENTENCE = lazy(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")

@@ -124,7 +124,7 @@ def test_an_error_the_user_reported_is_behind_once_they_report_on_something_else
     t.edit("/r/src/shell/yash.go", "a", "b")
     t.said("Done.")
     t.user(report)
-    t.edit("/r/src/shell/init.go", "$'", "'")
+    t.edit("D:\\r\\src\\shell\\init.go", "$'", "'")  # a Windows path: named by its folder and name
     t.said("Fixed: plain single quotes now.")
     t.user("Jobs seem to count up, but the counter is not decremented when they finish.")
     brief, state = _brief(ledger, location, t.write(tmp_path / "e.jsonl"))

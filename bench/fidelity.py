@@ -464,11 +464,13 @@ _PARTS = (("annotated-seen", "the sessions the rules were written on"),
           ("held-out-7", "added held out while fold version 9's rules were written (its honest figure: 0.92, "
                          "bench/RESULTS.md): no longer held out (fold version 10's rules were written on its briefs)"),
           ("held-out-8", "added held out while fold version 10's rules were written: another person's Claude Code "
+                         "sessions, annotated from the log alone before any brief of it was taken"),
+          ("held-out-9", "added held out while fold version 11's rules were written: six more people's Claude Code "
                          "sessions, annotated from the log alone before any brief of it was taken"))
-"""The parts of the table, in order, and what each is now: held-out-8 is held out from rule-writing (once rules are
+"""The parts of the table, in order, and what each is now: held-out-9 is held out from rule-writing (once rules are
 written on its briefs, the next figure needs a new part, annotated and scored before anyone reads them)."""
 _HELD_PARTS = ("held-out", "held-out-new", "held-out-3", "held-out-4", "held-out-5", "held-out-6", "held-out-7",
-               "held-out-8")
+               "held-out-8", "held-out-9")
 
 
 def table(results: list[Result], budget: int) -> Table:

@@ -369,3 +369,63 @@ def test_a_plan_stored_before_steps_had_ids_reads_through_the_upcast(ledger: Led
     old = mapper.to_domain_event(StoredEvent(stored.originator_id, stored.originator_version, stored.topic,
                                              orjson.dumps(state)))
     assert isinstance(old, ev.PlanUpdated) and old.steps == (ev.PlanStep(text="a", status="pending"),)
+
+
+# -- PowerShell (Claude Code on Windows) -----------------------------------------------------------------
+
+
+def _powershell_session() -> tuple[list[str], list[dict[str, Any]]]:
+    """A Windows session's transcript lines and the hook payloads of the same two PowerShell calls, shaped on
+    real 2.1.209 sessions (Bash's input and result shapes; "Exit code N" leads a failure's text)."""
+    sid, cwd = "5e55b0a2-0000-4000-8000-00000000d00d", "D:\\proj"
+    failing = ("Exit code 1\n--- FAIL: TestInit (0.00s)\n    init_test.go:12: wrong shell\nFAIL\n"
+               "FAIL\tproj/shell\t0.01s\nFAIL")
+    calls = [("toolu_ps1", "cd D:\\proj\\src; go test ./shell/...", True, failing),
+             ("toolu_ps2", "cd D:\\proj\\src; go test ./shell/...", False, "ok  \tproj/shell\t0.02s")]
+    base = {"sessionId": sid, "cwd": cwd, "version": "2.1.209", "userType": "external", "isSidechain": False}
+    lines = [json.dumps({**base, "type": "user", "uuid": "u0", "parentUuid": None, "timestamp": "2026-07-10T10:00:00Z",
+                         "message": {"role": "user", "content": "make the shell tests pass"}})]
+    hooks: list[dict[str, Any]] = []
+    parent = "u0"
+    for n, (call_id, command, failed, text) in enumerate(calls):
+        use = {"type": "tool_use", "id": call_id, "name": "PowerShell", "input": {"command": command}}
+        lines.append(json.dumps({**base, "type": "assistant", "uuid": f"a{n}", "parentUuid": parent,
+                                 "timestamp": f"2026-07-10T10:0{n}:01Z",
+                                 "message": {"role": "assistant", "content": [use]}}))
+        result = text if failed else {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
+        lines.append(json.dumps({**base, "type": "user", "uuid": f"r{n}", "parentUuid": f"a{n}",
+                                 "timestamp": f"2026-07-10T10:0{n}:02Z", "toolUseResult":
+                                 f"Error: {text}" if failed else result,
+                                 "message": {"role": "user", "content": [{"type": "tool_result",
+                                             "tool_use_id": call_id, "content": text, "is_error": failed}]}}))
+        parent = f"r{n}"
+        hook = {"session_id": sid, "transcript_path": f"C:\\Users\\u\\.claude\\projects\\D--proj\\{sid}.jsonl",
+                "cwd": cwd, "tool_name": "PowerShell", "tool_input": {"command": command}, "tool_use_id": call_id}
+        hooks.append({**hook, "hook_event_name": "PostToolUseFailure", "error": text, "is_interrupt": False}
+                     if failed else {**hook, "hook_event_name": "PostToolUse", "tool_response": result})
+    return lines, hooks
+
+
+def test_powershell_calls_are_commands_with_their_exits_and_tests_on_both_paths(tmp_path: Path) -> None:
+    """On Windows Claude Code runs commands through its PowerShell tool: each call is a command run with its exit
+    code and test result, as a Bash call is (they were generic tool calls: a failing `go test` never reached
+    Failing now, nor its later pass Last results), and the hook and the transcript key them the same."""
+    lines, hooks = _powershell_session()
+    path = tmp_path / "ps.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    session = map_transcript(Lines(path), path.stem)
+    ran = [fields for cls, fields in session.items if cls is ev.CommandRan]
+    assert [(f["shell"], f["exit_code"]) for f in ran] == [("cd D:\\proj\\src; go test ./shell/...", 1),
+                                                         ("cd D:\\proj\\src; go test ./shell/...", 0)]
+    assert not [f for cls, f in session.items if cls is ev.ToolCalled and f.get("tool") == "PowerShell"]
+    tests = [fields for cls, fields in session.items if cls is ev.TestResult]
+    assert [t["passed"] for t in tests] == [False, True]
+
+    hooked = [item for row, payload in enumerate(hooks) for item in hook_items(payload, row, None)]
+
+    def keyed(items: list[Any]) -> list[tuple[str, str]]:
+        return [(cls.__name__, fields["source"].record) for cls, fields in items
+                if cls in (ev.CommandRan, ev.TestResult)]
+
+    assert keyed(session.items) == keyed(hooked)
+    assert [f["exit_code"] for cls, f in hooked if cls is ev.CommandRan] == [1, 0]

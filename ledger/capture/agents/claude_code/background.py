@@ -19,10 +19,10 @@ class Background:
     def __init__(self) -> None:
         self.commands: dict[str, str] = {}
 
-    def started(self, name: str, data: dict[str, Any], result: Any) -> None:
-        """Remember a Bash call's command when it went to the background."""
+    def started(self, data: dict[str, Any], result: Any) -> None:
+        """Remember a shell call's command when it went to the background."""
         task = result.get("backgroundTaskId") if isinstance(result, dict) else None
-        if name == "Bash" and isinstance(task, str) and task:
+        if isinstance(task, str) and task:
             self.commands[task] = str(data.get("command", ""))
 
     def ended(self, name: str, result: Any, cwd: str | None, actor: str, source: ev.SourceKey, ts: Any

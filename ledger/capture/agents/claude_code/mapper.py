@@ -44,6 +44,9 @@ from ledger.domain.bounds import bound
 AGENT = "claude-code"
 ACTOR = f"agent:{AGENT}"
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
+"""Tools that run a command line: on Windows Claude Code runs PowerShell with Bash's input and result shapes
+({command}, {stdout, stderr, interrupted}, "Exit code N" on failure)."""
 REJECTED = "The user doesn't want to proceed"
 _EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)[^\S\n]*(?:\n|$)")
 DURATION_MAX = 7 * 24 * 3600 * 1000
@@ -143,7 +146,7 @@ def bare_feedback(name: str, body: str, record: dict[str, Any]) -> bool:
     user's words alone. Claude Code 2.x states every real failure's exit code ("Exit code N"), and
     its own refusals say so, so what is left is what the user said (1.0.x had no exit codes)."""
     major = str(record.get("version") or "").split(".")[0]
-    return (name == "Bash" and major.isdigit() and int(major) >= 2 and bool(body.strip())
+    return (name in SHELL_TOOLS and major.isdigit() and int(major) >= 2 and bool(body.strip())
             and not _EXIT.match(body) and not body.startswith(("The user doesn't want", INTERRUPTED))
             and not any(d in body for d in _DENIED))
 
@@ -167,8 +170,8 @@ def _short_call(name: str, data: dict[str, Any]) -> str:
     """A short name for a tool call: what the user rejected."""
     if name == "ExitPlanMode":
         return "plan: " + title_from(str(data.get("plan", "")))
-    if name == "Bash":
-        return "Bash: " + " ".join(str(data.get("command", "")).split())[:160]
+    if name in SHELL_TOOLS:
+        return f"{name}: " + " ".join(str(data.get("command", "")).split())[:160]
     target = data.get("file_path") or data.get("notebook_path") or data.get("path") or data.get("pattern")
     if target:
         return f"{name} {target}"
@@ -238,7 +241,7 @@ class ToolCall:
         plain = self.content.removeprefix("Error: ")
         rejected = is_error and (plain.startswith((STOPPED, INTERRUPTED, ABORTED))
                                 or any(d in plain[:300] for d in NOT_RUN))
-        if name == "Bash" and not rejected:
+        if name in SHELL_TOOLS and not rejected:
             return self._bash()
         if name in EDIT_TOOLS and not is_error:
             item = self._file()
@@ -664,7 +667,7 @@ class TranscriptMapper:
                     self.reply = (said, ts)
             if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id"):
                 self.pending[str(block["id"])] = _Pending(str(block.get("name", "?")), block.get("input"), actor)
-                if block.get("name") in EDIT_TOOLS | {"Bash"}:
+                if block.get("name") in EDIT_TOOLS | SHELL_TOOLS:
                     self.wrong = None
 
     def user(self, record: dict[str, Any], key: str, src: ev.SourceKey, ts: Any) -> None:
@@ -725,7 +728,8 @@ class TranscriptMapper:
             done = ToolCall(call.name, call.input, record.get("toolUseResult"), body, is_error, call.actor, tool_src,
                             ts, cwd)
             self.session.items.extend(done.items(None if self.session.is_subagent else self.tasks))
-            self.background.started(call.name, done.data, done.result)
+            if call.name in SHELL_TOOLS:
+                self.background.started(done.data, done.result)
             self.session.items.extend(self.background.ended(call.name, done.result, cwd, call.actor, tool_src, ts))
 
     def prompt(self, text: str, key: str, src: ev.SourceKey, ts: Any) -> None:

@@ -457,41 +457,60 @@ def import_met(size_bytes: int, seconds: float, bare_seconds: float | None) -> b
 
 
 def import_logs(plan: Plan, directory: Path, bare_seconds: float | None, fixtures: Path = FIXTURES) -> Table:
-    """``bare_seconds``: the median `python -c pass` of this run (from the start-up table)."""
-    goal = f">= {IMPORT_RATE:g} MB/s or <= {IMPORT_VS_BARE:g}x bare python"
+    """``bare_seconds``: the median CPU of `python -c pass` in this run (from the start-up table). Each log is
+    judged by its import's CPU (this process's, user + system), which the load of a shared machine moves least:
+    the bare figure was timed minutes before, under another load; the wall seconds are printed beside."""
+    goal = f">= {IMPORT_RATE:g} MB/s or <= {IMPORT_VS_BARE:g}x bare python (CPU)"
     table = Table(
         f"import of real logs (`{fixtures}`)",
-        ("log", "agent", "MB", "seconds", "MB/s", "vs bare python", "events", f"goal ({goal})", "goal met"),
+        ("log", "agent", "MB", "wall s", "CPU s", "MB/s (CPU)", "vs bare python (CPU)", "events", f"goal ({goal})",
+         "goal met"),
     )
     name = "import of every real log"
     if not fixtures.is_dir():
-        table.add(f"(no {fixtures}: skipped)", "", "", "", "", "", "", "", table.check(name, None))
+        table.add(f"(no {fixtures}: skipped)", "", "", "", "", "", "", "", "", table.check(name, None))
         return table
     importer = _optional("ledger.capture.importer")
     if importer is None:
-        table.add("every log", "", "", "", NA, "", "", goal, table.check(name, None))
+        table.add("every log", "", "", "", "", NA, "", "", goal, table.check(name, None))
         return table
     from ledger.app.store import open_ledger
     from ledger.base.location import resolve
 
-    total_bytes, total_seconds, logs = 0, 0.0, 0
+    total_bytes, total_seconds, total_cpu, logs = 0, 0.0, 0.0, 0
     missed: list[str] = []
-    for agent in ("claude-code", "codex"):
-        files = sorted((fixtures / agent).glob("*.jsonl"))
-        # A fresh ledger per agent: one log's import must not be charged for another's tasks.
+    warmed: list[str] = []
+
+    def fresh_ledger() -> tuple[Any, Any]:
         # Its own home too: the import sets the active task, and the user's active.json is not the bench's to fill.
         fresh = Path(tempfile.mkdtemp(dir=directory))
         location = replace(resolve(str(fresh / "import.db")), home=fresh / "home")
-        ledger = open_ledger(location)
-        for path in files:
+        return open_ledger(location), location
+
+    for agent in ("claude-code", "codex"):
+        files = sorted((fixtures / agent).glob("*.jsonl"))
+        if files:
+            # The process's first import of an agent's log loads what every later one finds loaded (the agent's
+            # modules, the pydantic schemas its events defer, the patterns compiled on first use): 60-70 ms that
+            # fell on whichever log sorts first. Paid once here, untimed in the rows, and shown in a note.
+            smallest = min(files, key=lambda p: (p.stat().st_size, p.name))
+            ledger, location = fresh_ledger()
             t0 = time.perf_counter()
+            importer.import_files(ledger, location, agent, [smallest])
+            warmed.append(f"{agent} {(time.perf_counter() - t0) * 1000:.0f} ms ({smallest.name})")
+            ledger.close()
+        # A fresh ledger per agent: one log's import must not be charged for another's tasks.
+        ledger, location = fresh_ledger()
+        for path in files:
+            c0, t0 = time.process_time(), time.perf_counter()
             report = importer.import_files(ledger, location, agent, [path])
-            seconds = time.perf_counter() - t0
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
             nbytes = path.stat().st_size
             total_bytes += nbytes
             total_seconds += seconds
+            total_cpu += cpu
             events = sum(report.events.values())
-            ok = import_met(nbytes, seconds, bare_seconds)
+            ok = import_met(nbytes, cpu, bare_seconds)
             logs += 1
             if not ok:
                 missed.append(path.name)
@@ -500,13 +519,14 @@ def import_logs(plan: Plan, directory: Path, bare_seconds: float | None, fixture
                 agent,
                 f"{nbytes / 1e6:.2f}",
                 f"{seconds:.3f}",
-                f"{nbytes / 1e6 / seconds:.1f}",
-                f"{seconds / bare_seconds:.2f}x" if bare_seconds else "n/a",
+                f"{cpu:.3f}",
+                f"{nbytes / 1e6 / cpu:.1f}" if cpu else "",
+                f"{cpu / bare_seconds:.2f}x" if bare_seconds else "n/a",
                 f"{events:,}",
                 goal,
                 met(ok),
             )
-            table.data[f"{agent}/{path.name}"] = {"bytes": nbytes, "seconds": seconds, "events": events}
+            table.data[f"{agent}/{path.name}"] = {"bytes": nbytes, "seconds": seconds, "cpu_s": cpu, "events": events}
         ledger.close()
     # The closing line names a few; the table names every one.
     named = " ".join(missed[:3]) + (f" and {len(missed) - 3} more" if len(missed) > 3 else "")
@@ -516,7 +536,8 @@ def import_logs(plan: Plan, directory: Path, bare_seconds: float | None, fixture
         "",
         f"{total_bytes / 1e6:.2f}",
         f"{total_seconds:.2f}",
-        f"{total_bytes / 1e6 / total_seconds:.1f}" if total_seconds else "",
+        f"{total_cpu:.2f}",
+        f"{total_bytes / 1e6 / total_cpu:.1f}" if total_cpu else "",
         "",
         "",
         "every log",
@@ -526,9 +547,15 @@ def import_logs(plan: Plan, directory: Path, bare_seconds: float | None, fixture
     others = [p.name for p in fixtures.iterdir() if p.is_dir() and p.name not in ("claude-code", "codex")]
     if others:
         table.notes.append(f"Not imported (no importer for these formats): {', '.join(sorted(others))}.")
-    table.notes.append("A log meets the goal by its rate, or by taking no longer in process than the bare "
+    if warmed:
+        table.notes.append("Before the rows, each agent's smallest log was imported once into a ledger of its own, "
+                           "untimed in them: the process's first import loads the agent's modules, deferred schemas "
+                           f"and patterns, which a row would charge to the log that sorts first ({'; '.join(warmed)}).")
+    table.data["warm_up"] = warmed
+    table.notes.append("A log meets the goal by its rate, or by taking no more CPU in process than the bare "
                        "`python -c pass` of this run's start-up table: below that the import is lost in the start-up "
-                       "of the process that runs it.")
+                       "of the process that runs it. Judged by CPU (user + system), which the load of a shared "
+                       "machine moves least; the wall seconds stand beside.")
     return table
 
 

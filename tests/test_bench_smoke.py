@@ -208,6 +208,10 @@ def test_import_of_a_real_log_is_judged_and_counted(tmp_path: Path, monkeypatch:
     assert [row[0] for row in table.rows] == [real[0].name, "**all 1 logs**"]
     assert table.goals == [Goal("import of every real log", True)]
     assert table.data[f"claude-code/{real[0].name}"]["events"] > 0
+    # The process's first import (its loading) was paid before the row, on a ledger of its own, and is named.
+    (warm_up,) = table.data["warm_up"]
+    assert warm_up.startswith("claude-code ") and warm_up.endswith(f"({real[0].name})")
+    assert any(warm_up in note for note in table.notes)
 
 
 def test_the_big_import_row_runs_a_real_import_process_and_judges_its_peak(tmp_path: Path) -> None:

@@ -113,3 +113,16 @@ def test_kill_9_during_import_never_corrupts_and_rerun_completes(tmp_path: Path)
     assert run_here("verify", home=home).returncode == 0
     assert len(json.loads(run_here("list", "--json", home=home, check=True).stdout)) == 1
     assert Counter(final) == Counter(expected)
+
+
+def test_a_file_of_one_batch_is_stored_settled_or_not_at_all(tmp_path: Path) -> None:
+    """The status a session ended in is recorded with the file's last records, in one transaction: killed
+    right after the write that opened the task (its only one), the task is there and already settled."""
+    transcript = REPO / "tests" / "fixtures" / "claude-small.jsonl"
+    home = tmp_path / "crashing"
+    assert _import_cmd(home, transcript, crash_at="import-opened").wait(timeout=300) == -signal.SIGKILL
+    events = _events(home)
+    assert events and events[-1][0] == "StatusChanged"
+    assert run_here("verify", home=home).returncode == 0
+    assert _import_cmd(home, transcript).wait(timeout=300) == 0
+    assert _events(home) == events  # the re-run finds everything stored: nothing to add, nothing to settle

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import re
 import string
 from collections.abc import Callable, Sequence
@@ -276,3 +277,24 @@ def test_a_key_word_spelt_with_a_folded_character_is_found_past_its_gate() -> No
     for text in ("token here; pa\u017fsword=hunter22x", "token: db_passwor\u212a", "x --\u017fecret=hunter22 token"):
         assert _spans(text, BUILTIN) == _reference(text, BUILTIN, shortcuts=True), text
     assert [kind for _, _, kind in _spans("token here; pa\u017fsword=hunter22x", BUILTIN)] == ["assignment"]
+
+
+def _reference_high_entropy(value: str) -> bool:
+    """``high_entropy`` as first written: letters and digits looked for a character at a time."""
+    value = value.rstrip("=")
+    if len(value) < 20 or redact._HEX.fullmatch(value.replace("-", "")):
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    return redact.entropy(value) >= min(redact.BASE64_ENTROPY_LIMIT, math.log2(len(value)) - 0.35)
+
+
+_run_text = st.text(alphabet=string.ascii_letters + string.digits + "+/_-=", min_size=18, max_size=60)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_run_text, _text, st.text(min_size=18, max_size=60), st.sampled_from(_PIECES)))
+def test_high_entropy_as_the_character_loop(value: str) -> None:
+    # Digits and letters past ASCII ("٣", "é") count for the loop; the search is taken only on ASCII.
+    for text in (value, value + "٣", "é" + value):
+        assert redact.high_entropy(text) is _reference_high_entropy(text)

@@ -85,3 +85,21 @@ def test_words_splits_at_operators_and_leaves_redirections_out() -> None:
     assert toks is not None
     assert words(toks) == [[], ["cd", "x"], ["make"], [], ["tee", "log"], ["echo", "&&"]]
     assert not isinstance(toks[-1], Op)  # a quoted && is a word
+
+
+shell_text = st.text(alphabet=st.sampled_from([*"ab -|&;()<>'\"\\$#\n\t=2"]), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=shell_text)
+def test_a_line_split_again_gives_what_splitting_it_afresh_gives(line: str) -> None:
+    from ledger.base.shell import _tokens
+
+    first = tokens(line)
+    if first is not None:
+        first.append("spoiled")  # a caller's list is its own (``projections.commands`` pops from its)
+    again, afresh = tokens(line), _tokens(line)
+    assert again == afresh and [type(t) for t in again or []] == [type(t) for t in afresh or []]  # an Op stays one
+    assert tokens(line) is not tokens(line) or tokens(line) is None
+    long = "a " * 2100 + line  # past the memo's length: split each time
+    assert tokens(long) == _tokens(long)

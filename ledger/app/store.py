@@ -120,6 +120,11 @@ class Draft:
         """The position of the task's last event (read or recorded)."""
         return self._task.version
 
+    @property
+    def recorded(self) -> list[ev.TaskEvent]:
+        """The events this attempt recorded so far, in order (a new task's ``TaskOpened`` first): not stored yet."""
+        return cast(list[ev.TaskEvent], self._task.pending_events)
+
     def latest_requirement(self) -> int | None:
         """The position of the task's latest requirement in force, as this write leaves it so far."""
         return self._task.latest_requirement()

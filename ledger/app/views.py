@@ -94,6 +94,11 @@ class Views:
             return
         self._hold(task_id, view.position, view)
 
+    def hold(self, task_id: UUID, view: TaskState) -> None:
+        """Hold ``view`` as the task's view at its position, folded by the caller from the task's events as
+        they were stored (an import's last write: ``ledger.capture.importer``); no snapshot is kept."""
+        self._hold(task_id, view.position, view)
+
     def _fold(self, task_id: UUID, view: TaskState, events: Iterable[ev.TaskEvent]) -> TaskState:
         """``view`` after ``events``, keeping a view snapshot at each K-th position passed."""
         every = self._every()

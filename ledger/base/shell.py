@@ -11,6 +11,7 @@ redirection is one ``Redirect`` (its operator and target), so a reader can tell 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ledger.base.lazyregex import lazy
 
@@ -48,6 +49,24 @@ _PLAIN = lazy(r"""[\\'"#;&|()<>]|\$\(|[^\S \t]""")
 def tokens(line: str) -> list[Token] | None:
     """Words, control operators and redirections of a shell line, in order; comments and heredoc bodies
     dropped. ``None`` when a quote or ``$(`` does not close (the line is not one we can read safely)."""
+    if len(line) > MEMO_LINE:
+        return _tokens(line)
+    found = _remembered(line)
+    return None if found is None else list(found)  # the caller's own list: the tokens themselves are immutable
+
+
+MEMO_LINE = 4096
+"""Lines up to this long are split once each (``_remembered``): one command is read by capture (its file
+effects, its test run) and by several of the fold's rules, each of which split it again."""
+
+
+@lru_cache(maxsize=1024)
+def _remembered(line: str) -> tuple[Token, ...] | None:
+    found = _tokens(line)
+    return None if found is None else tuple(found)
+
+
+def _tokens(line: str) -> list[Token] | None:
     if not _PLAIN.search(line):
         return list(line.split())  # no quote, operator or escape: the words between blanks
     try:

@@ -5,9 +5,10 @@ when ``--task`` names one, when its session id is already linked to a task (a re
 sub-agent file, a file imported before), or when it points at a record another task holds (a
 ``summary`` leaf or a parent uuid: a ``/clear`` or compaction continuation). Otherwise it opens a
 task of its own, titled after the session, at the session's first record's time, with its first
-events in the same transaction. Unless ``--task`` names one, the task is then set to how its
-(main) session ended (``_settle``) and becomes its project's active task unless that one is newer. Appends skip source
-keys the task holds, so re-imports add nothing and a grown file adds only its new records.
+events in the same transaction. Unless ``--task`` names one, the task is set to how its (main)
+session ended (``_status``), in the transaction of the file's last records, and becomes its project's
+active task unless that one is newer. Appends skip source keys the task holds, so re-imports add
+nothing and a grown file adds only its new records.
 """
 
 from __future__ import annotations
@@ -35,16 +36,18 @@ from ledger.capture.writer import (
     Appended,
     ForgottenSession,
     Known,
+    Record,
+    Then,
     append_unseen,
     open_with,
     task_for_records,
     task_for_session,
 )
 from ledger.domain import events as ev
+from projections.state import TaskState, replay
 
 if TYPE_CHECKING:
-    from ledger.app.store import Ledger
-    from projections.state import TaskState
+    from ledger.app.store import Draft, Ledger
 
 BATCH = 500
 """Items per transaction: bounds the work a conflict retries and lets the progress bar move."""
@@ -180,15 +183,19 @@ def import_files(
         items = session.items
         first = 0  # the first item not written yet: the items are read a batch at a time, never copied whole
         last: datetime | None = None  # the latest time among the items written: how the session ended
+        # Unless ``--task`` names one, the task is set to how its (main) session ended, in the file's last
+        # write (also when a killed import left the task opened: the re-run settles it the same way).
+        ending = _Ending(ledger, agent, session, path, settle=task is None and not session.is_subagent)
         target = task or _existing_task(ledger, location, agent, session)
         if target is None:
             # The task opens at the session's first record, with its first batch, in one transaction.
             title = session.title or f"{agent.name} session {session.session_id[:8] or path.stem}"
             written = batch(agent, items, 0)
             last = _latest(last, written)
+            then = ending.then(last or _when(session.first_timestamp)) if len(items) <= BATCH else None
             try:
-                target, done = open_with(ledger, title, written, cwd=session.cwd,
-                                         actor=agent.actor, timestamp=_when(session.first_timestamp), known=known)
+                target, done = open_with(ledger, title, written, cwd=session.cwd, actor=agent.actor,
+                                         timestamp=_when(session.first_timestamp), known=known, then=then)
             except ForgottenSession as gone:
                 # The whole session belonged to a forgotten task: it stays forgotten, the import goes on.
                 report.skipped.append((str(path), None, f"{len(items)} records of forgotten task #{gone.number}"))
@@ -202,20 +209,16 @@ def import_files(
         for start in range(first, len(items), BATCH):
             written = batch(agent, items, start)
             last = _latest(last, written)
-            _count(report, path, append_unseen(ledger, location, target, written, known))
+            then = ending.then(last or _when(session.first_timestamp)) if start + BATCH >= len(items) else None
+            _count(report, path, append_unseen(ledger, location, target, written, known, then))
             batches += 1
             crash_point(f"import-batch-{batches}")
             if batches % CATCH_UP == 0:
                 ledger.state(target)
-        # The task's view is read once it is written (and again only when settling it wrote): the reads
-        # that follow need no other (each read costs a view snapshot's load, and a small log's import a
-        # few of them).
-        if task is None and not session.is_subagent:
-            # Also when a killed import left the task opened: the re-run settles it the same way.
-            state = _settle(ledger, location, agent, session, target, report, path, known,
-                            last or _when(session.first_timestamp))
-        else:
-            state = ledger.state(target)
+        # The file's last write folded the task's view as it stored it: no read of it follows.
+        state = ending.view
+        assert state is not None and state.id == target
+        ledger.views.hold(target, state)  # the next file's task, or the reads after the import, start from it
         _point(location, ledger, target, state)
         report.tasks[state.number or 0] = state.title
         if progress:
@@ -269,18 +272,48 @@ def _wanted(session: Session, project: str | None, since: datetime | None) -> bo
     return True
 
 
-def _settle(
-    ledger: Ledger, location: Location, agent: Agent, session: Session, task: UUID, report: Report, path: Path,
-    known: Known, last: datetime | None,
-) -> TaskState:
-    """Set a task to how its session ended: done when the agent finished a plan made after the user's
-    last request, with nothing failing, and had the last word; else paused (the session is over, the
-    work is not). Returns the task's view after it."""
-    state = ledger.state(task)
+class _Ending:
+    """What a file's last write adds (``then``): the task's view as that write leaves it (``view``), folded
+    from the task's view before the write and the events the write recorded, not read back; and, when the
+    import settles the task, the status its session ended in (``_status``), recorded in the same
+    transaction as the file's last records (one commit for them, and no second write)."""
+
+    def __init__(self, ledger: Ledger, agent: Agent, session: Session, path: Path, *, settle: bool) -> None:
+        self.ledger, self.agent, self.session, self.path, self.settle = ledger, agent, session, path, settle
+        self.view: TaskState | None = None
+
+    def then(self, last: datetime | None) -> Then:
+        """The write's last step; ``last``: the latest time among the session's items."""
+
+        def then(draft: Draft, record: Record) -> None:
+            view = _draft_view(self.ledger, draft)
+            item = _status(self.agent, self.session, self.path, view, last) if self.settle else None
+            if item is not None:
+                before = len(draft.recorded)
+                if record([item]).items:
+                    view = replay(draft.recorded[before:], view)
+            self.view = view  # each attempt's own: a lost race re-runs the write, and this with it
+
+        return then
+
+
+def _draft_view(ledger: Ledger, draft: Draft) -> TaskState:
+    """The task's view once the draft's recorded events are stored: the view at the position before them
+    (none for a task the draft opens) and those events folded onto it, as a read would fold them."""
+    recorded = draft.recorded
+    before = draft.version - len(recorded)
+    base = ledger.state(draft.id, at=before) if before > 0 else TaskState()
+    return replay(recorded, base) if recorded else base
+
+
+def _status(agent: Agent, session: Session, path: Path, state: TaskState, last: datetime | None) -> Item | None:
+    """How a task (whose view is ``state``) is set once its session is imported: done when the agent finished
+    a plan made after the user's last request, with nothing failing, and had the last word; else paused
+    (the session is over, the work is not). None when the task is so already, or moved on after it."""
     if last is not None and state.updated_at is not None and state.updated_at > last:
         # The task moved on after this session's last record (live capture of it, a later session, the
         # user): its status is theirs; an import of the past does not pause work that went on.
-        return state
+        return None
     failing = any(f.failing for f in state.failures)
     # The plan must postdate the user's last request: an old finished plan says nothing of newer asks.
     finished = (state.plan is not None and bool(state.plan.steps) and state.next_step is None
@@ -288,14 +321,11 @@ def _settle(
     status, reason = ("done", "imported: the agent finished its plan") if finished else (
         "paused", "imported: the session ended with work open")
     if state.status == status:
-        return state
-    item = (ev.StatusChanged, {
+        return None
+    return (ev.StatusChanged, {
         "status": status, "reason": reason, "actor": "system", "timestamp": last,
         "source": ev.SourceKey(agent=agent.name, session=session.session_id or path.stem, record=f"status:{status}"),
     })
-    done = append_unseen(ledger, location, task, [item], known)
-    _count(report, path, done)
-    return ledger.state(task) if done.items else state
 
 
 def _point(location: Location, ledger: Ledger, task: UUID, state: TaskState) -> None:

@@ -93,9 +93,16 @@ class Appended:
 Known = dict[UUID, tuple[int, set[Key]]]
 """Per task, the source keys it held at a version, as the writes of one import left them."""
 
+Record = Callable[[list[Item]], Appended]
+"""Records more items on a write's draft, each under the write's own rules (source keys, tombstones)."""
+Then = Callable[["Draft", Record], None]
+"""Run in a write once its items are recorded, with the draft and how to record more on it: what the
+write's own events decide is added in the same transaction (an import's ending status, ``importer``)."""
+
 
 def append_unseen(
-    ledger: Ledger, location: Location, task_id: UUID, items: list[Item], known: Known | None = None
+    ledger: Ledger, location: Location, task_id: UUID, items: list[Item], known: Known | None = None,
+    then: Then | None = None,
 ) -> Appended:
     """Append the items whose source key the task does not hold yet, in one transaction.
 
@@ -105,6 +112,8 @@ def append_unseen(
     ``known`` carries the task's keys from one write to the next (an import's batches and files):
     the store is read only when the task is not at the version they were known at (its first write
     in the import, or another writer's events since), and the keys this write stored are added.
+
+    ``then`` runs after the items are recorded, in each attempt (``Then``).
     """
     forgotten = forgotten_keys(ledger)
     after: list[tuple[int, set[Key]]] = []
@@ -114,7 +123,7 @@ def append_unseen(
         stored = held[1] if held is not None and held[0] == draft.version else None
         if stored is None:
             stored = stored_keys(ledger, location, task_id, draft.version)
-        done = record_unseen(draft, set(stored), forgotten)
+        done = _recorded(draft, set(stored), forgotten, then)
         after[:] = [(draft.version, stored | _keys(done))]
         return done
 
@@ -131,11 +140,11 @@ def _keys(done: Appended) -> set[Key]:
 
 def open_with(
     ledger: Ledger, title: str, items: list[Item], *, cwd: str | None, actor: str,
-    project: str | None = None, timestamp: Any = None, known: Known | None = None,
+    project: str | None = None, timestamp: Any = None, known: Known | None = None, then: Then | None = None,
 ) -> tuple[UUID, Appended]:
     """Open a task whose first events are ``items``, all in one transaction (``Ledger.write`` of a
     ``NewTask``): an import killed midway never leaves an empty task behind for a re-run to duplicate.
-    With ``known``, the new task's keys are added to it (``append_unseen``).
+    With ``known``, the new task's keys are added to it, and ``then`` runs as it does there (``append_unseen``).
 
     When every item with a source belongs to a forgotten task, no task is opened (its title would
     bring the forgotten session back): ``ForgottenSession`` says so."""
@@ -146,20 +155,37 @@ def open_with(
         number = min(gone.values())
         raise ForgottenSession(number, [(item, f"forgotten task #{number}") for item in items])
     opening = NewTask(title, cwd=cwd, actor=actor, project=project, timestamp=timestamp)
-    state, outcome = ledger.write(opening, items, lambda draft: record_unseen(draft, set(), forgotten))
+    state, outcome = ledger.write(opening, items, lambda draft: _recorded(draft, set(), forgotten, then))
     assert state.id is not None
     if known is not None:
         known[state.id] = (state.position, _keys(outcome))  # a new task holds just these
     return state.id, outcome
 
 
-def record_unseen(draft: Draft, seen: set[Key], forgotten: Forgotten | None = None) -> Appended:
-    """Record on the task the draft's items whose source key is not in ``seen`` (updated); refused ones
-    are reported, and the rest still land.
+def _recorded(draft: Draft, seen: set[Key], forgotten: Forgotten, then: Then | None) -> Appended:
+    """``record_unseen`` of the draft's items, then ``then``'s, all in one ``Appended``."""
+    done = record_unseen(draft, seen, forgotten)
+    if then is not None:
+
+        def record(more: list[Item]) -> Appended:
+            added = record_unseen(draft, seen, forgotten, more)
+            done.items.extend(added.items)
+            done.rejected.extend(added.rejected)
+            return added
+
+        then(draft, record)
+    return done
+
+
+def record_unseen(
+    draft: Draft, seen: set[Key], forgotten: Forgotten | None = None, items: list[Item] | None = None
+) -> Appended:
+    """Record on the task the draft's items (or ``items``, redacted as the draft records them) whose source
+    key is not in ``seen`` (updated); refused ones are reported, and the rest still land.
 
     With ``forgotten``, items whose key a forgotten task held are refused too, naming that task."""
     result = Appended()
-    items = draft.items
+    items = draft.items if items is None else items
     gone = forgotten([k for _, f in items if (k := key_of(f.get("source"))) is not None]) if forgotten else {}
     for event_class, fields in items:
         key = key_of(fields.get("source"))

@@ -106,11 +106,20 @@ def high_entropy(value: str) -> bool:
     value = value.rstrip("=")
     if len(value) < 20 or _HEX.fullmatch(value.replace("-", "")):
         return False
-    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+    if value.isascii():
+        # In ASCII a digit and a letter are just these (``isdigit``/``isalpha`` take other scripts' too): one
+        # search each, not a Python step a character (a base64 run of letters alone was read whole).
+        mixed = _DIGIT.search(value) is not None and _LETTER.search(value) is not None
+    else:
+        mixed = any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    if not mixed:
         return False
     limit = min(BASE64_ENTROPY_LIMIT, math.log2(len(value)) - 0.35)
     return entropy(value) >= limit
 
+
+_DIGIT = lazy(r"[0-9]")
+_LETTER = lazy(r"[A-Za-z]")
 
 _ID_KEY = lazy(
     r"(?i)(?:^|[^a-z])(?:id|ids|uuid|guid|sha\d*|hash|digest|checksum|integrity|etag|commit|rev|version|path|file|url)$"

@@ -219,7 +219,59 @@ def enquiry(text: str) -> bool:
         return False
     if question(text) or asks_question(text) or asks_way(text) or supposes(text):
         return True
+    worded = _described(text) if "?" in text else text
+    if worded != text:  # a question whose verbs of work may only say what is asked about ("where is X used?")
+        asks = _ENQUIRES.search(text) or _TAGGED.search(text) or _YES_NO.match(text)
+        return asks is not None and _ACTION.search(worded) is None
     return _ENQUIRES.search(text) is not None and _ACTION.search(text) is None
+
+
+_DESCRIBED = lazy(
+    r"""\b(?:(?:is|are|was|were|been|being|be|'s|'re)(?:\s+(?:not|still|already|now|really|even))*
+            (?:\s+(?!(?:to|and|or|then)\b)[\w.@/-]+){0,2}?|
+        (?:recall|remember|see|saw|seen|notice|noticed)(?:\s+(?:it|this|that|them|me|you|us|him|her))?)
+        \s+(?=\w+(?:ed|en|ing)\b|(?:made|set|put|built|run|done|written)\b)(\w+)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+"""A verb that says what state a thing is in or what was seen happen, not work to do: a participle after a form
+of "be" ("is settings.Telemetry used", "the test is running", "is the cli adding this") or after a verb of
+seeing or remembering ("I don't recall adding it")."""
+
+_TAGGED = lazy(r",\s*(?:right|correct|yes|no|is\s*n'?t\s+it|are\s*n'?t\s+(?:they|we)|does\s*n'?t\s+it)\s*\?\s*$",
+               re.IGNORECASE)
+"""A statement turned into a question by its tag ("my local config is changed, right?"): it asks to confirm."""
+
+
+def _described(text: str) -> str:
+    """``text`` without the verbs that describe a state or what was seen (``_DESCRIBED``)."""
+    return _DESCRIBED.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)], text)
+
+
+_YES_NO = lazy(
+    _LEAD + r"(?:do|does|did|is|are|was|were|am|can|could|will|would|has|have|had|should|shall|may|might)\b",
+    re.IGNORECASE,
+)
+
+
+def yes_no_question(text: str) -> bool:
+    """Whether ``text`` asks a yes/no question that names no work (``enquiry``): it opens with "do we", "is it",
+    "can it" … and ends with "?", or a statement ends with a tag (", right?")."""
+    text = text.strip()
+    return (enquiry(text) and text.endswith("?")
+            and (_YES_NO.match(text) is not None or _TAGGED.search(text) is not None))
+
+
+_YES_OR_NO = lazy(
+    r"""^\W*(?:short\s+answer\s*[:,]\s*)?(?:yes|yeah|yep|yup|no|nope|exactly|correct|indeed|not\s+really|
+        not\s+quite)\b(?!\s+(?:problem|worries)\b)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def answers_yes_no(reply: str) -> bool:
+    """Whether the agent's ``reply`` opens with a yes or a no ("No, it's only the temp repo's config", "No merge
+    conflicts — …", "Exactly."): the direct answer to a yes/no question ("no problem" is none)."""
+    return _YES_OR_NO.match(reply) is not None
 
 
 _ASKS_WAY = lazy(
@@ -429,14 +481,16 @@ def branch_move(text: str) -> str | None:
 _DECLINES = lazy(
     r"""^\W*(?:short\s+answer\s*:\s*|in\s+short\s*[:,]\s*)?(?:no\b|nope\b|not\s+really\b|unfortunately\b|sadly\b|
         (?:we|you|i)\s+(?:can\s*n'?t|can\s*not|cannot)\b|(?:we|it)\s+already\s+(?:do|does)\b|
-        (?:that|it|this)\s+(?:wo\s*n'?t|would\s*n'?t|ca\s*n'?t|can\s*not|cannot)\s+(?:work|help)\b)""",
+        (?:that|it|this)\s+(?:wo\s*n'?t|would\s*n'?t|ca\s*n'?t|can\s*not|cannot)\s+(?:work|help)\b|
+        (?:that|it|this)(?:'d|'s|\s+would|\s+will|\s+is)\s+(?:be\s+)?(?:risky|dangerous|unsafe|a\s+bad\s+idea|
+            not\s+(?:a\s+good\s+idea|safe|worth\s+it))\b)""",
     re.IGNORECASE | re.VERBOSE,
 )
 
 
 def declines(reply: str) -> bool:
     """Whether the agent's ``reply`` opens by answering no ("No — and the reason is ordering", "Short answer: we
-    already do"): what the question proposed is not to be done."""
+    already do", "That would be risky."): what the question proposed is not to be done."""
     return _DECLINES.match(reply) is not None
 
 

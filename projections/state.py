@@ -36,6 +36,7 @@ from projections.intent import (
     ENQUIRY_MAX,
     acknowledgement,
     agrees,
+    answers_yes_no,
     asks_redo,
     branch_move,
     calls_off,
@@ -52,9 +53,10 @@ from projections.intent import (
     says_works,
     singular,
     withdrawal,
+    yes_no_question,
 )
 
-FOLD_VERSION = 11
+FOLD_VERSION = 12
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -452,6 +454,22 @@ def _resolved(
     return tuple(resolved)
 
 
+_CONFLICTED = ("fix conflicts and then commit the result", "Automatic merge failed")
+"""What git prints when a merge (``git merge``, ``git pull``) stops on conflicts: it waits for a commit."""
+
+
+def _merge_concluded(failures: tuple[Failure, ...], line: str, position: int) -> tuple[Failure, ...]:
+    """``failures`` with the open merges that stopped on conflicts resolved once a ``git commit`` (or ``git merge
+    --continue``) passed after them: git said the merge ends with a commit, and the commit made it (``git add f &&
+    git commit -m 'Merge origin/main …' && git push``). A merge given up (``git merge --abort``) is not this."""
+    heads = chain_heads(line)
+    if "git commit" not in heads and not ("git merge" in heads and "--continue" in line.split()):
+        return failures
+    return tuple(f.model_copy(update={"resolved_at": position})
+                 if f.resolved_at is None and f.key.startswith("cmd:") and any(c in f.output_tail for c in _CONFLICTED)
+                 else f for f in failures)
+
+
 def _remote_done(
     state: TaskState, failures: tuple[Failure, ...], event: ev.CommandRan, line: str, position: int
 ) -> dict[str, Any]:
@@ -637,7 +655,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                                   output_tail=rec.output_tail)
                 update["failures"] = _failed(state.failures, failure)
             elif event.exit_code == 0:
-                update["failures"] = _resolved(state.failures, (key,), pos, line=line)
+                update["failures"] = _merge_concluded(_resolved(state.failures, (key,), pos, line=line), line, pos)
                 update.update(_remote_done(state, update["failures"], event, line, pos))
             update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
             return update
@@ -779,7 +797,10 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             summary = shown(event.summary)
             return {"compaction": Compaction(position=pos, at=at, trigger=event.trigger, summary=summary)}
         case ev.AgentReplied():
-            return {**_checked(state, pos), "last_reply": Reply(position=pos, at=at, text=shown(event.text))}
+            replied = shown(event.text)
+            checked = _checked(state, pos)
+            answered = _said_yes_or_no(state.model_copy(update=checked) if checked else state, replied, pos)
+            return {**checked, **answered, "last_reply": Reply(position=pos, at=at, text=replied)}
         case ev.StatusChanged():
             return {"status": event.status, "status_reason": event.reason}
         case ev.NoteAdded():
@@ -883,8 +904,9 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
       failure and the agent spoke since, when the new words share no word with it ("the scrollback still
       does not work" is about something else; "the server still does not start" is not);
     - a question that proposes a change ("Can we not capture the Ctrl+C and kill the daemon first?"), once the
-      agent's answer opened with no ("No — the dialog fires before any exit hook") and the user's next words
-      accept it ("Okay, … I agree with the observations"): the proposal is settled, not to be done.
+      agent's answer opened with no ("No — the dialog fires before any exit hook", "That would be risky") and the
+      user's next words accept it ("Okay, … I agree with the observations") or ask for other work that shares no
+      word with it ("make a PR for this"): the proposal is settled, not to be done.
 
     A withdrawal is its own rule."""
     reply = state.last_reply
@@ -912,8 +934,10 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
         elif (branch := branch_move(r.text)) is not None and (moved_at := _switched(state, branch, said)):
             why = f"done: the agent moved to branch {branch} at [{moved_at}]; the user moved on at [{pos}]"
         elif (replied and reply is not None and _proposal(r.text) and declines(reply.text)
-              and agrees(event.text)):
-            why = f"answered no at [{reply.position}]; the user agreed at [{pos}]"
+              and (agrees(event.text) or (work and not _words(r.text) & _words(event.text)))):
+            # Agreeing settles it; so does asking for other work that takes none of the proposal up.
+            how = "agreed" if agrees(event.text) else "asked for other work"
+            why = f"answered no at [{reply.position}]; the user {how} at [{pos}]"
         else:
             continue
         moved.append(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}))
@@ -1092,6 +1116,20 @@ def _checked(state: TaskState, position: int) -> dict[str, Any]:
     moved = [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": why})
              for r in state.requirements if max(r.position, r.changed_at or 0) < done and enquiry(r.text)]
     return _moved_out(state, moved)
+
+
+def _said_yes_or_no(state: TaskState, reply: str, position: int) -> dict[str, Any]:
+    """The user's latest words asked a yes/no question that names no work ("do we have another merge conflict
+    now?", "… my local git config is messed up, right?") and the agent answers it with a yes or a no ("No, it's only
+    the temp repo's config"), having changed no file since: the question is answered. It moves to the withdrawn
+    ones; a question that asked for a change is a request, and one the agent changed files for is other work."""
+    if state.changes_since_intent or not state.requirements or not answers_yes_no(reply):
+        return {}
+    latest = state.requirements[-1]
+    if max(latest.position, latest.changed_at or 0) != state.last_intent or not yes_no_question(latest.text):
+        return {}
+    why = f"answered at [{position}]: {one_line(reply, 100)}"
+    return _moved_out(state, [latest.model_copy(update={"withdrawn_at": position, "withdrawn_because": why})])
 
 
 def _gone_with(failures: tuple[Failure, ...], path: str, position: int) -> tuple[Failure, ...]:

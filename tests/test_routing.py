@@ -119,10 +119,10 @@ def test_two_projects_get_two_tasks_and_neither_sees_the_other(home: Path, tmp_p
 def test_a_done_task_takes_no_new_prompt_and_stays_done(home: Path, tmp_path: Path, location: Location) -> None:
     app = _repo(tmp_path, "app")
     send(home, app, "s-1", "UserPromptSubmit", prompt="Add a dark mode toggle")
-    run_here("done", home=home, cwd=app, check=True)  # the person's commands in this process; the hooks not
+    run_trail("done", home=home, cwd=app, check=True)  # a process in the project's folder, as a person runs it
     assert injected(send(home, app, "s-2", "SessionStart", source="startup")) == ""  # nothing open to resume
     send(home, app, "s-2", "UserPromptSubmit", prompt="Now add a high-contrast theme")
-    run_here("list", home=home, check=True)  # folds the inbox in
+    run_here("list", home=home, check=True)  # folds the inbox in (reads and set-up in this process)
 
     with _opened(location) as ledger:
         first, second = (ledger.state(e.task_id) for e in ledger.entries())

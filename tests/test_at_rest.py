@@ -61,18 +61,22 @@ def _record(home: Path, count: int, run: Callable[..., Any] = run_trail) -> None
 def test_no_planted_byte_at_rest_and_every_read_works(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAIL_CIPHER_KEY", _key())
     monkeypatch.setenv("TRAIL_SNAPSHOT_EVERY", "2")  # task and view snapshots, registry's too
-    _record(home, 4)
-    reads = [("resume",), ("resume", "1"), ("log", "1", "--json"), ("show", "1"), ("replay", "1", "--at", "4"),
-             ("find", PLANT), ("query", "SELECT payload FROM events"), ("stats", "files"), ("list",)]
-    for args in reads:
-        proc = run_trail(*args, home=home)
+    _record(home, 4, run=run_here)
+    # Each read opens the ledger afresh under the key, in this process; `resume` (the brief cache's path before
+    # the click app) and the reads after the compaction each in a process of their own.
+    reads = [(run_trail, ("resume",)), (run_here, ("resume", "1")), (run_here, ("log", "1", "--json")),
+             (run_here, ("show", "1")), (run_here, ("replay", "1", "--at", "4")), (run_here, ("find", PLANT)),
+             (run_here, ("query", "SELECT payload FROM events")), (run_here, ("stats", "files")),
+             (run_here, ("list",))]
+    for run, args in reads:
+        proc = run(*args, home=home)
         assert proc.returncode == 0, (args, proc.stderr)
         assert PLANT in proc.stdout or args[0] in ("stats", "list"), (args, proc.stdout)
     assert run_trail("compact", "1", "--before", "6", home=home).returncode == 0
     assert PLANT in run_trail("log", "1", "--json", home=home, check=True).stdout  # archived events read back
     verified = run_trail("verify", home=home)
     assert verified.returncode == 0, verified.stderr
-    assert run_trail("compact", "1", "--verify", home=home).returncode == 0
+    assert run_here("compact", "1", "--verify", home=home).returncode == 0
 
     location = resolve()
     files = _files_bytes(home)
@@ -122,13 +126,15 @@ def test_key_file_and_wrong_missing_and_unexpected_keys(home: Path, monkeypatch:
             else:
                 monkeypatch.setenv(name, value)
         for args in commands:
-            proc = run_trail(*args, home=home)
+            # Each case's write in a process of its own (exit status and stderr as the shell sees them); the
+            # other commands in this one, through the same main, each opening the ledger afresh.
+            proc = (run_trail if args == ("note", "more") else run_here)(*args, home=home)
             assert proc.returncode == code and said in proc.stderr, (change, args, proc.returncode, proc.stderr)
             assert proc.stderr.count("\n") == 1 and proc.stdout == "", (change, args, proc.stderr)
         monkeypatch.setenv("TRAIL_CIPHER_KEY_FILE", str(key_file))
         monkeypatch.delenv("TRAIL_CIPHER_KEY", raising=False)
     assert _stored(location) == before, "a refused key wrote nothing"
-    assert run_trail("verify", home=home).returncode == 0
+    assert run_here("verify", home=home).returncode == 0
 
 
 def _stored(location: Location) -> list[Any]:
@@ -140,7 +146,7 @@ def _stored(location: Location) -> list[Any]:
 
 
 def test_a_plain_ledger_with_a_key_set_is_one_line(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run_trail("start", "plain", home=home, check=True)
+    run_here("start", "plain", home=home, check=True)
     monkeypatch.setenv("TRAIL_CIPHER_KEY", _key())
     proc = run_trail("resume", home=home)
     assert proc.returncode == 4 and proc.stderr.count("\n") == 1, proc.stderr
@@ -158,7 +164,7 @@ def test_forget_redaction_and_gc_keep_working_encrypted(home: Path, monkeypatch:
               home=home, check=True)
     run_here("start", "two", home=home, check=True)
     run_here("note", "kept", home=home, check=True)
-    log = run_trail("log", "1", "--json", home=home, check=True).stdout
+    log = run_here("log", "1", "--json", home=home, check=True).stdout  # the reads in this process
     assert secret not in log and "REDACTED" in log and PLANT * 40 in log
     location = resolve()
     app = open_ledger(location)
@@ -167,13 +173,13 @@ def test_forget_redaction_and_gc_keep_working_encrypted(home: Path, monkeypatch:
     finally:
         app.close()
     assert collected.payloads >= 1
-    assert PLANT * 40 not in run_trail("log", "1", "--json", home=home, check=True).stdout
+    assert PLANT * 40 not in run_here("log", "1", "--json", home=home, check=True).stdout
     forgot = run_trail("forget", "1", "--yes", home=home)
     assert forgot.returncode == 0, forgot.stderr
-    assert PLANT not in run_trail("list", home=home, check=True).stdout
+    assert PLANT not in run_here("list", home=home, check=True).stdout
     verified = run_trail("verify", home=home)
     assert verified.returncode == 0, verified.stderr
-    assert "kept" in run_trail("resume", "2", home=home, check=True).stdout
+    assert "kept" in run_here("resume", "2", home=home, check=True).stdout
     if location.is_postgres:
         assert PLANT.encode() not in _pg_bytes(location)
     assert [n for n, data in _files_bytes(home).items() if PLANT.encode() in data] == []
@@ -199,11 +205,11 @@ def test_key_new_prints_and_writes_a_private_file_never_over_one(tmp_path: Path)
 
 def test_migrate_plain_to_encrypted_and_back(home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                              new_store: Any) -> None:
-    _record(home, 4, run=run_here)
-    assert run_trail("compact", "1", "--before", "4", home=home).returncode == 0
+    _record(home, 4, run=run_here)  # set-up and the reads after each migration in this process; migrations not
+    assert run_here("compact", "1", "--before", "4", home=home).returncode == 0
     source = os.environ.get("TRAIL_DATABASE_URL") or str(home / "ledger.db")
     key = tmp_path / "key"
-    assert run_trail("key", "new", "--out", str(key), home=home).returncode == 0
+    assert run_here("key", "new", "--out", str(key), home=home).returncode == 0
     encrypted = tmp_path / "enc.db"
     moved = run_trail("migrate", "--from", source, "--to", str(encrypted), "--to-key-file", str(key), home=home)
     assert moved.returncode == 0, moved.stderr
@@ -212,19 +218,19 @@ def test_migrate_plain_to_encrypted_and_back(home: Path, monkeypatch: pytest.Mon
     assert run_trail("--db", str(encrypted), "log", "1", home=home).returncode == 4  # no key: one line
 
     monkeypatch.setenv("TRAIL_CIPHER_KEY_FILE", str(key))
-    assert run_trail("--db", str(encrypted), "verify", home=home).returncode == 0
-    assert PLANT in run_trail("--db", str(encrypted), "log", "1", home=home, check=True).stdout
+    assert run_here("--db", str(encrypted), "verify", home=home).returncode == 0
+    assert PLANT in run_here("--db", str(encrypted), "log", "1", home=home, check=True).stdout
     # Encrypted to encrypted under the same key (to PostgreSQL on that backend): the bytes move as they are.
     again = new_store() if os.environ.get("TRAIL_DATABASE_URL") else str(tmp_path / "enc2.db")
     assert run_trail("migrate", "--from", str(encrypted), "--to", again, home=home).returncode == 0
     if again.startswith("postgresql"):
         assert PLANT.encode() not in _pg_bytes(resolve(again))
-    assert PLANT in run_trail("--db", again, "log", "1", home=home, check=True).stdout
+    assert PLANT in run_here("--db", again, "log", "1", home=home, check=True).stdout
     back = tmp_path / "back.db"
     assert run_trail("migrate", "--from", again, "--to", str(back), "--to-plain", home=home).returncode == 0
     monkeypatch.delenv("TRAIL_CIPHER_KEY_FILE")
-    assert run_trail("--db", str(back), "verify", home=home).returncode == 0
-    assert PLANT in run_trail("--db", str(back), "log", "1", home=home, check=True).stdout
+    assert run_here("--db", str(back), "verify", home=home).returncode == 0
+    assert PLANT in run_here("--db", str(back), "log", "1", home=home, check=True).stdout
 
 
 def test_either_aes_package_reads_what_the_other_wrote(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -289,14 +289,17 @@ def test_kill_9_at_every_step_of_four_compactions_in_a_row(tmp_path: Path) -> No
     killed at every one of its crash points in turn (``archive.STEPS``, no timing involved) before
     it is let finish; every time the ledger opens, verifies and answers as before."""
     db = tmp_path / "ledger.db"
-    total = 6_000  # twelve snapshots and four archives; nothing in compaction depends on a larger size
-    with Ledger(env=_env(db, 500)) as ledger:
+    # Twelve snapshots and four archives, as 6,000 events with a snapshot every 500 had (and 20,000 before):
+    # nothing in compaction or its crash points depends on a larger size. The boundaries and the last
+    # assertion's ratio (under a fifth left live) scale with the size.
+    total, every = 3_000, 250
+    with Ledger(env=_env(db, every)) as ledger:
         task = _fill(ledger, total)
         probes = sorted(random.Random(5).sample(range(1, total + 1), 12))
         expected = {n: ledger.state(task, at=n) for n in probes}
         events = list(ledger.task_events(task))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAIL_HOME": str(tmp_path / "home")}
-    boundaries = [1_500, 3_000, 4_500, 5_700]
+    boundaries = [750, 1_500, 2_250, 2_850]
     kills = 0
     verified: set[str] = set()  # what verify reads of what a kill left (``_verified_input``), once it verified
     for before in boundaries:
@@ -307,7 +310,7 @@ def test_kill_9_at_every_step_of_four_compactions_in_a_row(tmp_path: Path) -> No
                                     timeout=120)
             assert killed.returncode == -9, (step, killed.stderr)
             kills += 1
-            with Ledger(env=_env(db, 500)) as ledger:
+            with Ledger(env=_env(db, every)) as ledger:
                 # Only the last step's kill leaves the rows swapped for the archive.
                 assert (archived.live_from(ledger, task) == before) == (step == "committed"), step
                 # Verifying re-hashes and re-folds every event; a kill before the commit mostly leaves
@@ -319,8 +322,8 @@ def test_kill_9_at_every_step_of_four_compactions_in_a_row(tmp_path: Path) -> No
                 assert {n: ledger.state(task, at=n) for n in probes} == expected, step
     # Killed after its commit, each compaction was done: the next went on from it.
     assert kills == len(boundaries) * len(archive.STEPS)
-    with Ledger(env=_env(db, 500)) as ledger:
-        assert [a.last for a in archived.archives(ledger, task)][-1] == 5_699
+    with Ledger(env=_env(db, every)) as ledger:
+        assert [a.last for a in archived.archives(ledger, task)][-1] == 2_849
         assert [e for e in ledger.task_events(task) if not isinstance(e, ev.EventsArchived)] == events
         assert {n: ledger.state(task, at=n) for n in probes} == expected
         assert _live_rows(db, task) < total // 5

@@ -7,13 +7,14 @@ import os
 import sqlite3
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ledger.base.location import Location
-from tests.conftest import run_here, run_trail
+from ledger.base.location import Location, resolve
+from tests.conftest import BACKENDS, POSTGRES_URL, drop_schemas, run_here, run_trail, with_schema
 from tests.stores import stored_rows
 
 
@@ -27,6 +28,31 @@ def two_tasks(home: Path, location: Location) -> Location:
     run_here("start", "Port the parser", home=home, check=True)  # set-up, in this process
     run_here("start", "Port the lexer", home=home, check=True)
     return location
+
+
+def _home_files(home: Path) -> dict[str, bytes]:
+    """The home's files but the SQLite ledger's own (its rows are ``_digest``'s; the WAL is their journal)."""
+    return {str(p): p.read_bytes() for p in sorted(home.rglob("*"))
+            if p.is_file() and not p.name.startswith("ledger.db")}
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_two_tasks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
+        tuple[Path, str | None]]:
+    """Two tasks on each backend, made once for the refusals below: each of them checks that it left the rows
+    and the home's files as they were, so every one meets the ledger the first met."""
+    url: str | None = None
+    if request.param == "postgres":
+        if not POSTGRES_URL:
+            pytest.skip("TRAIL_TEST_POSTGRES_URL is not set (.ci/run starts a server and sets it)")
+        schema = f"t_{uuid.uuid4().hex[:16]}"
+        url = with_schema(POSTGRES_URL, schema)
+    home = tmp_path_factory.mktemp("two-tasks") / "home"
+    for title in ("Port the parser", "Port the lexer"):  # set-up, in this process
+        run_here("start", title, home=home, check=True, env={"TRAIL_DATABASE_URL": url})
+    yield home, url
+    if url is not None:
+        drop_schemas([schema])
 
 
 @pytest.mark.parametrize(
@@ -47,15 +73,22 @@ def two_tasks(home: Path, location: Location) -> Location:
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(
-    home: Path, two_tasks: Location, args: list[str], message: str
+    shared_two_tasks: tuple[Path, str | None], monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
 ) -> None:
-    before = _digest(two_tasks)
+    home, url = shared_two_tasks
+    monkeypatch.delenv("TRAIL_DB", raising=False)
+    if url is None:
+        monkeypatch.delenv("TRAIL_DATABASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("TRAIL_DATABASE_URL", url)
+    location = resolve(url or str(home / "ledger.db"))
+    before, files = _digest(location), _home_files(home)
     proc = run_trail(*args, home=home)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("trail: ") and message in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
-    assert _digest(two_tasks) == before
+    assert _digest(location) == before and _home_files(home) == files
 
 
 def test_no_active_task(home: Path) -> None:
@@ -65,7 +98,7 @@ def test_no_active_task(home: Path) -> None:
 
 
 def test_second_attempt_needs_the_first_ended(home: Path, two_tasks: Location) -> None:
-    run_trail("attempt", "first idea", home=home, check=True)
+    run_here("attempt", "first idea", home=home, check=True)  # set-up, in this process
     proc = run_trail("attempt", "second idea", home=home)
     assert proc.returncode == 3 and "attempt at position 2 is still open" in proc.stderr
 
@@ -164,8 +197,10 @@ def test_only_a_command_that_begins_tasks_creates_a_named_ledger(tmp_path: Path,
     target.touch()  # an empty file is no ledger yet either, and stays empty
     _refused(run_trail("--db", str(target), *args, home=tmp_path / "home"), f"no ledger at {target}", "empty")
     assert _tree(tmp_path) == {"x.db": b""}
-    run_trail("--db", str(target), "start", "first", home=tmp_path / "home", check=True)
-    assert run_trail("--db", str(target), *args[:1], home=tmp_path / "home").returncode in (0, 2)  # 2: why/note args
+    # Once a task is begun there (set-up, in this process) the same command reads it: in this process too, as
+    # the refusals above are what is under test here.
+    run_here("--db", str(target), "start", "first", home=tmp_path / "home", check=True)
+    assert run_here("--db", str(target), *args[:1], home=tmp_path / "home").returncode in (0, 2)  # 2: why/note args
 
 
 def _other_file(path: Path, kind: str) -> None:

@@ -12,7 +12,7 @@ from ledger.app.store import open_ledger
 from ledger.base.location import Location
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 
 
 def _two_tasks(location: Location) -> None:
@@ -29,7 +29,9 @@ def _two_tasks(location: Location) -> None:
 
 
 def _found(home: Path, *words: str) -> list[dict[str, Any]]:
-    done = run_trail("find", *words, "--json", home=home, check=True)
+    """`trail find WORDS --json`'s tasks, in this process (each call opens the ledger afresh): what is checked is
+    what find matches and ranks; the text answers and usage errors below are processes of their own."""
+    done = run_here("find", *words, "--json", home=home, check=True)
     return list(json.loads(done.stdout))
 
 

@@ -57,18 +57,19 @@ def test_forget_leaves_no_byte_of_the_task_anywhere(home: Path, tmp_path: Path, 
 
     assert _files_with_marker(home) == []
     assert _files_with_marker(work.parent / "home") == []
-    listing = run_trail("list", "--json", home=home, check=True).stdout
+    # The forgets above in processes of their own; the reads after them in this one, each opening it afresh.
+    listing = run_here("list", "--json", home=home, check=True).stdout
     assert [t["number"] for t in json.loads(listing)] == [1]
-    assert run_trail("resume", "2", home=home).returncode == 2
-    assert run_trail("verify", home=home).returncode == 0
+    assert run_here("resume", "2", home=home).returncode == 2
+    assert run_here("verify", home=home).returncode == 0
     assert chain_breaks(stored_rows(location)) == []
     # The ledger's own history says a task was forgotten, without saying what it was.
     db = sqlite3.connect(location.sqlite_path)
     tomb = db.execute("SELECT state FROM stored_events WHERE topic = 'tasktrail/TaskForgotten'").fetchone()[0]
     assert b'"number":2' in tomb and b"title_sha256" in tomb and MARKER.encode() not in tomb
     # Numbers are not reused, and the survivor is intact.
-    assert "Started #3" in run_trail("start", "after", home=home, check=True).stdout
-    kept = json.loads(run_trail("resume", "1", "--json", home=home, check=True).stdout)["state"]
+    assert "Started #3" in run_here("start", "after", home=home, check=True).stdout
+    kept = json.loads(run_here("resume", "1", "--json", home=home, check=True).stdout)["state"]
     assert kept["requirements"][0]["text"] == "a requirement that must survive"
 
 
@@ -85,7 +86,7 @@ def test_forget_on_any_store_and_retention(home: Path, tmp_path: Path, location:
     assert "No task idle longer than 1d" in run_trail("forget", "--older-than", "1d", "--yes", home=home).stdout
     gone = json.loads(run_trail("forget", "--older-than", "0m", "--yes", "--json", home=home, check=True).stdout)
     assert [g["number"] for g in gone] == [1]
-    assert json.loads(run_trail("list", "--json", home=home, check=True).stdout) == []
+    assert json.loads(run_here("list", "--json", home=home, check=True).stdout) == []
     bad = run_trail("forget", home=home)
     assert bad.returncode == 2 and "give a TASK or --older-than" in bad.stderr
 
@@ -115,8 +116,8 @@ def test_a_missing_or_corrupt_archive_warns_and_never_blocks_forgetting(
     # What the live log held is gone all the same (its diff blob too), and the archive file with it.
     assert _files_with_marker(home) == []
     assert not archived.exists()
-    assert run_trail("verify", home=home).returncode == 0
-    assert [t["number"] for t in json.loads(run_trail("list", "--json", home=home, check=True).stdout)] == [1]
+    assert run_here("verify", home=home).returncode == 0  # the reads after the forget in this process
+    assert [t["number"] for t in json.loads(run_here("list", "--json", home=home, check=True).stdout)] == [1]
 
 
 @pytest.mark.sqlite_only("an age is refused while the command line is parsed, before a store is opened")
@@ -129,7 +130,7 @@ def test_an_age_too_long_ago_is_one_line(home: Path) -> None:
         assert len(bad.stderr.splitlines()) == 1, (args, bad.stderr)
         assert f"{args[0]}: Invalid value for '--older-than': " in bad.stderr, (args, bad.stderr)
         assert "year 1" in bad.stderr or "'3w' is not an age" in bad.stderr, (args, bad.stderr)
-    assert json.loads(run_trail("list", "--json", home=home, check=True).stdout)[0]["number"] == 1
+    assert json.loads(run_here("list", "--json", home=home, check=True).stdout)[0]["number"] == 1
 
 
 def test_a_forget_reaches_another_machines_read_model_on_its_next_refresh(
@@ -156,7 +157,7 @@ def test_a_forget_reaches_another_machines_read_model_on_its_next_refresh(
         return [row for row in rows if row[1]]
 
     assert {table for table, _ in marked()} >= {"tasks", "events"}  # the control: the other model holds it
-    run_trail("query", "SELECT count(*) FROM tasks", home=home, check=True)  # this machine's model too
+    run_here("query", "SELECT count(*) FROM tasks", home=home, check=True)  # this machine's model too (set-up)
     run_trail("forget", "2", "--yes", home=home, check=True)
     assert marked() == []
     kept = readmodel.query(other, "SELECT title FROM tasks")

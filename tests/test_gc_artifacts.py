@@ -11,7 +11,7 @@ from ledger.base.location import Location
 from ledger.domain import events as ev
 from ledger.domain.bounds import DIFF, bound
 from projections.state import replay
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.stores import stored_rows
 
 
@@ -40,7 +40,8 @@ def test_gc_collects_old_bulky_payloads_and_keeps_everything_else(home: Path, lo
     with open_ledger(location) as app:
         assert app.store.file_bytes() < size_before  # the space is given back
 
-    assert run_trail("verify", home=home).returncode == 0  # the chain covers tails only by hash
+    # The reads after the collection in this process (each opening the ledger afresh); each collection its own.
+    assert run_here("verify", home=home).returncode == 0  # the chain covers tails only by hash
     app = open_ledger(location)
     after = list(app.task_events(task.id))
     # The events stay, plus the record of the collection, made before any tail went (verify needs it).
@@ -57,9 +58,9 @@ def test_gc_collects_old_bulky_payloads_and_keeps_everything_else(home: Path, lo
     assert app.state(task.id) == replay(after)
     assert "bytes collected by gc-artifacts" in app.state(task.id).commands[-2].output_tail
     app.close()
-    why = json.loads(run_trail("why", "m.py", "--json", home=home, check=True).stdout)["changes"][0]
+    why = json.loads(run_here("why", "m.py", "--json", home=home, check=True).stdout)["changes"][0]
     assert why["diff_collected"] is True and why["intent"]["text"] == "make the build pass"
-    assert "diff, collected" in run_trail("log", "1", "--type", "FileChanged", home=home, check=True).stdout
+    assert "diff, collected" in run_here("log", "1", "--type", "FileChanged", home=home, check=True).stdout
     # Nothing is old enough for a day-long cutoff, and a second run finds nothing left to do.
     assert "collected 0 payloads" in run_trail("compact", "--gc-artifacts", "--older-than", "1d", home=home).stdout
     assert "collected 0 payloads" in run_trail("compact", "--gc-artifacts", "--older-than", "0m", home=home).stdout

@@ -147,15 +147,15 @@ def test_nasty_hook_payloads_never_block_and_never_crash(home: Path) -> None:
         proc = _hook(home, payload)
         assert proc.returncode == 0
         assert len(proc.stderr.decode().strip().splitlines()) <= 1
-    listing = run_trail("list", home=home)  # folds the inbox in
+    listing = run_here("list", home=home)  # folds the inbox in (the reads after the hooks in this process)
     assert listing.returncode == 0, listing.stderr
-    state = json.loads(run_trail("resume", "1", "--json", home=home, check=True).stdout)["state"]
+    state = json.loads(run_here("resume", "1", "--json", home=home, check=True).stdout)["state"]
     assert state["commands_total"] == 1 and state["commands"][0]["line"] == "python gen.py"
     db = home / "ledger.db"
     subprocess.run([sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(db)!r}).execute("
                     "'PRAGMA wal_checkpoint(TRUNCATE)')"], check=True)
     assert db.stat().st_size < 5 * 1024 * 1024  # the folded inbox row is gone; the event is bounded
-    run_trail("verify", home=home, check=True)
+    run_here("verify", home=home, check=True)
 
 
 def test_hook_with_no_ledger_dir_yet(tmp_path: Path) -> None:
@@ -215,9 +215,9 @@ def test_deep_hook_payload_is_refused_in_one_line_and_doctor_says_so(home: Path)
     lines_ = doctor.stderr.strip().splitlines()
     assert len(lines_) == 1 and letters[0].name in lines_[0] and f"nested deeper than {MAX_DEPTH}" in lines_[0]
     assert letters[0].exists()  # still there for whoever looks, never half-replayed
-    state = json.loads(run_trail("resume", "1", "--json", home=home, check=True).stdout)["state"]
-    assert state["counts"].get("ToolCalled") == 1  # the payload within the bound landed
-    run_trail("verify", home=home, check=True)
+    state = json.loads(run_here("resume", "1", "--json", home=home, check=True).stdout)["state"]
+    assert state["counts"].get("ToolCalled") == 1  # the payload within the bound landed (read in this process)
+    run_here("verify", home=home, check=True)
 
 
 # The child's own high-water mark (VmHWM, kB) from /proc: ``ru_maxrss`` keeps the largest RSS across
@@ -314,7 +314,7 @@ def test_every_bad_number_or_date_is_one_line_and_changes_nothing(home: Path, tm
     monkeypatch.chdir(tmp_path)
     run_here("start", "numbers", home=home, cwd=tmp_path, check=True)
     run_here("require", "a requirement", home=home, cwd=tmp_path, check=True)
-    before = run_trail("log", "1", "--json", home=home, cwd=tmp_path, check=True).stdout
+    before = run_here("log", "1", "--json", home=home, cwd=tmp_path, check=True).stdout  # reads: in this process
     held = []
     for args in BAD_OPTIONS:
         result = CliRunner().invoke(cli, args)
@@ -323,8 +323,8 @@ def test_every_bad_number_or_date_is_one_line_and_changes_nothing(home: Path, tm
         assert len(lines_) == 1 and "Traceback" not in result.output, (args, result.stderr)
         held.append(args)
     assert len(held) == len(BAD_OPTIONS)
-    assert run_trail("log", "1", "--json", home=home, cwd=tmp_path, check=True).stdout == before
-    run_trail("verify", home=home, cwd=tmp_path, check=True)
+    assert run_here("log", "1", "--json", home=home, cwd=tmp_path, check=True).stdout == before
+    run_here("verify", home=home, cwd=tmp_path, check=True)
 
 
 @pytest.mark.sqlite_only("one backend is enough: this is about how stored text is shown")

@@ -19,7 +19,7 @@ from ledger.base.location import Location
 from ledger.domain import registry as reg
 from ledger.domain.registry import REGISTRY_ID
 from ledger.domain.task import task_id_for
-from tests.conftest import run_trail
+from tests.conftest import run_here, run_trail
 from tests.test_tamper import _execute
 
 
@@ -56,10 +56,11 @@ def _forged_tombstone(number: int, task_hex: str) -> dict[str, Any]:
 
 
 def _live_task_survives(home: Path) -> None:
-    listed = run_trail("list", "--json", home=home)
+    """Task #1 still listed and read (in this process: the refusals before it are what each test is about)."""
+    listed = run_here("list", "--json", home=home)
     assert listed.returncode == 0, listed.stderr
     assert 1 in [t["number"] for t in json.loads(listed.stdout)]
-    assert "end of day" in run_trail("resume", "1", home=home, check=True).stdout
+    assert "end of day" in run_here("resume", "1", home=home, check=True).stdout
 
 
 def test_an_untouched_task_list_verifies_with_its_chain_and_anchor(home: Path, location: Location) -> None:
@@ -162,7 +163,7 @@ def test_a_ledger_from_before_the_chain_works_and_chains_from_its_first_new_even
     code, report, stderr = _task_list_report(home)
     assert code == 0 and report["ok"], stderr
     _live_task_survives(home)
-    run_trail("start", "Third task", home=home, check=True)  # the first chained event covers the older ones
+    run_here("start", "Third task", home=home, check=True)  # the first chained event covers the older ones
     rows = _registry_rows(location)
     assert [bool(s.get("chain")) for _, _, s in rows] == [False, False, False, True]
     code, report, stderr = _task_list_report(home)
@@ -194,7 +195,7 @@ def test_an_older_entry_holding_the_title_unstripped_still_lists(home: Path, loc
 
 def test_a_dropped_anchor_table_is_a_break_not_refilled(home: Path, location: Location) -> None:
     _setup(location)
-    run_trail("switch", "1", home=home, check=True)
+    run_here("switch", "1", home=home, check=True)  # set-up, in this process
     _execute(location, "DELETE FROM {events} WHERE originator_id = %s AND originator_version > 17",
              (task_id_for(1),))  # cut the tail first, so a refill from the log would hide it
     _execute(location, "DROP TABLE {heads}", ())

@@ -175,13 +175,18 @@ def _entropy_match(match: re.Match[str]) -> bool:
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _ID_SEGMENT = lazy(r"/(?:" + _UUID + r"|[0-9a-fA-F]{7,})(?=/|$)|(?<![0-9a-zA-Z])" + _UUID + r"(?![0-9a-zA-Z])")
 """A UUID or hex segment of a path (a commit, a content hash), with its slash; or a UUID inside one."""
-_SECRET_SEGMENT = lazy(r"(?i)key|token|secret|passw|auth|credential|hook|cookie|signature")
-"""A word in a key or a path segment that says the id beside it may be a secret (``/hooks/<uuid>``)."""
+_SECRET_WORDS = ("key", "token", "secret", "passw", "auth", "credential", "hook", "cookie", "signature")
+"""Words in a key or a path segment that say the id beside it may be a secret (``/hooks/<uuid>``)."""
+
+
+def _names_secret(text: str) -> bool:
+    lower = text.lower()
+    return any(word in lower for word in _SECRET_WORDS)  # a substring test each: far cheaper than a regex
 
 
 def _without_ids(value: str) -> str:
     """A path run with its UUID and hex segments taken out (the whole run when a segment names a secret)."""
-    if _SECRET_SEGMENT.search(value):
+    if _names_secret(value):
         return value
     return _ID_SEGMENT.sub("", value)
 
@@ -190,7 +195,7 @@ def _file_path_at(text: str, start: int, key: str) -> bool:
     """Whether the run at ``start`` (it starts with ``/``) is a rooted file-system path: ``/x`` after a
     quote, a space or ``=``, or ``C:/x`` after a drive letter; not ``//`` (a URL, a share), not after a
     key that names a secret."""
-    if text.startswith("//", start) or _SECRET_SEGMENT.search(key):
+    if text.startswith("//", start) or _names_secret(key):
         return False
     before = text[start - 1] if start else ""
     if before == ":":  # a drive letter alone before it, not a host or a scheme
@@ -322,10 +327,13 @@ def _wrapped_block(block: list[str], width: int) -> bool:
 
 
 def _path_lines(block: list[str]) -> bool:
-    """Whether every line is a rooted path whose words, its UUID and hex segments set aside, are no key (a
-    diff's mark before it, if any, read off)."""
+    """Whether every line is a rooted path (a diff's mark before it, if any, read off) and the lines' words,
+    their UUID and hex segments set aside, are no key: judged together, one entropy for the block (a line
+    at a time cost a 1 MiB listing twice the time of the rest of redaction)."""
     paths = [line[1:] if line[0] in "+-" else line for line in block]
-    return all(path[:1] == "/" and path[1:2] != "/" and not high_entropy(_without_ids(path)) for path in paths)
+    if not all(path[:1] == "/" and path[1:2] != "/" for path in paths):
+        return False
+    return not high_entropy("".join(_without_ids(path) for path in paths))
 
 
 _BASE64_VERDICTS: dict[str, bool] = {}

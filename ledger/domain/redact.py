@@ -155,7 +155,52 @@ def _entropy_match(match: re.Match[str]) -> bool:
     key = _assigned_key(match.string, match.start())
     if key is None or _ID_KEY.search(key):
         return False  # neither assigned nor quoted; or the value of an id
+    if value[0] == "/" and _file_path_at(match.string, match.start(), key):
+        value = _without_ids(value)
     return high_entropy(value)
+
+
+# -- file-system paths ---------------------------------------------------------------------------
+#
+# A run of base64 characters takes ``/`` in, so a quoted path is one run, judged whole: words, then a
+# UUID or a hash, reach 4.5 bits a character together though neither does alone (a Claude Code scratchpad
+# path, ``"/mnt/c/Users/…/Temp/claude/D--proj/<uuid>/scratchpad/run.sh"``, was stored masked). In a
+# file-system path the UUID and hex segments are set aside and the rest is judged as before: they are
+# what ``high_entropy`` never takes alone (ids and hashes, not keys), and what is left, the path's words,
+# is masked as it would be without them. A UUID can be a key (Heroku's API keys, some webhook URLs), so
+# nothing is set aside where one would be: in a URL (a run after ``//`` or ``host:``), in a relative path
+# (a base64 key holds slashes too), under a key that names a secret (``--token=/…``), or in a path one of
+# whose segments does (``/hooks/…``, ``/api/keys/…``).
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_ID_SEGMENT = lazy(r"/(?:" + _UUID + r"|[0-9a-fA-F]{7,})(?=/|$)|(?<![0-9a-zA-Z])" + _UUID + r"(?![0-9a-zA-Z])")
+"""A UUID or hex segment of a path (a commit, a content hash), with its slash; or a UUID inside one."""
+_SECRET_WORDS = ("key", "token", "secret", "passw", "auth", "credential", "hook", "cookie", "signature")
+"""Words in a key or a path segment that say the id beside it may be a secret (``/hooks/<uuid>``)."""
+
+
+def _names_secret(text: str) -> bool:
+    lower = text.lower()
+    return any(word in lower for word in _SECRET_WORDS)  # a substring test each: far cheaper than a regex
+
+
+def _without_ids(value: str) -> str:
+    """A path run with its UUID and hex segments taken out (the whole run when a segment names a secret)."""
+    if _names_secret(value):
+        return value
+    return _ID_SEGMENT.sub("", value)
+
+
+def _file_path_at(text: str, start: int, key: str) -> bool:
+    """Whether the run at ``start`` (it starts with ``/``) is a rooted file-system path: ``/x`` after a
+    quote, a space or ``=``, or ``C:/x`` after a drive letter; not ``//`` (a URL, a share), not after a
+    key that names a secret."""
+    if text.startswith("//", start) or _names_secret(key):
+        return False
+    before = text[start - 1] if start else ""
+    if before == ":":  # a drive letter alone before it, not a host or a scheme
+        return start >= 2 and text[start - 2].isalpha() and (start < 3 or not text[start - 3].isalnum())
+    return before in "\"'` \t=" or not before
 
 
 _ASCII_PRINTABLE = bytes(range(0x20, 0x7F)) + b"\n\r\t"
@@ -260,13 +305,14 @@ def _wrapped_blocks(lines: list[str]) -> bool:
             end += 1
         if end < len(lines) and len(lines[end]) < width:
             end += 1  # the block's last, shorter line
-        if end - at >= 2 and _wrapped_block("".join(lines[at:end]), end - at, width):
+        if end - at >= 2 and _wrapped_block(lines[at:end], width):
             return True
         at = end
     return False
 
 
-def _wrapped_block(joined: str, count: int, width: int) -> bool:
+def _wrapped_block(block: list[str], width: int) -> bool:
+    joined, count = "".join(block), len(block)
     if _HEX.fullmatch(joined):
         if len(joined) % 2:
             return False
@@ -276,7 +322,18 @@ def _wrapped_block(joined: str, count: int, width: int) -> bool:
     text = _decoded(joined.rstrip("="))
     if text is not None:
         return bool(_spans(text, _PLAIN))
-    return count >= 3 and width >= 60 and "=" not in joined.rstrip("=")
+    # A listing of paths of one width (``ls -d /var/lib/docker/overlay2/*/diff``: a hash in each) is no key.
+    return count >= 3 and width >= 60 and "=" not in joined.rstrip("=") and not _path_lines(block)
+
+
+def _path_lines(block: list[str]) -> bool:
+    """Whether every line is a rooted path (a diff's mark before it, if any, read off) and the lines' words,
+    their UUID and hex segments set aside, are no key: judged together, one entropy for the block (a line
+    at a time cost a 1 MiB listing twice the time of the rest of redaction)."""
+    paths = [line[1:] if line[0] in "+-" else line for line in block]
+    if not all(path[:1] == "/" and path[1:2] != "/" for path in paths):
+        return False
+    return not high_entropy("".join(_without_ids(path) for path in paths))
 
 
 _BASE64_VERDICTS: dict[str, bool] = {}
@@ -993,7 +1050,10 @@ def _continued(raw: str) -> tuple[str, Callable[[int, bool], int]]:
     return "".join(parts), to_raw
 
 
-_ESCAPE = lazy(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_ESCAPE = lazy(r"\\(u[0-9a-fA-F]{4}|[nrtbf]|[^A-Za-z0-9])", re.S)
+"""A JSON escape, or a backslash before a character that is no letter or digit. Not ``\\U``, ``\\3``: in
+``C:\\Users\\…\\32e7c00e-…`` they are a Windows path's separators, and read as escapes they joined its
+segments into one run the entropy check took for a key."""
 _UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
 

@@ -693,9 +693,10 @@ class TranscriptMapper:
         if isinstance(content, list):
             self.tool_results(record, content, src, ts)
         if _is_prompt(record, content):
+            text = text_of(content)
             # a sub-agent's notice given as a turn of its own (the main turn had ended when it stopped)
-            self.session.items.extend(self.launches.items(text_of(content), ACTOR, src, ts))
-            self.prompt(text_of(content), key, src, ts)
+            self.session.items.extend(self.launches.items(text, ACTOR, src, ts))
+            self.prompt(text, key, src, ts)
         elif self.expanding is not None and record.get("isMeta") and not record.get("isSidechain"):
             self.expansion(text_of(content), src, ts)
 

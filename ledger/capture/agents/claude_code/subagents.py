@@ -104,6 +104,8 @@ class Launches:
         ``mapper.actor_for`` names it) under ``line``'s session. A notice of a sub-agent this file did not see
         start (its call in an earlier file) still is one, by its summary; its type unknown."""
         found: list[Item] = []
+        if "<task-notification>" not in text:
+            return found  # most lines: no search
         for notice in notices(text):
             kind = self.types.get(notice.tool_use_id) or self.types.get(notice.task_id)
             if kind is None and not _AGENT_SUMMARY.match(notice.summary):

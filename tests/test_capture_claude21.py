@@ -429,3 +429,169 @@ def test_powershell_calls_are_commands_with_their_exits_and_tests_on_both_paths(
 
     assert keyed(session.items) == keyed(hooked)
     assert [f["exit_code"] for cls, f in hooked if cls is ev.CommandRan] == [1, 0]
+
+
+# -- background sub-agents (2.1.332) ---------------------------------------------------------------------
+
+BG_SESSION = "77d87a0c-9e29-40e1-9234-5c2d0ae1e6ca"
+BG_AGENT = "ae17205ab7a8fa87e"
+BG_CALL = "toolu_b3eda2cfe30010"
+BG_REPORT = "calc.py: add() subtracts <b> & returns a - b.\n\nSecond paragraph."
+BG_TASKS = f"/tmp/claude-0/-work-calc/{BG_SESSION}/tasks"
+
+
+def _notice(agent: str, call: str, result: str, summary: str = 'Agent "Look at calc.py" finished') -> str:
+    """A ``<task-notification>`` as 2.1.332 writes it: the report XML-escaped in ``<result>``."""
+    escaped = result.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return (f"<task-notification>\n<task-id>{agent}</task-id>\n<tool-use-id>{call}</tool-use-id>\n"
+            f"<output-file>{BG_TASKS}/{agent}.output</output-file>\n<status>completed</status>\n"
+            f"<summary>{summary}</summary>\n<note>A task-notification fires each time this agent stops with no live "
+            "background children of its own. The user can send it another message and resume it, so the same "
+            f"task-id may notify more than once.</note>\n<result>{escaped}</result>\n<usage><subagent_tokens>10695"
+            "</subagent_tokens><tool_uses>0</tool_uses><duration_ms>1777</duration_ms></usage>\n</task-notification>")
+
+
+def _background_agent_session(mid_turn: bool) -> tuple[list[str], list[dict[str, Any]]]:
+    """One background sub-agent's launch and report, the transcript lines and the hook payloads, shaped field for
+    field on what the real Claude Code 2.1.332 wrote and sent against the e2e suite's scripted model (the lines
+    trimmed to the fields that matter, their names and values as written): the ``Agent`` call's result says only
+    "Async agent launched" (``toolUseResult.isAsync``, ``agentId``); the notice is queued as the sub-agent stops
+    (``queue-operation`` enqueue), then given as a user line of its own once the main turn ended (origin
+    ``task-notification``), or, when the sub-agent stopped during a tool call (``mid_turn``), taken off the queue
+    (``remove``, ``absorbed_mid_turn``) and given as a ``queued_command`` attachment after the tool result. The
+    SubagentStop payload carries the agent's id and type and its last message, unescaped."""
+    base = {"sessionId": BG_SESSION, "cwd": "/work/calc", "version": "2.1.332", "userType": "external",
+            "entrypoint": "sdk-cli", "isSidechain": False, "gitBranch": "master"}
+    notice = _notice(BG_AGENT, BG_CALL, BG_REPORT)
+    agent_input = {"description": "Look at calc.py", "prompt": "Read calc.py and report what add() does.",
+                   "subagent_type": "general-purpose"}
+    launched = {"isAsync": True, "status": "async_launched", "agentId": BG_AGENT, "description": "Look at calc.py",
+                "resolvedModel": "claude-opus-5-5", "prompt": agent_input["prompt"],
+                "outputFile": f"{BG_TASKS}/{BG_AGENT}.output", "canReadOutputFile": True, "canContinueAgent": True}
+    launch_text = (f"Async agent launched successfully.\nagentId: {BG_AGENT} (internal ID - do not mention to user.)\n"
+                   "The agent is working in the background. You will be notified automatically when it completes.")
+
+    def line(kind: str, uuid: str, parent: str | None, ts: str, **fields: Any) -> str:
+        return json.dumps({**base, "type": kind, "uuid": uuid, "parentUuid": parent, "timestamp": ts, **fields})
+
+    def said(uuid: str, parent: str, ts: str, *blocks: dict[str, Any]) -> str:
+        return line("assistant", uuid, parent, ts, message={"id": f"msg_{uuid}", "type": "message", "role": "assistant",
+                                                            "model": "claude-opus-5-5", "content": list(blocks)})
+
+    def queue(operation: str, ts: str, **fields: Any) -> str:
+        return json.dumps({"type": "queue-operation", "operation": operation, "timestamp": ts, "sessionId": BG_SESSION,
+                           **fields})
+
+    def result(uuid: str, parent: str, ts: str, call: str, text: str, outcome: Any) -> str:
+        return line("user", uuid, parent, ts, toolUseResult=outcome, sourceToolAssistantUUID=parent,
+                    message={"role": "user", "content": [{"tool_use_id": call, "type": "tool_result",
+                                                          "content": [{"type": "text", "text": text}]}]})
+
+    lines = [
+        queue("enqueue", "2026-12-02T16:33:43.100Z", content="Use a sub-agent to look at calc.py."),
+        queue("dequeue", "2026-12-02T16:33:43.101Z"),
+        line("user", "u1", None, "2026-12-02T16:33:43.200Z", promptSource="sdk",
+             message={"role": "user", "content": "Use a sub-agent to look at calc.py."}),
+        said("a1", "u1", "2026-12-02T16:33:43.508Z",
+             {"type": "tool_use", "id": BG_CALL, "name": "Agent", "input": agent_input}),
+        result("r1", "a1", "2026-12-02T16:33:44.067Z", BG_CALL, launch_text, launched),
+    ]
+    if mid_turn:
+        sleep = {"type": "tool_use", "id": "toolu_b3eda2cfe30040", "name": "Bash",
+                 "input": {"command": "sleep 3", "description": "wait"}}
+        lines += [
+            said("a2", "r1", "2026-12-02T16:33:45.046Z", sleep),
+            queue("enqueue", "2026-12-02T16:33:45.347Z", content=notice),
+            result("r2", "a2", "2026-12-02T16:33:48.505Z", "toolu_b3eda2cfe30040", "(Bash completed with no output)",
+                   {"stdout": "", "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False}),
+            queue("remove", "2026-12-02T16:33:48.686Z", content=notice, reason="absorbed_mid_turn"),
+            line("attachment", "q1", "r2", "2026-12-02T16:33:45.347Z", attachment={
+                "type": "queued_command", "prompt": notice, "commandMode": "task-notification",
+                "origin": {"kind": "task-notification", "producer": "session-task"}, "rowSource": "recorded"}),
+            said("a3", "q1", "2026-12-02T16:33:48.723Z", {"type": "text", "text": "Both reported."}),
+        ]
+    else:
+        lines += [
+            queue("enqueue", "2026-12-02T16:33:45.253Z", content=notice),
+            said("a2", "r1", "2026-12-02T16:33:45.258Z", {"type": "text", "text": "Launched the sub-agent."}),
+            line("system", "s1", "a2", "2026-12-02T16:33:45.490Z", subtype="stop_hook_summary", hookCount=1),
+            queue("dequeue", "2026-12-02T16:33:45.497Z"),
+            line("user", "u2", "s1", "2026-12-02T16:33:45.502Z", promptSource="system", turnOrigin="task_notification",
+                 origin={"kind": "task-notification", "producer": "session-task"},
+                 message={"role": "user", "content": notice}),
+            said("a3", "u2", "2026-12-02T16:33:45.963Z", {"type": "text", "text": "The sub-agent reported back."}),
+        ]
+    hook = {"session_id": BG_SESSION, "transcript_path": f"/home/u/.claude/projects/-work-calc/{BG_SESSION}.jsonl",
+            "cwd": "/work/calc", "permission_mode": "bypassPermissions"}
+    hooks = [
+        {**hook, "hook_event_name": "SessionStart", "source": "startup", "model": "claude-opus-5-5"},
+        {**hook, "hook_event_name": "UserPromptSubmit", "prompt": "Use a sub-agent to look at calc.py."},
+        {**hook, "hook_event_name": "PostToolUse", "tool_name": "Agent", "tool_input": agent_input,
+         "tool_response": launched, "tool_use_id": BG_CALL, "duration_ms": 47},
+        {**hook, "hook_event_name": "SubagentStop", "agent_id": BG_AGENT, "agent_type": "general-purpose",
+         "stop_hook_active": False, "last_assistant_message": BG_REPORT,
+         "agent_transcript_path": f"/home/u/.claude/projects/-work-calc/{BG_SESSION}/subagents/agent-{BG_AGENT}.jsonl",
+         "background_tasks": [{"id": BG_AGENT, "type": "subagent", "status": "running",
+                               "description": "Look at calc.py", "agent_type": "general-purpose"}]},
+        {**hook, "hook_event_name": "Stop", "stop_hook_active": False,
+         "last_assistant_message": "Both reported." if mid_turn else "Launched the sub-agent."},
+    ]
+    return lines, hooks
+
+
+def _stops(items: list[Any]) -> list[tuple[str, str | None, str, str]]:
+    return [(f["label"], f["note"], f["actor"], f["source"].record) for cls, f in items
+            if cls is ev.CheckpointMarked and f["label"].startswith("sub-agent stopped")]
+
+
+@pytest.mark.parametrize("mid_turn", [False, True], ids=["a-turn-of-its-own", "mid-turn"])
+def test_a_background_sub_agents_report_is_imported_as_the_stop_the_hook_gives(mid_turn: bool) -> None:
+    """2.1.332's Agent result says only that the sub-agent was launched; its report comes in the notification. The
+    import makes of it the stop SubagentStop gives live: the same label (the type from the call), the report
+    (unescaped) as note, the same actor and key, once though the notice is written when queued and when given."""
+    lines, hooks = _background_agent_session(mid_turn)
+    session = map_transcript(list(enumerate(lines, 1)), BG_SESSION)
+    hooked = [item for row, payload in enumerate(hooks, 1) for item in hook_items(payload, row, None)]
+    stop = ("sub-agent stopped (general-purpose)", BG_REPORT, f"agent:claude-code/{BG_AGENT}")
+    assert [s[:3] for s in _stops(session.items)] == [stop]
+    assert _stops(session.items) == _stops(hooked)
+    assert _stops(hooked)[0][3].startswith(f"subagent:{BG_AGENT}:")  # no longer the hook's inbox row
+    # the launch is still the call's result; the notice is nobody's request
+    (launch,) = [f for cls, f in session.items if cls is ev.ToolResult and f["tool"] == "Agent"]
+    assert launch["output"].tail.startswith("Async agent launched")
+    assert not [f for cls, f in session.items if cls in (ev.RequirementStated, ev.RequirementChanged, ev.NoteAdded)
+                and "task-notification" in str(f.get("text"))]
+
+
+def test_a_background_sub_agent_live_then_imported_is_one_stop(home: Path, ledger: Ledger, tmp_path: Path) -> None:
+    lines, hooks = _background_agent_session(mid_turn=False)
+    for payload in hooks:
+        _hook(payload, home)
+    run_here("list", home=home, check=True)
+    live = [e for e in _events(ledger) if isinstance(e, ev.CheckpointMarked) and e.label.startswith("sub-agent")]
+    assert [(e.label, e.note) for e in live] == [("sub-agent stopped (general-purpose)", BG_REPORT)]
+    path = tmp_path / f"{BG_SESSION}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    run_trail("import", "claude-code", str(path), home=home, check=True)
+    after = [e for e in _events(ledger) if isinstance(e, ev.CheckpointMarked) and e.label.startswith("sub-agent")]
+    assert [(e.note, _record(e)) for e in after] == [(BG_REPORT, _record(live[0]))]
+
+
+def test_only_a_sub_agents_notices_are_stops_and_a_second_report_is_a_second_stop() -> None:
+    """A background command's notice is the command's (``background``); an agent resumed with SendMessage notifies
+    again under the same task id, with its new report: a second stop. A hook payload without the agent's id
+    (before ``agent_id`` was sent) keeps the inbox row as its key."""
+    lines, _ = _background_agent_session(mid_turn=False)
+    base = {"sessionId": BG_SESSION, "cwd": "/work/calc", "version": "2.1.332", "isSidechain": False}
+    more = [
+        _notice("bd0afab", "toolu_bash1", "", summary='Background command "npm test" completed (exit code 0)'),
+        _notice(BG_AGENT, BG_CALL, "Also: test_calc.py expects 5."),
+    ]
+    lines += [json.dumps({**base, "type": "user", "uuid": f"n{i}", "timestamp": f"2026-12-02T16:40:0{i}Z",
+                          "message": {"role": "user", "content": text}}) for i, text in enumerate(more)]
+    session = map_transcript(list(enumerate(lines, 1)), BG_SESSION)
+    assert [note for _, note, _, _ in _stops(session.items)] == [BG_REPORT, "Also: test_calc.py expects 5."]
+    assert len({record for *_, record in _stops(session.items)}) == 2
+    old = {"session_id": BG_SESSION, "hook_event_name": "SubagentStop", "agent_type": "general-purpose",
+           "last_assistant_message": "done"}
+    assert [record for *_, record in _stops(hook_items(old, 7, None))] == ["hook:7"]

@@ -28,6 +28,7 @@ are unique per run (tasktrail keys tool events by them, so a repeat across sessi
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -127,12 +128,18 @@ def respond(path: str, body: Any, steps: list[Any], seen: dict[str, Any]) -> Rep
         return _error(404, "not_found_error", f"the scripted model does not serve {route}")
     run = seen.setdefault("run", uuid.uuid4().hex[:10])
     count = seen["replies"] = seen.get("replies", 0) + 1
+    gate: threading.Condition = seen.setdefault("gate", threading.Condition())
     which = kind(body)
+    held: int | None = None
     if which == "main":
         index = seen["main"] = seen.get("main", 0) + 1
+        with gate:
+            gate.notify_all()  # a sub-agent's reply may wait for this request (``REPORT_AT``)
         blocks = steps[index - 1] if index <= len(steps) else [{"text": f"(the scenario has no step {index})"}]
         if problem := _bad_step(blocks):
             return _error(400, "invalid_request_error", f"scenario step {index}: {problem}")
+    elif (call := _scripted_agent(body, steps)) is not None:
+        blocks, held = [{"text": str(call[REPORT])}], call.get(REPORT_AT)
     else:
         blocks = [{"text": SUMMARY if which == "compact" else SIDE_TEXT}]
     content = [_block(block, f"toolu_{run}{count:03d}{i}") for i, block in enumerate(blocks)]
@@ -144,9 +151,41 @@ def respond(path: str, body: Any, steps: list[Any], seen: dict[str, Any]) -> Rep
                   "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
     }
     if body.get("stream"):
+        events = _stream(message)
         return Reply(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
-                     body=_stream(message))
-    return _json(message)
+                     body=events if held is None else _after(gate, seen, held, events))
+    if held is None:
+        return _json(message)
+    return Reply(headers={"Content-Type": "application/json"},
+                 body=_after(gate, seen, held, iter([json.dumps(message).encode()])))
+
+
+REPORT = "report"
+"""An ``Agent`` block's key (not sent to the program): what the sub-agent it starts answers (its report)."""
+REPORT_AT = "report_at"
+"""An ``Agent`` block's key (not sent): the sub-agent's reply is held until the main conversation's request N
+came in, so a background sub-agent finishes at a known point of the main turn (no timing)."""
+GATE_SECONDS = 60.0
+"""How long a held reply waits at most: a scenario whose request N never comes fails on what follows, not hangs."""
+
+
+def _scripted_agent(body: dict[str, Any], steps: list[Any]) -> dict[str, Any] | None:
+    """The scenario's ``Agent`` block (with a ``report``) whose prompt this side request carries: its sub-agent."""
+    sent = {text.strip() for text in texts(body)}
+    for step in steps:
+        for block in step if isinstance(step, list) else []:
+            if (isinstance(block, dict) and block.get("tool_use") == "Agent" and REPORT in block
+                    and str((block.get("input") or {}).get("prompt", "")).strip() in sent):
+                return block
+    return None
+
+
+def _after(gate: threading.Condition, seen: dict[str, Any], request: int, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``chunks`` once main request ``request`` came in. The sandbox sends a body outside its lock, so the main
+    conversation goes on meanwhile."""
+    with gate:
+        gate.wait_for(lambda: seen.get("main", 0) >= request, timeout=GATE_SECONDS)
+    yield from chunks
 
 
 def _is_messages(path: str) -> bool:

@@ -6,8 +6,11 @@ with its own HOME and TRAIL_HOME; the tests then assert on what it left: the led
 ``trail log --json``) and every request the model received (``tests.e2e.anthropic``). The sessions, in order:
 
 1. ``plan``: a new session (``CLAUDE_CODE_ENABLE_TODO_TOOLS=1``: 2.1.332 offers its default model no plan tool
-   otherwise) loads TaskCreate/TaskUpdate with ToolSearch (2.1.332 defers them), plans with them, runs a
-   failing pytest, reads and edits calc.py, runs pytest again (passing) and stops with one plan step left;
+   otherwise) loads TaskCreate/TaskUpdate with ToolSearch (2.1.332 defers them) beside two sub-agents, one in
+   the background (2.1.332's default: its report, held by the scripted model until the turn's closing request,
+   comes in a ``<task-notification>`` after it) and one in the foreground (``run_in_background: false``: its
+   report is the call's result), plans, runs a failing pytest, reads and edits calc.py, runs pytest again
+   (passing), stops with one plan step left, and answers the notification;
 2. ``todo``: a new session (``CLAUDE_CODE_ENABLE_TASKS=0`` as well, so it offers TodoWrite), which plans with
    TodoWrite, writes a test file, runs pytest, records a decision through tasktrail's MCP ``record`` and
    leaves a step in progress;
@@ -54,6 +57,10 @@ README_COMMAND = ("printf 'add(a, b) returns a + b.\\n' > README.md && printf 'd
 SHELL_MOVES = ["mv notes.txt NOTES.md", "rm NOTES.md"]
 """A rename and a delete the line itself names (``shell_effects``) that ``bashEditDiff`` shows too."""
 NEGATIVE_TEST = "from calc import add\n\n\ndef test_add_negative():\n    assert add(-2, -3) == -5\n"
+BACKGROUND_REPORT = "add() in calc.py subtracts: `return a - b` (background <sub-agent> report e2e-b4c2)."
+"""What the background sub-agent says (``<``/``>``, which the notification escapes, on purpose)."""
+FOREGROUND_REPORT = "test_calc.py asserts add(2, 3) == 5 (foreground sub-agent report e2e-f9d1)."
+AFTER_NOTICE = "The sub-agent confirms add() subtracted; fixed."
 TASK_TOOLS = {"TaskCreate", "TaskUpdate"}
 PLAN_TOOLS = {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
 """2.1.332 offers its default model (claude-opus-5-5) no plan tool; this opts in (TaskCreate…, or TodoWrite)."""
@@ -114,8 +121,17 @@ def _plan_steps(repo: Path) -> list[Any]:
     create = [{"tool_use": "TaskCreate", "input": {"subject": subject, "description": subject, "activeForm": form}}
               for subject, form in PLAN]
     pytest_run = {"tool_use": "Bash", "input": {"command": "python -m pytest -q", "description": "Run the tests"}}
+    closing = 10  # the request whose reply ends the turn: the background sub-agent answers once it came in
+    agents = [
+        {"tool_use": "Agent", anthropic.REPORT: BACKGROUND_REPORT, anthropic.REPORT_AT: closing,
+         "input": {"description": "Look at calc.py", "prompt": "Read calc.py: what does add() do?",
+                   "subagent_type": "general-purpose"}},
+        {"tool_use": "Agent", anthropic.REPORT: FOREGROUND_REPORT,
+         "input": {"description": "Look at the test", "prompt": "Read test_calc.py: what is checked?",
+                   "run_in_background": False}},
+    ]
     return [
-        [{"tool_use": "ToolSearch", "input": {"query": "select:TaskCreate,TaskUpdate", "max_results": 5}}],
+        [{"tool_use": "ToolSearch", "input": {"query": "select:TaskCreate,TaskUpdate", "max_results": 5}}, *agents],
         [{"text": "I'll plan this first."}, *create],
         [{"tool_use": "TaskUpdate", "input": {"taskId": "1", "status": "in_progress"}}],
         [pytest_run],
@@ -127,6 +143,7 @@ def _plan_steps(repo: Path) -> list[Any]:
         [pytest_run],
         [{"tool_use": "TaskUpdate", "input": {"taskId": "2", "status": "completed"}}],
         [{"text": "Fixed add() in calc.py (it subtracted); the tests pass. Still to do: a negative-number test."}],
+        [{"text": AFTER_NOTICE}],  # the turn the background sub-agent's notification starts
     ]
 
 
@@ -205,7 +222,7 @@ def sha256(path: Path) -> str:
 
 
 def test_every_session_ran_its_script(flow: Flow) -> None:
-    steps = {"plan": 10, "todo": 6, "carry_on": 4, "compact": 0, "after_compact": 1}
+    steps = {"plan": 11, "todo": 6, "carry_on": 4, "compact": 0, "after_compact": 1}
     for name, session in flow.sessions.items():
         assert len(session.main) == steps[name], f"{name}: {len(session.main)} main requests"
         result = json.loads(session.stdout.splitlines()[-1])
@@ -395,7 +412,7 @@ def _fact(event: dict[str, Any]) -> str:
 
 
 def test_importing_the_transcripts_adds_no_duplicates(flow: Flow) -> None:
-    assert flow.imported["files"] == 2 and flow.imported["new_tasks"] == 0
+    assert flow.imported["files"] == 4 and flow.imported["new_tasks"] == 0  # two main files, two sub-agents'
     live = {_fact(event) for event in flow.live_log}
     added = [event for event in flow.log if event["position"] > len(flow.live_log)]
     assert [event for event in added if _fact(event) in live] == []
@@ -409,3 +426,56 @@ def test_tasktrail_tools_are_on_every_sessions_first_request(flow: Flow) -> None
     offered = [name for name, session in flow.sessions.items()
                if any(tool.startswith("mcp__tasktrail__") for tool in anthropic.tool_names(session.first))]
     assert offered == list(flow.sessions), f"{len(offered)} of {len(flow.sessions)} sessions"
+
+
+def _stops(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [event for event in events(log, "CheckpointMarked") if event["label"].startswith("sub-agent stopped")]
+
+
+def _agent_ids(session: Session) -> dict[str, str]:
+    """The sub-agents' ids by the report each was scripted to give (each call's result names its agent)."""
+    last = session.main[-1]
+    results = tool_results(last)
+    ids = {}
+    for use in tool_uses(last, "Agent"):
+        report = BACKGROUND_REPORT if use["input"].get("run_in_background") is not False else FOREGROUND_REPORT
+        ids[report] = anthropic.tool_result_text(results[use["id"]]).split("agentId: ", 1)[1].split()[0]
+    return ids
+
+
+def test_a_background_sub_agents_report_comes_in_a_notification_after_the_turn(flow: Flow) -> None:
+    """2.1.332 runs a sub-agent in the background unless told not to: its call's result says only that it was
+    launched, and its report reaches the model in a ``<task-notification>`` (escaped) once it stopped; a
+    foreground one's report is its call's result."""
+    plan = flow.sessions["plan"]
+    ids = _agent_ids(plan)
+    results = {anthropic.tool_result_text(block) for block in tool_results(plan.main[-1]).values()}
+    assert any(text.startswith("Async agent launched") and ids[BACKGROUND_REPORT] in text for text in results)
+    assert any(FOREGROUND_REPORT in text for text in results)
+    # the scripted sub-agent answered once the closing request came in: no earlier request knows its report
+    escaped = BACKGROUND_REPORT.replace("<", "&lt;").replace(">", "&gt;")
+    assert not any(escaped in text for body in plan.main[:10] for text in anthropic.texts(body))
+    notice = next(text for text in anthropic.texts(plan.main[10]) if "<task-notification>" in text)
+    assert f"<task-id>{ids[BACKGROUND_REPORT]}</task-id>" in notice and f"<result>{escaped}</result>" in notice
+
+
+def test_a_sub_agents_report_is_one_stop_live_and_imported(flow: Flow, tmp_path: Path) -> None:
+    """Each sub-agent's stop is a checkpoint with its report, captured live by SubagentStop; the import keeps it
+    once (the background one's notification is keyed as the hook's stop), and an import alone of the transcript,
+    into a ledger of its own, has the background sub-agent's stop too (its report is in no call's result)."""
+    ids = _agent_ids(flow.sessions["plan"])
+    expected = sorted((f"agent:claude-code/{ids[report]}", report) for report in ids)
+    for log in (flow.live_log, flow.log):
+        stops = _stops(log)
+        assert sorted((stop["actor"], stop["note"]) for stop in stops) == expected
+        assert {stop["label"] for stop in stops} == {"sub-agent stopped (general-purpose)"}
+    assert [stop["source"] for stop in _stops(flow.log)] == [stop["source"] for stop in _stops(flow.live_log)]
+    transcript = next((flow.home / ".claude" / "projects").glob(f"*/{flow.sessions['plan'].id}.jsonl"))
+    alone = tmp_path / "trail"
+    imported = run_here("import", "claude-code", str(transcript), "--json", home=alone, cwd=flow.repo)
+    assert imported.returncode == 0, imported.stderr
+    listed = run_here("log", "1", "--json", home=alone, cwd=flow.repo)
+    stops = _stops(json.loads(listed.stdout))
+    background = next(stop for stop in _stops(flow.live_log) if stop["note"] == BACKGROUND_REPORT)
+    assert [(stop["label"], stop["note"], stop["source"]) for stop in stops] == [
+        (background["label"], BACKGROUND_REPORT, background["source"])]

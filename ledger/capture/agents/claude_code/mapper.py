@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.capture.agents.claude_code import bashdiff
+from ledger.capture.agents.claude_code import bashdiff, subagents
 from ledger.capture.agents.claude_code.background import Background
 from ledger.capture.agents.claude_code.bashdiff import patch_text
 from ledger.capture.agents.claude_code.branches import Branches
@@ -521,6 +521,8 @@ class TranscriptMapper:
         """The ``title_rank`` of the prompt the title came from; None while no prompt named the task."""
         self.background = Background()
         """Commands run in the background, whose outcome a later ``TaskOutput`` brings."""
+        self.launches = subagents.Launches()
+        """Sub-agents run in the background, whose report a later ``<task-notification>`` brings."""
         self.tasks = TaskList()
         """The session's task list (``TaskCreate`` …); a sub-agent's file gets none (see ``ToolCall.items``)."""
         self.last_prompt: str | None = None
@@ -619,7 +621,9 @@ class TranscriptMapper:
         if kind == "summary":
             self.summary(record)
         elif kind == "queue-operation":
-            self.queue_operation(record, ts)
+            self.queue_operation(record, src, ts)
+        elif kind == "attachment":
+            self.attachment(record, src, ts)
         elif kind in ("custom-title", "ai-title"):
             self.custom_title(record)
         elif kind == "system":
@@ -633,12 +637,23 @@ class TranscriptMapper:
         if isinstance(record.get("summary"), str) and record.get("leafUuid"):
             self.summaries[str(record["leafUuid"])] = record["summary"]
 
-    def queue_operation(self, record: dict[str, Any], ts: Any) -> None:
+    def queue_operation(self, record: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
         content = record.get("content")
         if record.get("operation") == "enqueue" and isinstance(content, str):
+            # a sub-agent's notice is queued as it stops: its stop lands here, where the live hook's does
+            self.session.items.extend(self.launches.items(content, ACTOR, src, ts))
             text = request_text(content) or ""
             if text and text != "tool_result":
                 self.queued.append((len(self.session.items), text, ts))
+
+    def attachment(self, record: dict[str, Any], src: ev.SourceKey, ts: Any) -> None:
+        """A prompt queued while the agent worked and given it mid-turn (``queued_command``): a sub-agent's
+        notice among them is its stop (the user's own queued words come from the queue's enqueue)."""
+        attached = record.get("attachment")
+        if isinstance(attached, dict) and attached.get("type") == "queued_command":
+            prompt = attached.get("prompt")
+            if isinstance(prompt, str):
+                self.session.items.extend(self.launches.items(prompt, ACTOR, src, ts))
 
     def custom_title(self, record: dict[str, Any]) -> None:
         title = record.get("customTitle") or record.get("aiTitle") or record.get("title")
@@ -678,7 +693,10 @@ class TranscriptMapper:
         if isinstance(content, list):
             self.tool_results(record, content, src, ts)
         if _is_prompt(record, content):
-            self.prompt(text_of(content), key, src, ts)
+            text = text_of(content)
+            # a sub-agent's notice given as a turn of its own (the main turn had ended when it stopped)
+            self.session.items.extend(self.launches.items(text, ACTOR, src, ts))
+            self.prompt(text, key, src, ts)
         elif self.expanding is not None and record.get("isMeta") and not record.get("isSidechain"):
             self.expansion(text_of(content), src, ts)
 
@@ -730,6 +748,7 @@ class TranscriptMapper:
             self.session.items.extend(done.items(None if self.session.is_subagent else self.tasks))
             if call.name in SHELL_TOOLS:
                 self.background.started(done.data, done.result)
+            self.launches.launched(call.name, done.data, done.result, call_id)
             self.session.items.extend(self.background.ended(call.name, done.result, cwd, call.actor, tool_src, ts))
 
     def prompt(self, text: str, key: str, src: ev.SourceKey, ts: Any) -> None:
@@ -856,23 +875,24 @@ def hook_items(payload: dict[str, Any], row: int, timestamp: Any, tasks: TaskLis
         return [compaction_item(meta, shown, src.model_copy(update={"record": compaction_key(shown)}), timestamp)]
     if event == "SubagentStop" and not payload.get("agent_type"):
         return []  # Claude Code's own helper (the compaction's summariser, whose words PostCompact brings)
-    if event in ("PreCompact", "Stop", "SessionEnd", "SubagentStop"):
+    if event == "SubagentStop":
+        # What a sub-agent reported back is the fact its stop carries, keyed by the agent and its report as the
+        # transcript's notification of it is (``subagents``); a payload without the agent's id keeps its row.
+        said = payload.get("last_assistant_message")
+        report = said if isinstance(said, str) else None
+        agent_id = payload.get("agent_id")
+        known = src.model_copy(update={"record": subagents.key(str(agent_id), report)}) if agent_id else src
+        return [subagents.stopped(str(payload.get("agent_type") or ""), report, actor, known, timestamp)]
+    if event in ("PreCompact", "Stop", "SessionEnd"):
         detail = payload.get("trigger") or payload.get("reason") or payload.get("agent_type") or ""
         said = payload.get("last_assistant_message")
-        # What a sub-agent reported back is the fact its stop carries (the main agent's closing words are AgentReplied).
-        report = said.strip() if event == "SubagentStop" and isinstance(said, str) and said.strip() else None
-        label = {
-            "PreCompact": "before compaction",
-            "Stop": "agent stopped",
-            "SessionEnd": "session ended",
-            "SubagentStop": "sub-agent stopped",
-        }[str(event)]
+        label = {"PreCompact": "before compaction", "Stop": "agent stopped", "SessionEnd": "session ended"}[str(event)]
         items: list[Item] = [
             (
                 ev.CheckpointMarked,
                 {
                     "label": f"{label} ({detail})" if detail else label,
-                    "note": bound(report, bounds.SUBAGENT_REPORT).tail if report else None,
+                    "note": None,
                     "actor": actor,
                     "source": src,
                     "timestamp": timestamp,

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from ledger.base import shell
 from ledger.base.lazyregex import lazy
-from ledger.domain.redact import MARKER_PREFIX, marker
+from ledger.domain.redact import MARKER, MARKER_PREFIX, marker
 
 READERS = frozenset({
     "ls", "ll", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ag", "nl", "pwd", "tree", "file",
@@ -313,7 +313,6 @@ def commit_subject(line: str) -> str | None:
     return subject or None
 
 
-_MARKED = lazy(r"\[REDACTED:([A-Za-z0-9_.-]+):[0-9a-f]{8}\]")
 _RUN = lazy(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 """A run of base64 characters: what ``ledger.domain.redact``'s high-entropy check weighs and hides whole."""
 
@@ -335,5 +334,5 @@ def unmasked(failed: str, passed: str) -> str | None:
         found = found or clear is not None
         return clear if clear is not None else match.group(0)
 
-    line = _MARKED.sub(put_back, failed)
+    line = MARKER.sub(put_back, failed)
     return line if found else None

@@ -66,7 +66,7 @@ def _reference(text: str, patterns: Sequence[Pattern], shortcuts: bool) -> list[
             if check is not None and not check(match):
                 continue
             found.append((start, end, rank))
-    kept = [(m.start(), m.end()) for m in redact._MARKER.finditer(text)]
+    kept = [(m.start(), m.end()) for m in redact.MARKER.finditer(text)]
     found = sorted(f for f in found if not any(a <= f[0] and f[1] <= b for a, b in kept))
     merged: list[list[int]] = []
     for start, end, rank in found:

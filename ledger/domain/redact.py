@@ -744,7 +744,8 @@ def marker(kind: str, secret: str) -> str:
     return f"{MARKER_PREFIX}{kind}:{digest}]"
 
 
-_MARKER = lazy(r"\[REDACTED:[A-Za-z0-9_.-]+:[0-9a-f]{8}\]")
+MARKER = lazy(r"\[REDACTED:([A-Za-z0-9_.-]+):[0-9a-f]{8}\]")
+"""A marker as ``marker`` writes it; its group is the kind (a reader that puts a value back checks the digest)."""
 
 
 def _load_user_patterns(home: str) -> tuple[Pattern, ...]:
@@ -841,7 +842,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
         return []
     if MARKER_PREFIX in text:  # a secret inside an existing marker is the marker's own hash or kind
         # Markers do not overlap, so the one a span could lie in is the last starting at or before it.
-        kept = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
+        kept = [(m.start(), m.end()) for m in MARKER.finditer(text)]
         starts = [a for a, _ in kept]
         found = [f for f in found if not _inside(f, kept, starts)]
     found.sort()

@@ -12,6 +12,7 @@ passes it or is not done.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
@@ -26,7 +27,7 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from ledger.app import archive
 from ledger.app.store import Ledger, open_ledger
 from ledger.base.location import resolve
-from ledger.base.schema import key_hash
+from ledger.base.schema import LINKED_SESSION_SQL, LINKS_INDEX, key_hash
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 from ledger.domain.registry import REGISTRY_ID
@@ -328,6 +329,40 @@ class TestSQLiteStore(LedgerStoreContract):
     def remove(self, url: str) -> None:
         shutil.rmtree(resolve(url).sqlite_path.parent, ignore_errors=True)
 
+    def test_session_lookup_reads_the_link_index_not_the_table(self, ledger: Ledger) -> None:
+        # A session never linked (each new session's SessionStart) must not read every row of a large ledger.
+        task = _task(ledger, "linked", 3, session="s1")
+        assert isinstance(ledger.store, SQLiteStore)
+        with sqlite3.connect(ledger.store.path) as con:
+            plan = " ".join(str(row[-1]) for row in con.execute(
+                f"EXPLAIN QUERY PLAN {LINKED_SESSION_SQL}", ("claude-code", "never")))
+            assert f"USING INDEX {LINKS_INDEX}" in plan, plan
+            assert con.execute(LINKED_SESSION_SQL, ("claude-code", "s1")).fetchone() == (task.hex,)
+
+    def test_a_ledger_from_before_the_link_index_gets_it_on_open(self, new_store: Callable[[], str]) -> None:
+        url = new_store()
+        first = open_ledger(resolve(url))
+        task = _task(first, "old", 1, session="s1")
+        first.close()
+        path = resolve(url).sqlite_path
+        with sqlite3.connect(path) as con:
+            con.execute(f"DROP INDEX {LINKS_INDEX}")
+        again = open_ledger(resolve(url))
+        try:
+            with sqlite3.connect(path) as con:
+                assert con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LINKS_INDEX,)).fetchone()
+            assert again.store.task_for_session("claude-code", "s1", ev.ConversationLinked.TOPIC) == task
+        finally:
+            again.close()
+
+    def test_a_link_row_that_is_not_json_is_not_refused_by_the_index(self, ledger: Ledger) -> None:
+        # An enciphered ledger's rows are not JSON: json_extract in the index would raise and refuse the insert.
+        _task(ledger, "plain", 1, session="s1")
+        assert isinstance(ledger.store, SQLiteStore)
+        with sqlite3.connect(ledger.store.path) as con:
+            con.execute("INSERT INTO stored_events VALUES (?, 1, ?, ?)",
+                        (uuid.uuid4().hex, ev.ConversationLinked.TOPIC, b"\x78\x9c not json"))
+
 
 @pytest.mark.skipif(not POSTGRES_URL, reason="TRAIL_TEST_POSTGRES_URL is not set (.ci/run starts a server and sets it)")
 class TestPostgresStore(LedgerStoreContract):
@@ -338,3 +373,25 @@ class TestPostgresStore(LedgerStoreContract):
 
     def remove(self, url: str) -> None:
         drop_schemas([resolve(url).postgres().schema])
+
+    def test_session_lookup_can_read_the_link_index(self, new_store: Callable[[], str]) -> None:
+        # A session never linked must not need the whole table: the partial index serves the store's own query.
+        from psycopg import sql
+
+        from ledger.stores import postgres
+
+        url = new_store()
+        opened = open_ledger(resolve(url))
+        try:
+            task = _task(opened, "linked", 3, session="s1")
+            schema = resolve(url).postgres().schema
+            events = sql.Identifier(schema, postgres.EVENTS_TABLE)
+            query = sql.SQL(postgres.linked_session_sql(ev.ConversationLinked.TOPIC)).format(events)
+            with postgres.connect(resolve(url).postgres(), url) as conn:
+                conn.execute("SET enable_seqscan = off")
+                plan = " ".join(str(row[0]) for row in conn.execute(
+                    sql.SQL("EXPLAIN ") + query, ("claude-code", "never")).fetchall())
+                assert LINKS_INDEX in plan, plan
+                assert conn.execute(query, ("claude-code", "s1")).fetchone()[0] == task
+        finally:
+            opened.close()

@@ -53,7 +53,6 @@ from ledger.base.schema import (
     FORGOTTEN_KEYS,
     HEADS,
     LINKED_SESSION_SQL,
-    LINKED_TOPIC,
     REGISTRY_HEX,
     REWRITING,
     SQLITE_GUARDS,
@@ -181,7 +180,7 @@ def _session(queued: dict[str, Any]) -> str:
 
 def _linked(con: sqlite3.Connection, agent: str, session: str) -> str | None:
     """The task the session was last linked to (``writer.task_for_session``)."""
-    found = con.execute(LINKED_SESSION_SQL, (LINKED_TOPIC, agent, session)).fetchone()
+    found = con.execute(LINKED_SESSION_SQL, (agent, session)).fetchone()
     return str(found[0]) if found is not None else None
 
 

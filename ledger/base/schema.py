@@ -29,13 +29,24 @@ REGISTRY_HEX = "ee80e1b01e0d52feb7d0bd406ee24fbe"
 """The task registry's aggregate id, ``uuid5(NAMESPACE_URL, "tasktrail:registry")``, as SQLite keeps it
 (``registry.REGISTRY_ID`` is built from it: importing uuid costs a lean path ~10 ms)."""
 
+_LINK_TEXT = "CAST(state AS TEXT)"
+_LINK_ROWS = f"topic = '{LINKED_TOPIC}' AND json_valid({_LINK_TEXT})"
+"""The rows of session links: json_valid keeps an enciphered or compressed row (not JSON) out of the index,
+where json_extract would raise and refuse the insert."""
+_LINK_KEY = f"json_extract({_LINK_TEXT}, '$.agent'), json_extract({_LINK_TEXT}, '$.session_id')"
+LINKS_INDEX = "tasktrail_links"
+CREATE_LINKS_INDEX = f"CREATE INDEX IF NOT EXISTS {LINKS_INDEX} ON stored_events ({_LINK_KEY}) WHERE {_LINK_ROWS}"
+"""A partial index of the session links by (agent, session id): without it, the lookup of a session never
+linked (every SessionStart of a new session) reads the whole table, seconds at a million events. The
+lookup below repeats the index's expressions and WHERE word for word, which is how SQLite matches them."""
+
 LINKED_SESSION_SQL = (
-    "SELECT originator_id FROM stored_events WHERE topic = ? "
-    "AND json_extract(state, '$.agent') = ? AND json_extract(state, '$.session_id') = ? "
+    f"SELECT originator_id FROM stored_events WHERE {_LINK_ROWS} "
+    f"AND json_extract({_LINK_TEXT}, '$.agent') = ? AND json_extract({_LINK_TEXT}, '$.session_id') = ? "
     "ORDER BY rowid DESC LIMIT 1"
 )
 """The task an (agent, session) was last linked to in an SQLite ledger (the latest link wins); parameters:
-the topic (``LINKED_TOPIC``), the agent, the session id."""
+the agent, the session id."""
 
 Key = tuple[str, str, str]
 """A captured item's source: (agent, session, record)."""

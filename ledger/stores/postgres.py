@@ -35,7 +35,7 @@ from ledger.base import private
 from ledger.base.errors import BadInput, PermissionDenied, StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
 from ledger.base.oneline import one_line, reason
-from ledger.base.schema import ARCHIVES, EDITS, FORGOTTEN_KEYS, HEADS, VIEWS, Key
+from ledger.base.schema import ARCHIVES, EDITS, FORGOTTEN_KEYS, HEADS, LINKED_TOPIC, LINKS_INDEX, VIEWS, Key
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores import pgaccess
 from ledger.stores.base import (
@@ -122,6 +122,31 @@ def _install_guard(curs: Any, schema: str) -> None:
     pgaccess.protect(curs.connection, schema, EDITS)
 
 
+_LINK_ROWS = f"topic = '{LINKED_TOPIC}'"
+"""The session links' rows, as a literal: the planner matches a partial index's WHERE only to a constant."""
+
+
+def _index_links(curs: Any, schema: str) -> None:
+    """A partial index of the session links (one row per link): the lookup of a session never linked reads
+    those rows, not the whole table. Only on their JSON, not by it (``convert_from`` is not immutable, and an
+    enciphered row is no JSON). Checked before it is made: a grantee's open need not own the table."""
+    curs.execute("SELECT to_regclass(%s) AS found", (f'"{schema}".{LINKS_INDEX}',))
+    row = curs.fetchone()
+    if row is not None and row["found"] is not None:
+        return
+    curs.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} (notification_id) WHERE " + _LINK_ROWS).format(
+        sql.Identifier(LINKS_INDEX), sql.Identifier(schema), sql.Identifier(EVENTS_TABLE)))
+
+
+def linked_session_sql(topic: str) -> str:
+    """The newest link of (agent, session); the events table as ``{}``. For the link topic, the topic is the
+    constant the partial index (``_index_links``) is made with, so the index serves it; else a parameter."""
+    state = "convert_from(state, 'UTF8')::json"
+    where = _LINK_ROWS if topic == LINKED_TOPIC else "topic = %s"
+    return (f"SELECT originator_id FROM {{}} WHERE {where} AND {state}->>'agent' = %s"
+            f" AND {state}->>'session_id' = %s ORDER BY notification_id DESC LIMIT 1")
+
+
 class AnchoredRecorder(PostgresApplicationRecorder):
     """The library's recorder, plus the head anchor (``ledger.base.schema.HEADS``) in each insert's own transaction:
     one upsert per aggregate appended to, after its rows (under the library's table lock); and the snapshots
@@ -139,6 +164,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
             row = curs.fetchone()
             if row is not None and row["found"] is not None:
                 _install_guard(curs, self.datastore.schema)
+                _index_links(curs, self.datastore.schema)
                 return
             # A ledger from before the anchor starts from the log as it is now (``base.refill``).
             curs.execute(sql.SQL(CREATE_HEADS).format(schema=schema))
@@ -151,6 +177,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
             if found := refill(last, REGISTRY_ID):
                 curs.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), found)
             _install_guard(curs, self.datastore.schema)
+            _index_links(curs, self.datastore.schema)
 
     def _insert_stored_events(self, curs: psycopg.Cursor[DictRow], stored_events: Sequence[StoredEvent],
                               **kwargs: Any) -> None:
@@ -643,10 +670,8 @@ class PostgresStore(LedgerStore):
         if self.cipher is not None:
             return self._scanned_session(agent, session_id, topic)
         with self._conn() as conn:
-            rows = _rows(conn, sql.SQL(
-                "SELECT originator_id FROM {} WHERE topic = %s AND " + self._STATE + "->>'agent' = %s"
-                " AND " + self._STATE + "->>'session_id' = %s ORDER BY notification_id DESC LIMIT 1"
-            ).format(self.events), (topic, agent, session_id))
+            rows = _rows(conn, sql.SQL(linked_session_sql(topic)).format(self.events),
+                         (agent, session_id) if topic == LINKED_TOPIC else (topic, agent, session_id))
         return UUID(str(rows[0][0])) if rows else None
 
     def task_for_records(self, agent: str, records: list[str]) -> UUID | None:

@@ -469,11 +469,13 @@ _PARTS = (("annotated-seen", "the sessions the rules were written on"),
                          "sessions, annotated from the log alone before any brief of it was taken"),
           ("held-out-10", "added held out while fold version 12's rules were written: four people's Claude Code "
                           "sessions and another person's Codex rollouts, annotated from the log alone before any "
-                          "brief of it was taken"))
-"""The parts of the table, in order, and what each is now: held-out-10 is held out from rule-writing (once rules are
+                          "brief of it was taken"),
+          ("held-out-11", "added held out while fold version 13's rules were written: another person's Claude Code "
+                          "sessions, annotated from the log alone before any brief of it was taken"))
+"""The parts of the table, in order, and what each is now: held-out-11 is held out from rule-writing (once rules are
 written on its briefs, the next figure needs a new part, annotated and scored before anyone reads them)."""
 _HELD_PARTS = ("held-out", "held-out-new", "held-out-3", "held-out-4", "held-out-5", "held-out-6", "held-out-7",
-               "held-out-8", "held-out-9", "held-out-10")
+               "held-out-8", "held-out-9", "held-out-10", "held-out-11")
 
 
 def table(results: list[Result], budget: int) -> Table:

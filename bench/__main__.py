@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import bigimport, hostile, mcpinit, measures, startup, systems
+from bench import bigimport, hostile, mcpinit, measures, sessionscale, startup, systems
 from bench.tables import Table, summary
 
 
@@ -59,6 +59,8 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     emit(measures.hook_path(plan))
     started = startup.table(plan.hook_repeat)
     emit(started)
+    log(f"SessionStart of a new session on 1k and {plan.session_scale:,} events")
+    emit(sessionscale.table(plan.session_scale, directory=directory))
     emit(hostile.table((256 << 10, 1 << 20) if quick else (1 << 20, 4 << 20)))
     emit(mcpinit.table(max(5, plan.hook_repeat // 3)))
     trail = systems.grow_trail(plan, directory, log)
@@ -95,7 +97,7 @@ def main() -> None:
     # run ("gave no brief"). The bench times the work, so every process it starts may finish it.
     os.environ.setdefault("TRAIL_HOOK_DEADLINE_S", "600")
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--quick", action="store_true", help="scaled-down sizes; about two minutes")
+    parser.add_argument("--quick", action="store_true", help="scaled-down sizes; about three minutes")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write every table's figures as JSON")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--build-budget", type=float, metavar="SECONDS",

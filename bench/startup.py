@@ -75,7 +75,7 @@ LABELS = {HELP: "start-up `trail --help`", RESUME: "start-up `trail resume`", RE
 """What the run's closing line calls each goal."""
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, stdin: str) -> tuple[float, float, str]:
+def run_process(argv: list[str], env: dict[str, str], cwd: Path, stdin: str) -> tuple[float, float, str]:
     """Wall and CPU (user + sys) seconds of one process, and what it printed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
@@ -118,7 +118,7 @@ def _queued(home: Path) -> int:
         con.close()
 
 
-def _start(agent_session: str, source: str, project: Path) -> str:
+def start_payload(agent_session: str, source: str, project: Path) -> str:
     return json.dumps({"session_id": agent_session, "hook_event_name": "SessionStart", "source": source,
                        "cwd": str(project), "transcript_path": f"/tmp/{agent_session}.jsonl"})
 
@@ -145,7 +145,7 @@ def _previous_session(home: Path, project: Path, end: Callable[[str], None] | No
 
 def _end(trail: list[str], env: dict[str, str], project: Path, home: Path, payload: str) -> None:
     """The SessionEnd hook, waiting for the background drain it starts (not timed)."""
-    _run([*trail, "hook", "claude-code"], {**env, "TRAIL_BACKGROUND_DRAIN": "wait"}, project, payload)
+    run_process([*trail, "hook", "claude-code"], {**env, "TRAIL_BACKGROUND_DRAIN": "wait"}, project, payload)
     if _queued(home):
         raise RuntimeError("the SessionEnd hook's background drain left rows queued")
 
@@ -169,18 +169,19 @@ def measure(runs: int = RUNS) -> dict[str, dict[str, list[float]]]:
                        capture_output=True)
         # The full paths answer once (they link the two sessions and reopen the paused task), and fill the cache.
         for agent in ("claude-code", "codex"):
-            _run([*trail, "hook", agent], env, project, _start(f"{SESSION}-{agent}-linked", "startup", project))
-        _run([*trail, "resume"], env, project, "")
+            run_process([*trail, "hook", agent], env, project,
+                        start_payload(f"{SESSION}-{agent}-linked", "startup", project))
+        run_process([*trail, "resume"], env, project, "")
         for way in (["--db", str(other)], [f"--db={other}"]):
-            _run([*trail, *way, "resume"], env, project, "")
+            run_process([*trail, *way, "resume"], env, project, "")
         saved = Saved(home, Path(tmp) / "saved")
         counter = iter(range(10**9))
 
         def new(agent: str) -> Callable[[int], str]:
-            return lambda i: _start(f"{SESSION}-{agent}-new-{next(counter)}", SOURCES[i % 4], project)
+            return lambda i: start_payload(f"{SESSION}-{agent}-new-{next(counter)}", SOURCES[i % 4], project)
 
         def linked(agent: str) -> Callable[[int], str]:
-            return lambda i: _start(f"{SESSION}-{agent}-linked", SOURCES[i % 4], project)
+            return lambda i: start_payload(f"{SESSION}-{agent}-linked", SOURCES[i % 4], project)
 
         plain = {**env, "TRAIL_DB": str(other)}
         cases: list[tuple[str, list[str], dict[str, str], Callable[[int], str] | None]] = [
@@ -212,7 +213,7 @@ def measure(runs: int = RUNS) -> dict[str, dict[str, list[float]]]:
                         _previous_session(home, project, partial(_end, trail, env, project, home))
                     stdin = payload(round_)
                 queued = _queued(home) if payload is not None else 0
-                wall, cpu, out = _run(argv, variables, project, stdin)
+                wall, cpu, out = run_process(argv, variables, project, stdin)
                 if payload is not None:
                     if "additionalContext" not in out:
                         raise RuntimeError(f"{name} gave no brief: {out[:200]!r}")

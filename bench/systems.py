@@ -53,15 +53,17 @@ class Plan:
     resume_repeat: int
     """`trail resume` processes per size (and per find): a quiet machine's runs of the same resume spread 43-64 ms
     CPU, so a median of 3 moved the 10k/1k ratio by a quarter."""
+    session_scale: int = 50_000
+    """Events of the large ledger the SessionStart of a new session is timed on (``bench.sessionscale``)."""
 
     @classmethod
     def make(cls, quick: bool, seed: int) -> Plan:
         if quick:
             return cls(quick, seed, (1_000, 10_000), (1_000, 10_000), (1_000, 10_000), 10_000, 2_000,
-                       (1_000, 10_000), (1_000,), 60.0, 50, 5.0, 10, 9)
+                       (1_000, 10_000), (1_000,), 60.0, 50, 5.0, 10, 9, 50_000)
         return cls(quick, seed, (1_000, 10_000, 100_000, 1_000_000), (1_000, 10_000, 100_000),
                    (1_000, 100_000, 1_000_000), 100_000, 10_000, (1_000, 10_000, 100_000), (1_000, 10_000),
-                   700.0, 200, 15.0, 30, 9)
+                   700.0, 200, 15.0, 30, 9, 300_000)
 
 
 @dataclass

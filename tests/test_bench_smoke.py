@@ -224,6 +224,16 @@ def test_the_big_import_row_runs_a_real_import_process_and_judges_its_peak(tmp_p
     assert table.goals == [Goal("import 1 MB peak RSS <= 150 MB", True)]
 
 
+def test_the_sessionstart_scale_row_times_real_hooks_that_answered_with_the_brief(tmp_path: Path) -> None:
+    from bench import sessionscale
+
+    table = sessionscale.table(large=2_000, runs=1, directory=tmp_path)  # the row's machinery on small ledgers
+    samples = table.data["samples_cpu_s"]
+    assert set(samples) == {"1000", "2000"} and all(len(cpu) == 1 and cpu[0] > 0 for cpu in samples.values())
+    [goal] = table.goals
+    assert goal.name == "SessionStart new session 2k CPU <= 1.2x 1k" and goal.met is not None
+
+
 def test_without_langgraph_its_goals_are_not_measured_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

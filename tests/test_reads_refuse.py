@@ -91,7 +91,7 @@ def forged(home: Path, location: Location) -> Path:
     assert final.id is not None
     run_here("switch", "1", home=home, check=True)
     for args in (("resume",), ("resume",), ("find", "retries"), ("log", "1", "--json")):  # the control
-        proc = run_trail(*args, home=home)
+        proc = run_here(*args, home=home)
         assert proc.returncode == 0 and "Cap refresh retries" in proc.stdout, (args, proc.stderr)
     assert "tasktrail task #1" in _session_start(home)
     _edit_in_place(location, final.id, 11, "reason", FORGED)
@@ -172,7 +172,7 @@ def under_view_snapshot(home: Path, location: Location, monkeypatch: pytest.Monk
     run_here("start", "under a snapshot", home=home, check=True)  # set-up: in this process
     for i in range(2, 11):
         run_here("note", f"true note {i}", home=home, check=True)
-    assert run_trail("resume", home=home, check=True).returncode == 0  # folds past 4 and 8: view snapshots kept
+    assert run_here("resume", home=home, check=True).returncode == 0  # folds past 4 and 8: view snapshots kept
     app = open_ledger(location)
     task = app.entries()[0].task_id
     app.close()
@@ -226,7 +226,7 @@ def test_an_edit_put_back_as_it_was_is_still_refused_and_named(home: Path, locat
     run_here("start", "put back", home=home, check=True)  # set-up: in this process
     for i in range(2, 11):
         run_here("note", f"true note {i}", home=home, check=True)
-    run_trail("resume", home=home, check=True)
+    run_here("resume", home=home, check=True)
     task = _task_of(location)
     true = _stored(location, task, 3)
     _edit_in_place(location, task, 3, "text", FORGED)

@@ -355,6 +355,41 @@ class TestSQLiteStore(LedgerStoreContract):
         finally:
             again.close()
 
+    def test_a_hook_leaves_the_link_index_of_a_large_older_ledger_to_a_command(
+        self, new_store: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Built inside a hook, the one read of a large table could outlast the agent's timeout, be rolled back,
+        # and start again in every hook after it.
+        from ledger.base import upkeep
+        from ledger.capture import hook
+
+        url = new_store()
+        first = open_ledger(resolve(url))
+        task = _task(first, "old", 6, session="s1")
+        first.close()
+        path = resolve(url).sqlite_path
+
+        def index_after_open() -> bool:
+            with sqlite3.connect(path) as con:
+                con.execute(f"DROP INDEX IF EXISTS {LINKS_INDEX}")
+            opened = open_ledger(resolve(url))
+            try:
+                assert opened.store.task_for_session("claude-code", "s1", ev.ConversationLinked.TOPIC) == task
+            finally:
+                opened.close()
+            with sqlite3.connect(path) as con:
+                return con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LINKS_INDEX,)).fetchone() is not None
+
+        monkeypatch.setattr(upkeep, "BOUNDED_ROWS", 5)  # the ledger's few rows stand for a large one
+        monkeypatch.setattr(upkeep, "deferring", False)
+        assert hook.run(["no-such-agent"]) == 0 and upkeep.deferring  # the hook defers for its process
+        assert not index_after_open()
+        monkeypatch.setattr(upkeep, "deferring", False)
+        assert index_after_open()  # a command builds it
+        monkeypatch.setattr(upkeep, "BOUNDED_ROWS", 10**9)
+        monkeypatch.setattr(upkeep, "deferring", True)
+        assert index_after_open()  # a hook on a small ledger too
+
     def test_a_link_row_that_is_not_json_is_not_refused_by_the_index(self, ledger: Ledger) -> None:
         # An enciphered ledger's rows are not JSON: json_extract in the index would raise and refuse the insert.
         _task(ledger, "plain", 1, session="s1")

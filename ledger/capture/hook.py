@@ -30,7 +30,7 @@ import signal
 import sys
 import time
 
-from ledger.base import hook_spool
+from ledger.base import hook_spool, upkeep
 from ledger.base.crashpoints import stall_point
 from ledger.base.hook_spool import DROPPED_KEY, HUNKS_KEY
 from ledger.base.ledger_file import ledger_file
@@ -190,6 +190,7 @@ def _locate_hunks(payload: dict[str, Any]) -> None:
 
 def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
     """Handle one hook invocation (``argv`` after ``hook``); always returns 0, within ``deadline()``."""
+    upkeep.deferring = True
     ends = time.monotonic() + deadline()
     call = _Call(argv[0] if argv else "")
     try:

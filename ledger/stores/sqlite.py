@@ -21,7 +21,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError, OperationalError, PersistenceError, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
-from ledger.base import private
+from ledger.base import private, upkeep
 from ledger.base.location import Location
 from ledger.base.schema import (
     ARCHIVES,
@@ -32,6 +32,7 @@ from ledger.base.schema import (
     HEADS,
     LINKED_SESSION_SQL,
     LINKED_TOPIC,
+    LINKS_INDEX,
     REWRITING,
     SQLITE_GUARDS,
     VIEWS,
@@ -151,8 +152,14 @@ def _install_guard(c: SQLiteCursor) -> None:
 
 def _index_links(c: SQLiteCursor) -> None:
     """The session-link index (``schema.CREATE_LINKS_INDEX``): built once on a ledger from before it (one read
-    of the table: about 3 s at a million events), a no-op after. A read-only file is left as it is (its lookups
-    read the table, as before)."""
+    of the table: about 3 s at a million events), not by a hook on a large one (``base.upkeep``), a no-op after.
+    A read-only file is left as it is (its lookups read the table, as before)."""
+    c.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (LINKS_INDEX,))
+    if c.fetchone() is not None:
+        return
+    c.execute("SELECT coalesce(max(rowid), 0) FROM stored_events")
+    if not upkeep.may_build(int(c.fetchone()[0])):
+        return  # a hook on a large older ledger: its lookups read the table, as before, until a command builds it
     try:
         c.execute(CREATE_LINKS_INDEX)
     except sqlite3.OperationalError as exc:

@@ -31,7 +31,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 from psycopg.rows import DictRow, tuple_row
 
-from ledger.base import private
+from ledger.base import private, upkeep
 from ledger.base.errors import BadInput, PermissionDenied, StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
 from ledger.base.oneline import one_line, reason
@@ -129,11 +129,17 @@ _LINK_ROWS = f"topic = '{LINKED_TOPIC}'"
 def _index_links(curs: Any, schema: str) -> None:
     """A partial index of the session links (one row per link): the lookup of a session never linked reads
     those rows, not the whole table. Only on their JSON, not by it (``convert_from`` is not immutable, and an
-    enciphered row is no JSON). Checked before it is made: a grantee's open need not own the table."""
+    enciphered row is no JSON). Checked before it is made: a grantee's open need not own the table; not made by
+    a hook on a large older ledger (``base.upkeep``)."""
     curs.execute("SELECT to_regclass(%s) AS found", (f'"{schema}".{LINKS_INDEX}',))
     row = curs.fetchone()
     if row is not None and row["found"] is not None:
         return
+    curs.execute(sql.SQL("SELECT coalesce(max(notification_id), 0) AS rows FROM {}.{}").format(
+        sql.Identifier(schema), sql.Identifier(EVENTS_TABLE)))
+    counted = curs.fetchone()
+    if not upkeep.may_build(int(counted["rows"]) if counted else 0):
+        return  # a hook on a large older ledger (``base.upkeep``): a command builds it
     curs.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} (notification_id) WHERE " + _LINK_ROWS).format(
         sql.Identifier(LINKS_INDEX), sql.Identifier(schema), sql.Identifier(EVENTS_TABLE)))
 

@@ -418,3 +418,29 @@ def _checked_parts(line: str, proven: bool = True) -> tuple[tuple[str, bool], ..
         whole = not any("/" in w or _FILE_LIKE.search(w) for w in words[1:] if not w.startswith("-"))
         out += [(kind, whole) for kind in sorted(_kinds(words))]
     return tuple(out)
+
+
+_BUILT_FROM = lazy(r"^(?:\.{1,2}/)?(?:[\w.-]+/)*cmd/([\w.-]+?)/?$")
+"""A Go main package's path (``./cmd/entire-brain``): ``go run`` of it runs the program of that name."""
+
+
+@lru_cache(maxsize=1024)
+def as_built(line: str) -> str | None:
+    """``go run ./cmd/NAME ARGS`` as the program it builds and runs, ``NAME ARGS``: the program from the current
+    source, so its pass answers for a failed ``NAME ARGS`` (not on the path, ``command not found``) or ``./NAME
+    ARGS`` (a stale binary: ``unknown command "index"``). None for any other line."""
+    words = _work_words(line)
+    if words is None or len(words) < 3 or words[0].rsplit("/", 1)[-1] != "go" or words[1] != "run":
+        return None
+    match = _BUILT_FROM.match(words[2])
+    return " ".join([match.group(1), *words[3:]]) if match else None
+
+
+def runs_same(passed: str, failed: str) -> bool:
+    """Whether ``passed`` runs the program ``failed`` ran with the same targets (``readdresses``, or the same
+    words): the same run, however the program was reached (``./entire-brain`` or ``entire-brain``)."""
+    p, f = _work_words(passed), _work_words(failed)
+    if p is None or f is None:
+        return False
+    same = p[0].rsplit("/", 1)[-1] == f[0].rsplit("/", 1)[-1] and p[1:] == f[1:]
+    return same or readdresses(passed, failed)

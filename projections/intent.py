@@ -576,8 +576,7 @@ def reported_check(text: str) -> frozenset[str]:
 
 
 _ALREADY = lazy(
-    r"""\b(?:(?:is|are|was|were|has|have|had)\s+(?:been\s+)?already\b|
-        already\s+(?:\w+\s+){0,2}?(?:in\s+place|added|there|exists?|present|done|implemented|handled|covered|
+    r"""\b(?:already\s+(?:\w+\s+){0,2}?(?:in\s+place|added|there|exists?|present|done|implemented|handled|covered|
             fixed|applied|included|includes?|has|have|uses?|wrapped|configured|addressed)\b|
         nothing\s+(?:else|more|left)\s+to\s+(?:do|change|add)|no\s+(?:further\s+|more\s+)?changes?\s+(?:are\s+|is\s+)?
             (?:needed|required|necessary))""",

@@ -21,6 +21,7 @@ from ledger.base.oneline import one_line
 from ledger.domain import events as ev
 from projections import facts, remote, worktree
 from projections.commands import (
+    as_built,
     chain_heads,
     command_head,
     covers,
@@ -29,6 +30,7 @@ from projections.commands import (
     passed_checks,
     path_checks,
     readdresses,
+    runs_same,
     switches_to,
     unmasked,
     whole_checks,
@@ -435,11 +437,13 @@ def _resolved(
     command ``line`` that passed, also commands of the same program and target run with other flags or
     paths (`ruff check a/b.py` then `ruff check /abs/a/b.py`), each part of an ``&&`` chain (`git pull
     --rebase && git push` after a rejected `git push`), narrower runs of a test runner run whole
-    (`pytest` after `pytest t.py::x`) and the same command with its address or version corrected (`curl
-    …/v2/users` after `curl …/v1/user`: ``readdresses``); with the ``test`` run that passed, the failing test runs it
-    covers (`pytest tests` after `pytest tests/test_a.py`). One pass; ``failures`` itself when nothing
-    changes."""
+    (`pytest` after `pytest t.py::x`), the same command with its address or version corrected (`curl
+    …/v2/users` after `curl …/v1/user`: ``readdresses``) and a program run from its source (`go run ./cmd/x
+    index p` after `x index p` or `./x index p`: ``as_built``); with the ``test`` run that passed, the failing
+    test runs it covers (`pytest tests` after `pytest tests/test_a.py`). One pass; ``failures`` itself when
+    nothing changes."""
     heads = chain_heads(line) if line is not None else ()
+    built = as_built(line) if line is not None else None  # `go run ./cmd/x args` runs `x args` from the source
 
     def answered(f: Failure) -> bool:
         if f.key in keys:
@@ -449,7 +453,8 @@ def _resolved(
             if line is not None and (clear := unmasked(f.what, line)) is not None:
                 what, failed = clear, command_head(clear)  # a value hidden there stands in clear in the rerun
             return (any(covers(head, failed) and not (line is not None and other_verb(line, what, head))
-                        for head in heads) or (line is not None and readdresses(line, what)))
+                        for head in heads) or (line is not None and readdresses(line, what))
+                    or (built is not None and runs_same(built, what)))
         return test is not None and f.key.startswith("test:") and covers(test, f.key[len("test:"):])
 
     hits = [i for i, f in enumerate(failures) if f.resolved_at is None and answered(f)]

@@ -75,11 +75,15 @@ requirement or a correction, never a mere question."""
 _DIAGNOSES = lazy(
     _LEAD + r"""why\s+(?:is|are|does|do|did|was|were|'?s)\s+(?!(?:you|we|i)\b)[^?\n]{0,80}?
         \b(?:fail\w*|broken|break(?:s|ing)?|crash\w*|error\w*|hang(?:s|ing)?|stuck|red|slow|
-        tim(?:es|ed|ing)\s+out|not\s+(?:work|pass|build|run|start|load)\w*)\b""",
+        tim(?:es|ed|ing)\s+out|not\s+(?:work|pass|build|run|start|load)\w*)\b|
+    """ + _LEAD + r"""why\s+(?:(?:is|are|does|do|did|was|were|'?s)\s+)?(?:the|this|that|these|those|it)\b
+        (?![^?\n]{0,80}?\b(?:you|we|i)\b)[^?\n]{0,80}?\bonly\s+(?:works?|runs?|builds?|supports?|compiles?|
+        applies|exists?|happens?)\b""",
     re.IGNORECASE | re.VERBOSE,
 )
-"""A "why" that asks what causes a failure ("why is CI failing?", "why does the build break?"), not the agent's
-reasoning ("why do you think X?"): asks for a diagnosis, which the answer gives."""
+"""A "why" that asks what causes a failure ("why is CI failing?", "why does the build break?") or a limit of the
+code ("why this method does only work on unix and not windows?"), not the agent's reasoning ("why do you think
+X?", "why do we only support X?"): asks for a diagnosis, which the answer gives."""
 
 
 def _pushes_back(text: str) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from ledger.app.store import Ledger
 from ledger.base.location import Location
 from projections.commands import as_built, passed_checks, path_checks, whole_checks
-from projections.intent import asks_removal, reported_check, says_already_done, selects
+from projections.intent import asks_removal, enquiry, reported_check, says_already_done, selects
 from tests.test_fidelity_fold import _brief
 from tests.test_fidelity_fold10 import _T
 from tests.test_fidelity_rules import _section
@@ -175,3 +175,19 @@ def test_a_program_run_from_its_source_answers_its_missing_or_stale_binary(
     brief, state = _brief(ledger, location, t.write(tmp_path / "built.jsonl"))
     assert [f.what for f in state.failures if f.failing] == ["./entire-brain doctor --json"]
     assert "unknown command" not in _section(brief, "## Failing now")
+
+
+def test_a_why_about_a_limit_of_the_code_is_an_enquiry(ledger: Ledger, location: Location, tmp_path: Path) -> None:
+    assert enquiry("why this method does only work on unix and not windows?")
+    assert enquiry("why does the exporter only support JSON?")
+    assert not enquiry("why do we only support bash?")  # about what we chose: pushback
+    assert not enquiry("why does this only work on unix? make it work on windows")  # asks for work
+    t = _T()
+    t.user("why this method does only work on unix and not windows?")
+    t.said("It uses Setpgid, which only exists on Unix.")
+    t.user("add a non-Unix implementation of spawnDetached behind a build tag")
+    t.edit("/r/telemetry/detached_other.go", "", "//go:build !unix")
+    t.said("Added.")
+    brief, state = _brief(ledger, location, t.write(tmp_path / "why.jsonl"))
+    assert "only work on unix" not in _section(brief, "## Requirements")
+    assert [r.text for r in state.withdrawn] == ["why this method does only work on unix and not windows?"]

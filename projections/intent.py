@@ -589,10 +589,11 @@ _ALREADY = lazy(
 
 
 def says_already_done(reply: str) -> bool:
-    """Whether the agent's ``reply`` opens (its first two sentences) by saying what was asked is done already
-    ("The timeout is already in place for both functions", "Those tests were already added in the previous
-    step") or that nothing is left to do ("All 7 pass. Nothing else to do here.")."""
-    head = " ".join(re.split(r"(?<=[.!?])\s+", reply.strip(), maxsplit=2)[:2])
+    """Whether the agent's ``reply`` opens (the first two sentences of its first paragraph) by saying what was
+    asked is done already ("The timeout is already in place for both functions", "Those tests were already added
+    in the previous step") or that nothing is left to do ("All 7 pass. Nothing else to do here.")."""
+    paragraph = reply.strip().split("\n\n", 1)[0]  # a heading or a list after it is the reply's body, not its answer
+    head = " ".join(re.split(r"(?<=[.!?])\s+", paragraph, maxsplit=2)[:2])
     return _ALREADY.search(head[:400]) is not None
 
 
@@ -623,11 +624,16 @@ def selects(text: str) -> frozenset[int]:
 
 
 _REMOVES = lazy(r"\b(?:remove|delete|rm|drop|get\s+rid\s+of|clean\s+up)\b", re.IGNORECASE)
+_FILE_NAME = lazy(r"[^.]\.[A-Za-z0-9]{1,6}$")
 
 
 def asks_removal(text: str, name: str) -> bool:
-    """Whether the request ``text`` asks to remove the file ``name`` (a base name): a verb of removing, and the
-    name within 120 characters after it ("Remove the docs/task-honor-ignore-lists.md file as the work is done")."""
+    """Whether the request ``text`` asks to remove the file ``name`` (a base name with an extension): a verb of
+    removing, and the name within 120 characters after it ("Remove the docs/task-honor-ignore-lists.md file as the
+    work is done"). A folder's name ("tests") is a common word: "delete the Python files … run Rust tests" names
+    no such file."""
+    if _FILE_NAME.search(name) is None:
+        return False
     lowered = text.lower()
     for match in _REMOVES.finditer(text[:400]):
         window = lowered[match.end():match.end() + 120]

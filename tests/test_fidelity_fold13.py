@@ -191,3 +191,12 @@ def test_a_why_about_a_limit_of_the_code_is_an_enquiry(ledger: Ledger, location:
     brief, state = _brief(ledger, location, t.write(tmp_path / "why.jsonl"))
     assert "only work on unix" not in _section(brief, "## Requirements")
     assert [r.text for r in state.withdrawn] == ["why this method does only work on unix and not windows?"]
+
+
+def test_what_the_done_already_and_removal_rules_do_not_read() -> None:
+    # Read on two earlier parts' sessions (codemie-clear-tracking, drm-python-to-rust-port), where fold 13's first
+    # draft moved a current request: a heading of the reply's body is not its answer, and a folder is no file.
+    assert not says_already_done("You're absolutely right - I'm overcomplicating it. Let me simplify to the "
+                                 "essential logic:\n\n## Plan\n\n### What Already Exists\n- HistoryParser")
+    assert not asks_removal("Delete all the Python source files when you're done (but keep the Justfile - update "
+                            "it to run Rust tests instead).", "tests")

@@ -336,3 +336,111 @@ def unmasked(failed: str, passed: str) -> str | None:
 
     line = MARKER.sub(put_back, failed)
     return line if found else None
+
+
+_LINTERS = frozenset({"golangci-lint", "staticcheck", "eslint", "ruff", "flake8", "pylint", "clippy", "rubocop",
+                      "shellcheck", "biome", "go vet", "vet", "mypy", "tsc"})
+_FORMATTERS = frozenset({"gofmt", "goimports", "prettier", "black", "rustfmt", "fmt", "format"})
+_TESTERS = frozenset({"test", "tests", "pytest", "jest", "vitest", "mocha", "rspec", "phpunit", "tox", "nox"})
+
+
+def _kinds(words: list[str]) -> set[str]:
+    """The kinds of check a simple command runs, read from its program and bare words (``mise run lint``,
+    ``gofmt -d x.go``, ``npm run test:unit``, ``go build ./...``)."""
+    words = _from_program(words)
+    if not words:
+        return set()
+    # The program and the bare words after it (a script's name: ``lint``, ``test:unit``); a path names what is
+    # checked, not the check (``gofmt -d x_test.go`` runs no test).
+    bare = [words[0].rsplit("/", 1)[-1].lower()] + [
+        w.lower() for w in words[1:4] if not w.startswith("-") and "/" not in w and "." not in w]
+    parts = {p for w in bare for p in w.split(":") if p}
+    kinds = set()
+    if parts & _LINTERS or any(p.endswith("lint") for p in parts):
+        kinds.add("lint")
+    if parts & _FORMATTERS or any(p.endswith("fmt") for p in parts):
+        kinds.add("format")
+    if parts & _TESTERS:
+        kinds.add("test")
+    if "build" in parts:
+        kinds.add("build")
+    return kinds
+
+
+@lru_cache(maxsize=1024)
+def passed_checks(line: str) -> frozenset[str]:
+    """The kinds of check (``lint``, ``format``, ``test``, ``build``: as ``projections.intent.reported_check``
+    names them) that ``line``'s exit 0 shows passed: each simple command whose own exit the line's exit
+    answers for (a part of an ``&&`` chain, not one piped into another: in ``mise run lint && mise run test |
+    grep X`` the lint passed, the test's exit is grep's). Empty when the line cannot be read or joins its parts
+    otherwise (``;``, ``||``)."""
+    return frozenset(kind for kind, _ in _checked_parts(line))
+
+
+@lru_cache(maxsize=1024)
+def whole_checks(line: str) -> frozenset[str]:
+    """Of ``passed_checks``, the kinds run over the whole project: a part that names no path (``mise run lint``,
+    ``npm run lint``, not ``golangci-lint run ./a.go``)."""
+    return frozenset(kind for kind, whole in _checked_parts(line) if whole)
+
+
+@lru_cache(maxsize=1024)
+def path_checks(line: str) -> frozenset[str]:
+    """The kinds of check ``line`` runs on named paths (``golangci-lint run ./cmd/x/a.go``, ``gofmt -l a.go``):
+    what a whole run of the same kind passing later answers for."""
+    return frozenset(kind for kind, whole in _checked_parts(line, proven=False) if not whole)
+
+
+def _checked_parts(line: str, proven: bool = True) -> tuple[tuple[str, bool], ...]:
+    """``(kind, whole)`` for each check a simple command of ``line`` runs; with ``proven``, only the parts whose
+    exit the line's exit answers for (see ``passed_checks``)."""
+    toks = shell.tokens(line)
+    if toks is None:
+        return ()
+    ops = [t for t in toks if isinstance(t, shell.Op) and t != "\n"]
+    if set(ops) - {"&&", "|", "(", ")"}:
+        return ()
+    parts: list[list[str]] = [[]]
+    after: list[str] = []
+    for t in toks:
+        if isinstance(t, shell.Op) and t in ("&&", "|"):
+            after.append(str(t))
+            parts.append([])
+        elif isinstance(t, str) and not isinstance(t, shell.Op):
+            parts[-1].append(t)
+    after.append("")
+    out: list[tuple[str, bool]] = []
+    for i, part in enumerate(parts):
+        piped = after[i] == "|" or (i > 0 and after[i - 1] == "|")
+        if not part or (proven and piped):
+            continue
+        words = _from_program([w for w in part if w not in ("{", "}")])
+        whole = not any("/" in w or _FILE_LIKE.search(w) for w in words[1:] if not w.startswith("-"))
+        out += [(kind, whole) for kind in sorted(_kinds(words))]
+    return tuple(out)
+
+
+_BUILT_FROM = lazy(r"^(?:\.{1,2}/)?(?:[\w.-]+/)*cmd/([\w.-]+?)/?$")
+"""A Go main package's path (``./cmd/entire-brain``): ``go run`` of it runs the program of that name."""
+
+
+@lru_cache(maxsize=1024)
+def as_built(line: str) -> str | None:
+    """``go run ./cmd/NAME ARGS`` as the program it builds and runs, ``NAME ARGS``: the program from the current
+    source, so its pass answers for a failed ``NAME ARGS`` (not on the path, ``command not found``) or ``./NAME
+    ARGS`` (a stale binary: ``unknown command "index"``). None for any other line."""
+    words = _work_words(line)
+    if words is None or len(words) < 3 or words[0].rsplit("/", 1)[-1] != "go" or words[1] != "run":
+        return None
+    match = _BUILT_FROM.match(words[2])
+    return " ".join([match.group(1), *words[3:]]) if match else None
+
+
+def runs_same(passed: str, failed: str) -> bool:
+    """Whether ``passed`` runs the program ``failed`` ran with the same targets (``readdresses``, or the same
+    words): the same run, however the program was reached (``./entire-brain`` or ``entire-brain``)."""
+    p, f = _work_words(passed), _work_words(failed)
+    if p is None or f is None:
+        return False
+    same = p[0].rsplit("/", 1)[-1] == f[0].rsplit("/", 1)[-1] and p[1:] == f[1:]
+    return same or readdresses(passed, failed)

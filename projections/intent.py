@@ -75,11 +75,15 @@ requirement or a correction, never a mere question."""
 _DIAGNOSES = lazy(
     _LEAD + r"""why\s+(?:is|are|does|do|did|was|were|'?s)\s+(?!(?:you|we|i)\b)[^?\n]{0,80}?
         \b(?:fail\w*|broken|break(?:s|ing)?|crash\w*|error\w*|hang(?:s|ing)?|stuck|red|slow|
-        tim(?:es|ed|ing)\s+out|not\s+(?:work|pass|build|run|start|load)\w*)\b""",
+        tim(?:es|ed|ing)\s+out|not\s+(?:work|pass|build|run|start|load)\w*)\b|
+    """ + _LEAD + r"""why\s+(?:(?:is|are|does|do|did|was|were|'?s)\s+)?(?:the|this|that|these|those|it)\b
+        (?![^?\n]{0,80}?\b(?:you|we|i)\b)[^?\n]{0,80}?\bonly\s+(?:works?|runs?|builds?|supports?|compiles?|
+        applies|exists?|happens?)\b""",
     re.IGNORECASE | re.VERBOSE,
 )
-"""A "why" that asks what causes a failure ("why is CI failing?", "why does the build break?"), not the agent's
-reasoning ("why do you think X?"): asks for a diagnosis, which the answer gives."""
+"""A "why" that asks what causes a failure ("why is CI failing?", "why does the build break?") or a limit of the
+code ("why this method does only work on unix and not windows?"), not the agent's reasoning ("why do you think
+X?", "why do we only support X?"): asks for a diagnosis, which the answer gives."""
 
 
 def _pushes_back(text: str) -> bool:
@@ -522,3 +526,117 @@ def drops(text: str) -> tuple[str, str] | None:
     is narrowed: that part of it is replaced."""
     match = _DROPS.match(text.strip()[:200])
     return (match.group(1).lower(), singular(match.group(2).lower().rstrip(".,"))) if match else None
+
+
+_CHECKS = (
+    ("lint", lazy(r"\b(?:golangci-lint|staticcheck|eslint|ruff|flake8|pylint|clippy|rubocop|shellcheck|biome|"
+                  r"\w*lint(?:er|ing)?)\b", re.IGNORECASE)),
+    ("format", lazy(r"\b(?:gofmt|goimports|prettier|rustfmt|\w*fmt|formatting|reformat\w*)\b", re.IGNORECASE)),
+    ("test", lazy(r"(?:^|\s)---\s+FAIL\b|\bFAIL:|\b(?:pytest|jest|vitest|go\s+test|tests?\s+failed)\b", re.IGNORECASE)),
+    ("build", lazy(r"\b(?:build\s+failed|compilation\s+failed|error\s+TS\d+|tsc)\b", re.IGNORECASE)),
+)
+"""A failed check's kind, by the tools and words its output names: a linter, a formatter, a test runner, a build."""
+
+_CHECK_FAILED = lazy(
+    r"""\b(?:errors?|fail(?:s|ed|ure|ures|ing)?|FAIL|issues?|problems?|need\w*\s+(?:\w+\s+)?formatting|
+        would\s+(?:be\s+)?reformat\w*|not\s+(?:properly\s+)?formatted)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_REPORT_LEAD = lazy(
+    _LEAD + r"(?:(?:please\s+)?fix\b|(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:getting|seeing)\b|"
+    r"(?:i|we)\s+(?:get|got|see)\b|ci\b|gh\s+actions?\b|github\s+actions?\b)",
+    re.IGNORECASE,
+)
+_REQUEST_LINE = lazy(
+    _LEAD + r"""(?:please\s+|also\s+|then\s+|now\s+)*(?:
+        (?:add|change|update|implement|create|write|remove|delete|rename|refactor|make|use|commit|push|deploy|move|
+            replace|install|set|put|edit|migrate|convert|generate|ensure|check|look|investigate|try|open|document)\b|
+        (?:can|could|would|will)\s+you\b|let'?s\b|(?:we|you)\s+(?:should|need\s+to|must)\b|
+        i\s+(?:want|need|would\s+like)\b)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+"""A line that asks for work: an imperative, a "can you", a "let's". Pasted output opens with none of these
+("Writing patch to …", "Running [golangci-lint …]" are a tool's words, not the user's)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def reported_check(text: str) -> frozenset[str]:
+    """The kinds of check (``lint``, ``format``, ``test``, ``build``) whose failed output the user pasted as the
+    whole of ``text`` ("I'm getting this error on GH Actions:" then golangci-lint's report; "fix :" then "The
+    following files need gofmt formatting: …"): a lead line of the user's that introduces it (ends with ":", or
+    asks to fix, or says what they get) and output naming the check and its failure, with no line after the
+    lead that asks for other work. Empty when ``text`` is anything else: a message that also asks for work is a
+    requirement a passing check does not answer. Memoised: asked of each current requirement at each passing
+    check."""
+    rows = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(rows) < 2 or len(rows[0]) > 120:
+        return frozenset()
+    lead, body = rows[0], "\n".join(rows[1:])
+    if not (lead.endswith(":") or _REPORT_LEAD.match(lead)):
+        return frozenset()
+    if any(_REQUEST_LINE.match(row) for row in rows[1:]) or _CHECK_FAILED.search(body) is None:
+        return frozenset()
+    return frozenset(kind for kind, pattern in _CHECKS if pattern.search(body))
+
+
+_ALREADY = lazy(
+    r"""\b(?:already\s+(?:\w+\s+){0,2}?(?:in\s+place|added|there|exists?|present|done|implemented|handled|covered|
+            fixed|applied|included|includes?|has|have|uses?|wrapped|configured|addressed)\b|
+        nothing\s+(?:else|more|left)\s+to\s+(?:do|change|add)|no\s+(?:further\s+|more\s+)?changes?\s+(?:are\s+|is\s+)?
+            (?:needed|required|necessary))""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def says_already_done(reply: str) -> bool:
+    """Whether the agent's ``reply`` opens (the first two sentences of its first paragraph) by saying what was
+    asked is done already ("The timeout is already in place for both functions", "Those tests were already added
+    in the previous step") or that nothing is left to do ("All 7 pass. Nothing else to do here.")."""
+    paragraph = reply.strip().split("\n\n", 1)[0]  # a heading or a list after it is the reply's body, not its answer
+    head = " ".join(re.split(r"(?<=[.!?])\s+", paragraph, maxsplit=2)[:2])
+    return _ALREADY.search(head[:400]) is not None
+
+
+_SELECTION = lazy(
+    r"""\b(?:do|implement\w*|start\s+(?:with\s+)?(?:implementing\s+)?|apply|tackle|work\s+on|go\s+with|fix|add|
+        address)\s+(?:(?:the\s+)?(?:suggestions?|items?|points?|steps?|options?|ideas?|changes?|numbers?|
+        issues?|comments?)\s+)?\#?(\d{1,2}(?:\s*(?:-|\u2013|to)\s*\#?\d{1,2}|(?:\s*(?:,|and|&|,\s*and)\s*\#?\d{1,2})+))\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def selects(text: str) -> frozenset[int]:
+    """The numbered items a short request picks from a list the agent gave ("let's start with implementing
+    suggestions 1-4 first" -> 1, 2, 3, 4; "okay now let's do 6,7,8,10"): two or more, as a range or a list.
+    Empty for anything else (a single number may be a step or a line)."""
+    if len(text) > 200 or "\n" in text.strip():
+        return frozenset()
+    match = _SELECTION.search(text)
+    if match is None:
+        return frozenset()
+    spec = match.group(1)
+    ranged = re.fullmatch(r"(\d+)\s*(?:-|\u2013|to)\s*#?(\d+)", spec)
+    if ranged is not None:
+        low, high = int(ranged.group(1)), int(ranged.group(2))
+        return frozenset(range(low, high + 1)) if low < high <= low + 20 else frozenset()
+    return frozenset(int(n) for n in re.findall(r"\d+", spec))
+
+
+_REMOVES = lazy(r"\b(?:remove|delete|rm|drop|get\s+rid\s+of|clean\s+up)\b", re.IGNORECASE)
+_FILE_NAME = lazy(r"[^.]\.[A-Za-z0-9]{1,6}$")
+
+
+def asks_removal(text: str, name: str) -> bool:
+    """Whether the request ``text`` asks to remove the file ``name`` (a base name with an extension): a verb of
+    removing, and the name within 120 characters after it ("Remove the docs/task-honor-ignore-lists.md file as the
+    work is done"). A folder's name ("tests") is a common word: "delete the Python files … run Rust tests" names
+    no such file."""
+    if _FILE_NAME.search(name) is None:
+        return False
+    lowered = text.lower()
+    for match in _REMOVES.finditer(text[:400]):
+        window = lowered[match.end():match.end() + 120]
+        if re.search(r"(?:^|[\s/`'\"(])" + re.escape(name.lower()) + r"(?:$|[\s`'\",.:;)!?])", window):
+            return True
+    return False

@@ -21,14 +21,19 @@ from ledger.base.oneline import one_line
 from ledger.domain import events as ev
 from projections import facts, remote, worktree
 from projections.commands import (
+    as_built,
     chain_heads,
     command_head,
     covers,
     is_probe,
     other_verb,
+    passed_checks,
+    path_checks,
     readdresses,
+    runs_same,
     switches_to,
     unmasked,
+    whole_checks,
 )
 from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
@@ -38,6 +43,7 @@ from projections.intent import (
     agrees,
     answers_yes_no,
     asks_redo,
+    asks_removal,
     branch_move,
     calls_off,
     declines,
@@ -47,16 +53,19 @@ from projections.intent import (
     names_work,
     not_needed,
     prescribes,
+    reported_check,
     reports_error,
     reports_problem,
+    says_already_done,
     says_failed,
     says_works,
+    selects,
     singular,
     withdrawal,
     yes_no_question,
 )
 
-FOLD_VERSION = 12
+FOLD_VERSION = 13
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -428,11 +437,13 @@ def _resolved(
     command ``line`` that passed, also commands of the same program and target run with other flags or
     paths (`ruff check a/b.py` then `ruff check /abs/a/b.py`), each part of an ``&&`` chain (`git pull
     --rebase && git push` after a rejected `git push`), narrower runs of a test runner run whole
-    (`pytest` after `pytest t.py::x`) and the same command with its address or version corrected (`curl
-    …/v2/users` after `curl …/v1/user`: ``readdresses``); with the ``test`` run that passed, the failing test runs it
-    covers (`pytest tests` after `pytest tests/test_a.py`). One pass; ``failures`` itself when nothing
-    changes."""
+    (`pytest` after `pytest t.py::x`), the same command with its address or version corrected (`curl
+    …/v2/users` after `curl …/v1/user`: ``readdresses``) and a program run from its source (`go run ./cmd/x
+    index p` after `x index p` or `./x index p`: ``as_built``); with the ``test`` run that passed, the failing
+    test runs it covers (`pytest tests` after `pytest tests/test_a.py`). One pass; ``failures`` itself when
+    nothing changes."""
     heads = chain_heads(line) if line is not None else ()
+    built = as_built(line) if line is not None else None  # `go run ./cmd/x args` runs `x args` from the source
 
     def answered(f: Failure) -> bool:
         if f.key in keys:
@@ -442,7 +453,8 @@ def _resolved(
             if line is not None and (clear := unmasked(f.what, line)) is not None:
                 what, failed = clear, command_head(clear)  # a value hidden there stands in clear in the rerun
             return (any(covers(head, failed) and not (line is not None and other_verb(line, what, head))
-                        for head in heads) or (line is not None and readdresses(line, what)))
+                        for head in heads) or (line is not None and readdresses(line, what))
+                    or (built is not None and runs_same(built, what)))
         return test is not None and f.key.startswith("test:") and covers(test, f.key[len("test:"):])
 
     hits = [i for i, f in enumerate(failures) if f.resolved_at is None and answered(f)]
@@ -655,8 +667,10 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                                   output_tail=rec.output_tail)
                 update["failures"] = _failed(state.failures, failure)
             elif event.exit_code == 0:
-                update["failures"] = _merge_concluded(_resolved(state.failures, (key,), pos, line=line), line, pos)
+                update["failures"] = _whole_check(
+                    _merge_concluded(_resolved(state.failures, (key,), pos, line=line), line, pos), line, pos)
                 update.update(_remote_done(state, update["failures"], event, line, pos))
+                update.update(_check_passed(state, line, pos))
             update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
             return update
         case ev.FileChanged():
@@ -679,9 +693,11 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 changed = (*changed, event.path)
             # A file edited is the editing tool working again; a file deleted takes its own failures with it.
             failures = _resolved(state.failures, _EDITOR_KEYS, pos)
+            removed: dict[str, Any] = {}
             if event.operation == "deleted":
                 failures = _gone_with(failures, event.path, pos)
-            return {"files": files, "failures": failures,
+                removed = _removed(state, event.path, pos)
+            return {**removed, "files": files, "failures": failures,
                     "changed_since_intent": changed, "changes_since_intent": state.changes_since_intent + 1,
                     "changed_since_position": state.changed_since_position or pos}
         case ev.TestResult():
@@ -800,7 +816,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
             replied = shown(event.text)
             checked = _checked(state, pos)
             answered = _said_yes_or_no(state.model_copy(update=checked) if checked else state, replied, pos)
-            return {**checked, **answered, "last_reply": Reply(position=pos, at=at, text=replied)}
+            so_far = {**checked, **answered}
+            done = _done_already(state.model_copy(update=so_far) if so_far else state, replied, pos)
+            return {**so_far, **done, "last_reply": Reply(position=pos, at=at, text=replied)}
         case ev.StatusChanged():
             return {"status": event.status, "status_reason": event.reason}
         case ev.NoteAdded():
@@ -866,7 +884,7 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
         update.update(moved)
         state = state.model_copy(update=moved)
     # "i dont need the token" may come with an answered question moved out: both apply.
-    for rule in (_no_longer_needed, _called_off, _narrowed, _addressed):
+    for rule in (_no_longer_needed, _called_off, _narrowed, _addressed, _moved_on):
         also = rule(state, event)
         if also:
             update.update(also)
@@ -1130,6 +1148,121 @@ def _said_yes_or_no(state: TaskState, reply: str, position: int) -> dict[str, An
         return {}
     why = f"answered at [{position}]: {one_line(reply, 100)}"
     return _moved_out(state, [latest.model_copy(update={"withdrawn_at": position, "withdrawn_because": why})])
+
+
+def _check_passed(state: TaskState, line: str, position: int) -> dict[str, Any]:
+    """A check passed (``projections.commands.passed_checks``: a lint, a format check, tests, a build) after the
+    agent changed files: the current requirements that were only a failed check of that kind pasted by the user
+    (``projections.intent.reported_check``: CI's golangci-lint report, "The following files need gofmt
+    formatting: …") are fixed. The failure reached the fold as the user's words, never as a command, so no rerun
+    of it can match; a local check of the same kind after a change is what answers it. They move to the
+    withdrawn ones; a report of several kinds needs a pass of each in one line."""
+    kinds = passed_checks(line)
+    if not kinds or not state.requirements:
+        return {}
+    moved = []
+    for r in state.requirements:
+        said = max(r.position, r.changed_at or 0)
+        reported = reported_check(r.text)
+        if not reported or not reported <= kinds:
+            continue
+        changed = [f.path for f in state.files.values() if f.position > said]
+        if not changed:
+            continue  # nothing was changed since the report: the same code passing locally fixes nothing
+        files = ", ".join(_short_path(p) for p in changed[-CHANGED_KEPT:])
+        why = (f"fixed: a failed {'/'.join(sorted(reported))} check the user pasted; the agent changed {files} "
+               f"after it, and `{one_line(line, 80)}` passed at [{position}]")
+        moved.append(r.model_copy(update={"withdrawn_at": position, "withdrawn_because": why}))
+    return _moved_out(state, moved)
+
+
+_COVERED_KINDS = frozenset({"lint", "format"})
+"""Checks a whole run answers for a run on some files of: a linter or formatter looks at every file it is given
+the same way (tests and builds depend on what they select, which fold 10's ``covers`` reads)."""
+
+
+def _whole_check(failures: tuple[Failure, ...], line: str, position: int) -> tuple[Failure, ...]:
+    """``failures`` with the open lint or format runs on named files (``golangci-lint run ./cmd/x/a.go``) resolved
+    once a lint or format check of the project as a whole passed (``mise run lint``): it checked those files
+    too, whatever program it runs."""
+    kinds = whole_checks(line) & _COVERED_KINDS
+    if not kinds:
+        return failures
+    return tuple(f.model_copy(update={"resolved_at": position})
+                 if f.resolved_at is None and f.key.startswith("cmd:") and path_checks(f.what) & kinds else f
+                 for f in failures)
+
+
+_REPEAT_SHARE = 0.5
+"""The share of the shorter request's words another must hold to ask the same again."""
+
+
+def _repeats(now: str, before: str) -> bool:
+    """Whether the request ``now`` asks again what ``before`` asked: the same words, or at least half of the
+    shorter one's naming words (five or more) in common (a review comment pasted again, reworded for another
+    function)."""
+    if " ".join(now.split()) == " ".join(before.split()):
+        return True
+    a, b = _words(now), _words(before)
+    shared = len(a & b)
+    return shared >= 5 and shared >= _REPEAT_SHARE * min(len(a), len(b))
+
+
+def _done_already(state: TaskState, reply: str, position: int) -> dict[str, Any]:
+    """The user's latest words ask again for what an earlier current request asked (sent again, or a review
+    comment pasted a second time), and the agent answers, changing no file since, that it is done already ("The
+    timeout is already in place for both functions", "Those tests were already added in the previous step"):
+    the request and the ones it repeats are done. They move to the withdrawn ones; a request asked once keeps
+    its place whatever the agent says of it."""
+    if state.changes_since_intent or state.last_intent is None or not says_already_done(reply):
+        return {}
+    said = next((r.text for r in state.requirements if max(r.position, r.changed_at or 0) == state.last_intent),
+                None)
+    if said is None:
+        said = next((c.text for c in state.corrections if c.position == state.last_intent), None)
+    if said is None:
+        return {}
+    earlier = [r for r in state.requirements if max(r.position, r.changed_at or 0) < state.last_intent
+               and _repeats(said, r.text)]
+    if not earlier:
+        return {}
+    why = f"done already: asked again at [{state.last_intent}], and the agent said at [{position}]: " \
+          f"{one_line(reply, 100)}"
+    moved = [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": why}) for r in state.requirements
+             if r in earlier or max(r.position, r.changed_at or 0) == state.last_intent]
+    return _moved_out(state, moved)
+
+
+def _removed(state: TaskState, path: str, position: int) -> dict[str, Any]:
+    """The agent deleted the file ``path``: a current request to remove that file ("Remove the
+    docs/task-honor-ignore-lists.md file as the work is done") is done. It moves to the withdrawn ones."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    why = f"done: {name} deleted at [{position}]"
+    moved = [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": why}) for r in state.requirements
+             if r.position < position and asks_removal(r.text, name)]
+    return _moved_out(state, moved)
+
+
+def _moved_on(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+              ) -> dict[str, Any]:
+    """The user picks other numbered items from a list ("okay now let's do 6,7,8,10") after asking for some
+    ("let's start with implementing suggestions 1-4 first") and the agent changed files since: the earlier pick
+    is done, and the user moved on. It moves to the withdrawn ones; a pick sharing a number with it is the same
+    work again."""
+    now = selects(event.text)
+    if not now:
+        return {}
+    pos = event.originator_version
+    moved = []
+    for r in state.requirements:
+        said = max(r.position, r.changed_at or 0)
+        before = selects(r.text)
+        if not before or before & now or not any(f.position > said for f in state.files.values()):
+            continue
+        why = (f"done: the agent changed files after it; the user went on to items "
+               f"{', '.join(map(str, sorted(now)))} at [{pos}]")
+        moved.append(r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why}))
+    return _moved_out(state, moved)
 
 
 def _gone_with(failures: tuple[Failure, ...], path: str, position: int) -> tuple[Failure, ...]:

@@ -38,9 +38,11 @@ def _reference_decoded(token: str) -> str | None:
 
 _GATES_BEFORE = {
     pattern.regex: re.compile(r"(?:pass(?:word|wd|phrase)?|secret|token|key|credentials?)[=\s]")
-    for pattern in BUILTIN if pattern.name == "flag-password" and pattern.gate is not None
+    for pattern in BUILTIN
+    if pattern.name == "flag-password" and pattern.gate is not None and pattern.gate.pattern.startswith("[-_](?:pass")
 }
-"""The gate the flag pattern had before (its key word, then = or a space): the one now is stronger."""
+"""The gate the key-word flag patterns had before (the key word, then = or a space): the one now is stronger.
+(The other flag patterns' gates, on their own literals, are checked as they are.)"""
 
 
 def _reference(text: str, patterns: Sequence[Pattern], shortcuts: bool) -> list[Span]:

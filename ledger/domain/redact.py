@@ -493,6 +493,8 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "stripe-key", lazy(_GLUED + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
         hints=("_live_", "_test_", "whsec_"),
+        # Led by a character set, where the regex's look-behind has it try at every character.
+        gate=lazy(r"_(?:live|test)_[a-z0-9]{16}|whsec_[a-z0-9]{24}"),
     ),
     Pattern(
         "github-token", lazy(_GLUED + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
@@ -565,6 +567,8 @@ BUILTIN: tuple[Pattern, ...] = (
         "url-password",
         # A scheme of at most 32 characters: unbounded, each word start in a run of them scanned to its end.
         lazy(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s:/@]+:([^\s@/]+)@"), group=1, hints=("://",),
+        # Led by "://", where the regex tries a scheme at every word start (a 20 KB output: 0.7 ms).
+        gate=lazy(r"://[^\s:/@]+:[^\s@/]+@"),
     ),
     Pattern(
         "url-password",  # ?password=…, &token=…, ?sig=… in a URL or a DSN
@@ -610,6 +614,8 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("-u", "--user"),
+        # The flag, its user and the colon, led by a dash: the regex's look-behind tries every character.
+        gate=lazy(r"(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"'@/]{1,128}:"),
     ),
     Pattern(
         "flag-password",  # a flag's quoted value holding spaces: --password "two words"
@@ -637,12 +643,15 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "registry"),  # not "login": common
+        # From "login" to the flag, led by a literal: the regex tries its seven names at every word start.
+        gate=lazy(r"login\b[^|;&]{0,300}?\s-p[\s=]"),
     ),
     Pattern(
         "flag-password",  # redis-cli -a X
         lazy(r"\b(?:redis|valkey|keydb)-cli\b[^|;&]{0,300}?\s-a\s+" + _PLACEHOLDER + r"([^\s\"'|;&]+)"),
         group=1,
         hints=("-cli",),
+        gate=lazy(r"-cli\b[^|;&]{0,300}?\s-a\s"),  # led by a literal, where the regex tries every word start
     ),
     Pattern(
         "flag-password",  # openssl -passin pass:X, -passout pass:X, -pass pass:X
@@ -667,6 +676,9 @@ BUILTIN: tuple[Pattern, ...] = (
         ),
         group=1,
         hints=("cookie", "-b ", "-b="),
+        # The header's name and colon or the flag, led by a "c" or a dash: the regex, case-blind with a
+        # look-behind, tries at every character (a 20 KB output: 1.6 ms).
+        gate=lazy(r"cookie[\"']?\s*:|(?:-b|cookie)[\s=]"),
         needs="=",
     ),
     Pattern(

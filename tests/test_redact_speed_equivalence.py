@@ -11,7 +11,9 @@ import math
 import re
 import string
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -300,3 +302,73 @@ def test_high_entropy_as_the_character_loop(value: str) -> None:
     # Digits and letters past ASCII ("٣", "é") count for the loop; the search is taken only on ASCII.
     for text in (value, value + "٣", "é" + value):
         assert redact.high_entropy(text) is _reference_high_entropy(text)
+
+
+def _reference_entropy_match(match: re.Match[str]) -> bool:
+    """``_entropy_match`` as it was before the digit-and-letter test moved ahead of the key's: the key read
+    back first, the value's ids set aside, then ``high_entropy``."""
+    value = match.group(0)
+    if len(value) < 20 or value.startswith(("sha256-", "sha384-", "sha512-")):
+        return False
+    key = redact._assigned_key(match.string, match.start())
+    if key is None or redact._ID_KEY.search(key):
+        return False
+    if value[0] == "/" and redact._file_path_at(match.string, match.start(), key):
+        value = redact._without_ids(value)
+    return redact.high_entropy(value)
+
+
+_QUOTED_PATHS = st.lists(
+    st.one_of(
+        st.sampled_from(["/", "/home/dev/", "/tmp/claude/", "'", '"', "key=", "token = ", "id=", "--token=/",
+                         "/hooks/", "C:/x/", "://", "0f3a9c1b2d4e5f60", "3f2a9c1b-1d2f-5804-b36c-7f326747bd17"]),
+        _run_text,
+        st.sampled_from(_PIECES),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_QUOTED_PATHS, _text))
+def test_entropy_match_as_before_on_every_run(text: str) -> None:
+    # Every run the high-entropy pattern reads, judged by the check and by its reference.
+    for match in redact._RUN.finditer(text):
+        assert redact._entropy_match(match) is _reference_entropy_match(match)
+
+
+def test_fixture_strings_redacted_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real logs (``../shared/fixtures``, when present): every text the import of each one scans (its
+    strings, the windows of cut outputs, their escapes decoded, decoded base64), with every shortcut, finds
+    what the plain reference finds with the shortcuts the rules had before."""
+    from dataclasses import replace
+
+    from ledger.app.store import open_ledger
+    from ledger.base.location import resolve
+    from ledger.capture.importer import import_files
+
+    fixtures = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+    logs = [(agent, p) for agent in ("claude-code", "codex") for p in sorted((fixtures / agent).glob("*.jsonl"))]
+    if not logs:
+        pytest.skip("../shared/fixtures is absent")
+    scanned: dict[tuple[str, int], Sequence[Pattern]] = {}
+    spans = redact._spans
+
+    def recorded(text: str, patterns: Sequence[Pattern]) -> list[Span]:
+        scanned[(text, id(patterns))] = patterns
+        return spans(text, patterns)
+
+    monkeypatch.setattr(redact, "_spans", recorded)
+    for agent, path in logs:
+        location = replace(resolve(str(tmp_path / agent / "ledger.db")), home=tmp_path / agent / "home")
+        ledger = open_ledger(location)
+        import_files(ledger, location, agent, [path])
+        ledger.close()
+    monkeypatch.undo()
+    assert len(scanned) > 4000
+    found = 0
+    for (text, _), patterns in scanned.items():
+        mine = _spans(text, patterns)
+        assert mine == _reference(text, patterns, shortcuts=True), text[:200]
+        found += len(mine)
+    assert found > 20  # the logs hold secrets (and markers' look-alikes): the comparison saw real spans

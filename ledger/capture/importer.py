@@ -46,6 +46,7 @@ from ledger.capture.writer import (
     task_for_session,
 )
 from ledger.domain import events as ev
+from ledger.domain import redact
 from projections.state import TaskState, replay
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ def import_files(
     ``project`` keeps the sessions run in that project (or a folder inside it); ``since`` the
     sessions with a record at or after that time."""
     agent = agents.load(agent) if isinstance(agent, str) else agent
+    redact.compile_all()  # a transcript's outputs run most patterns: compiled at once, not one by one in the logs
     with _heap_frozen():
         return _import_files(ledger, location, agent, files, task, progress, project=project, since=since)
 

@@ -269,15 +269,16 @@ _WIDE = ["é", "日本語", "\u00a0", "\u3000", "\u2028", "\u0085", "Σ", "ß", 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.one_of(_text, st.sampled_from(_WIDE)), min_size=1, max_size=4).map("".join))
 def test_gates_on_text_past_ascii_skip_only_what_finds_nothing(text: str) -> None:
-    # The gates are searched in text past ASCII too (not in text holding a character (?i) folds onto an
-    # ASCII letter): the spans are those of every pattern its hints name run over the text, ungated.
+    # The gates are searched in text past ASCII too: the spans are those of every pattern its hints name
+    # run over the text, ungated.
     text += "é"
     assert _spans(text, BUILTIN) == _reference(text, BUILTIN, shortcuts=True)
 
 
 def test_a_key_word_spelt_with_a_folded_character_is_found_past_its_gate() -> None:
-    # "pa\u017fsword" is (?i)password, which no gate searched in the lower-cased text sees: such a text
-    # is scanned ungated (here a hint, "token", lets the assignment patterns run at all).
+    # "pa\u017fsword" is (?i)password, which no gate searched in the plain lower-cased text sees: gates and
+    # key runs read the text folded as (?i) reads it (here a hint, "token", lets the assignment patterns
+    # run at all).
     for text in ("token here; pa\u017fsword=hunter22x", "token: db_passwor\u212a", "x --\u017fecret=hunter22 token"):
         assert _spans(text, BUILTIN) == _reference(text, BUILTIN, shortcuts=True), text
     assert [kind for _, _, kind in _spans("token here; pa\u017fsword=hunter22x", BUILTIN)] == ["assignment"]
@@ -372,3 +373,29 @@ def test_fixture_strings_redacted_as_before(tmp_path: Path, monkeypatch: pytest.
         assert mine == _reference(text, patterns, shortcuts=True), text[:200]
         found += len(mine)
     assert found > 20  # the logs hold secrets (and markers' look-alikes): the comparison saw real spans
+
+
+_FOLDS = {"i": "\u0131", "I": "\u0130", "s": "\u017f", "k": "\u212a", "K": "\u212a"}
+
+
+@settings(max_examples=400, deadline=None)
+@given(_text, st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_text_with_folded_letters_finds_what_every_pattern_ungated_finds(text: str, where: list[int]) -> None:
+    # Letters (?i) reads as i, s or k spelt with U+0130, U+0131, U+017F or the Kelvin sign, at random
+    # places: gates and key runs (read on ``folded_lower``) skip only what finds nothing ungated.
+    chars = list(text)
+    for at in where:
+        if chars and chars[at % len(chars)] in _FOLDS:
+            chars[at % len(chars)] = _FOLDS[chars[at % len(chars)]]
+    folded = "".join(chars) + "\u0131"
+    assert _spans(folded, BUILTIN) == _reference(folded, BUILTIN, shortcuts=True)
+
+
+def test_folded_lower_lines_up_with_the_text() -> None:
+    # One character for one; an ASCII letter exactly where (?i) matches the character to one, and that one.
+    text = "".join(chr(c) for c in range(0x20, 0x3000) if not 0xD800 <= c < 0xE000)
+    lowered = redact.folded_lower(text)
+    assert len(lowered) == len(text)
+    for char, low in zip(text, lowered, strict=True):
+        matched = [a for a in string.ascii_lowercase if re.fullmatch(f"(?i){a}", char)]
+        assert (low if low.isascii() and low.isalpha() else None) == (matched[0] if matched else None), char

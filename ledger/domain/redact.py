@@ -433,7 +433,7 @@ def _key_runs(text: str) -> list[tuple[int, int]]:
     """(start, end) of each run of key characters that ends in a key word, in order: read on the text as
     ``(?i)`` reads it (``folded_lower``), whose characters line up with the text's. (On plain ``lower``, a
     text holding one of ``_FOLDED`` had the whole regex run over it: a 3 KB web search result with
-    a Turkish name spelt with a dotless i cost 6 ms, a third of its log's import.)"""
+    a Turkish name spelt with a dotless i cost 6 ms, a fifth of its log's import.)"""
     global _LAST_KEYS
     if _LAST_KEYS[0] is text:
         return _LAST_KEYS[1]

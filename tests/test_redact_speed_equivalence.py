@@ -399,3 +399,38 @@ def test_folded_lower_lines_up_with_the_text() -> None:
     for char, low in zip(text, lowered, strict=True):
         matched = [a for a in string.ascii_lowercase if re.fullmatch(f"(?i){a}", char)]
         assert (low if low.isascii() and low.isalpha() else None) == (matched[0] if matched else None), char
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_text, st.lists(st.sampled_from(_PIECES), max_size=40).map(" ".join), st.text(max_size=200)))
+def test_hints_found_in_one_pass_as_one_by_one(text: str) -> None:
+    # The automaton an import uses (``compile_all``) names the patterns the hint-by-hint search names, and
+    # ``always`` itself when it names none (``_spans`` then skips a text without base64 runs at once).
+    plan = redact._plan(BUILTIN)
+    for lower in (text.lower(), (text + "\ud83d").lower()):  # a lone surrogate: no UTF-8, searched one by one
+        one_by_one = _one_by_one(plan, lower)
+        found = plan.ranks(lower) if redact._BULK else _in_bulk(plan, lower)
+        assert found == one_by_one
+        assert (found is plan.always) == (one_by_one is plan.always)
+
+
+def _one_by_one(plan: redact._Plan, lower: str) -> frozenset[int]:
+    ranks = plan.always
+    for _, hinted in plan.groups:
+        for hint, named in hinted:
+            if not named <= ranks and hint in lower:
+                ranks = ranks | named
+    return ranks
+
+
+def _in_bulk(plan: redact._Plan, lower: str) -> frozenset[int]:
+    redact._BULK = True
+    try:
+        return plan.ranks(lower)
+    finally:
+        redact._BULK = False
+
+
+def test_the_automaton_is_there_where_the_import_runs() -> None:
+    # The dependency is installed with the package: an import without it would search hint by hint.
+    assert redact._automaton(("token", "-u")) is not None

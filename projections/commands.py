@@ -444,3 +444,37 @@ def runs_same(passed: str, failed: str) -> bool:
         return False
     same = p[0].rsplit("/", 1)[-1] == f[0].rsplit("/", 1)[-1] and p[1:] == f[1:]
     return same or readdresses(passed, failed)
+
+
+_INSTALLERS = {
+    "npm": ("js", frozenset({"install", "i", "add"})),
+    "pnpm": ("js", frozenset({"install", "i", "add"})),
+    "yarn": ("js", frozenset({"install", "add"})),
+    "bun": ("js", frozenset({"install", "i", "add"})),
+    "pip": ("python", frozenset({"install"})),
+    "pip3": ("python", frozenset({"install"})),
+}
+"""Package managers by the packages they install (a language's registry) and their verbs of installing."""
+
+
+def _installs(line: str) -> tuple[str, str, frozenset[str]] | None:
+    """What an install ``line`` asks for: the packages' language, the manager, and the packages by name (their
+    versions left out: how, not what); None for any other line."""
+    words = _work_words(line)
+    if words is None or len(words) < 2:
+        return None
+    manager = words[0].rsplit("/", 1)[-1]
+    kind = _INSTALLERS.get(manager)
+    if kind is None or words[1] not in kind[1]:
+        return None
+    targets = _targets(words[2:])
+    return None if targets is None else (kind[0], manager, frozenset(targets))
+
+
+@lru_cache(maxsize=1024)
+def installs_same(passed: str, failed: str) -> bool:
+    """Whether the passing ``passed`` installs the packages the failed ``failed`` installs, through another
+    manager of the same language (``pnpm add feed`` after ``npm install feed`` failed: the project uses pnpm).
+    The same packages; more or fewer are other work."""
+    p, f = _installs(passed), _installs(failed)
+    return p is not None and f is not None and p[0] == f[0] and p[1] != f[1] and p[2] == f[2]

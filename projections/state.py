@@ -25,6 +25,7 @@ from projections.commands import (
     chain_heads,
     command_head,
     covers,
+    installs_same,
     is_probe,
     other_verb,
     passed_checks,
@@ -65,7 +66,7 @@ from projections.intent import (
     yes_no_question,
 )
 
-FOLD_VERSION = 13
+FOLD_VERSION = 14
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -438,10 +439,11 @@ def _resolved(
     paths (`ruff check a/b.py` then `ruff check /abs/a/b.py`), each part of an ``&&`` chain (`git pull
     --rebase && git push` after a rejected `git push`), narrower runs of a test runner run whole
     (`pytest` after `pytest t.py::x`), the same command with its address or version corrected (`curl
-    …/v2/users` after `curl …/v1/user`: ``readdresses``) and a program run from its source (`go run ./cmd/x
-    index p` after `x index p` or `./x index p`: ``as_built``); with the ``test`` run that passed, the failing
-    test runs it covers (`pytest tests` after `pytest tests/test_a.py`). One pass; ``failures`` itself when
-    nothing changes."""
+    …/v2/users` after `curl …/v1/user`: ``readdresses``), a program run from its source (`go run ./cmd/x
+    index p` after `x index p` or `./x index p`: ``as_built``) and the same packages installed through another
+    manager (`pnpm add feed` after `npm install feed`: ``installs_same``); with the ``test`` run that passed,
+    the failing test runs it covers (`pytest tests` after `pytest tests/test_a.py`). One pass; ``failures``
+    itself when nothing changes."""
     heads = chain_heads(line) if line is not None else ()
     built = as_built(line) if line is not None else None  # `go run ./cmd/x args` runs `x args` from the source
 
@@ -454,7 +456,8 @@ def _resolved(
                 what, failed = clear, command_head(clear)  # a value hidden there stands in clear in the rerun
             return (any(covers(head, failed) and not (line is not None and other_verb(line, what, head))
                         for head in heads) or (line is not None and readdresses(line, what))
-                    or (built is not None and runs_same(built, what)))
+                    or (built is not None and runs_same(built, what))
+                    or (line is not None and installs_same(line, what)))
         return test is not None and f.key.startswith("test:") and covers(test, f.key[len("test:"):])
 
     hits = [i for i, f in enumerate(failures) if f.resolved_at is None and answered(f)]

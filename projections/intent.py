@@ -640,3 +640,27 @@ def asks_removal(text: str, name: str) -> bool:
         if re.search(r"(?:^|[\s/`'\"(])" + re.escape(name.lower()) + r"(?:$|[\s`'\",.:;)!?])", window):
             return True
     return False
+
+
+_PUBLISH_WORDS = frozenset({
+    "commit", "committed", "commits", "push", "pushed", "pushes", "did", "you", "have", "has", "can", "could",
+    "would", "will", "please", "pls", "now", "then", "and", "also", "the", "code", "changes", "change", "work",
+    "it", "this", "that", "them", "these", "all", "everything", "to", "main", "master", "origin", "remote",
+    "github", "branch", "yet", "already", "ok", "okay", "lets", "let's", "go", "ahead", "do", "a", "an",
+})
+"""The words a request to commit or push is made of ("Did you commit and pushed the code?", "ok, commit and push
+it"): any other word asks for more than that."""
+_PUBLISH_NEGATED = lazy(r"\b(?:not|don'?t|do\s+not|never|no|without|let\s+me|i'?ll)\b", re.IGNORECASE)
+
+
+def asks_publish(text: str) -> frozenset[str]:
+    """What a short request asks to have done with the work in git and nothing else: ``commit``, ``push`` or
+    both ("Did you commit and pushed the code?", "commit and push"). Empty when it asks for anything more, or
+    not to ("let me commit", "don't push yet")."""
+    text = text.strip()
+    if len(text) > 80 or "\n" in text or _PUBLISH_NEGATED.search(text):
+        return frozenset()
+    words = re.findall(r"[a-z']+", text.lower())
+    if not words or any(w not in _PUBLISH_WORDS for w in words):
+        return frozenset()
+    return frozenset(kind for kind in ("commit", "push") if any(w.startswith(kind) for w in words))

@@ -43,6 +43,7 @@ from projections.intent import (
     acknowledgement,
     agrees,
     answers_yes_no,
+    asks_publish,
     asks_redo,
     asks_removal,
     branch_move,
@@ -512,7 +513,23 @@ def _remote_done(
     if reaches:
         failures = _let_in(failures, remote.hosts(f"{line}\n{output}"), position)
     out["failures"] = failures
+    out.update(_published(state, made, out.get("pushed"), position))
     return out
+
+
+def _published(state: TaskState, made: str | None, pushed: Pushed | None, position: int) -> dict[str, Any]:
+    """A commit was made (``made``) or a push passed (``pushed``): the current requests that asked for only that
+    ("Did you commit and pushed the code?", "commit this": ``projections.intent.asks_publish``), made before it, are
+    done; a request to push is done by a push alone. They move to the withdrawn ones."""
+    if made is None and pushed is None:
+        return {}
+    commit = pushed.commit if pushed is not None else made
+    what = (f"pushed {commit or 'the branch'} to {pushed.ref}" if pushed is not None else f"committed {made}")
+    moved = [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": f"done: {what} at [{position}]"})
+             for r in state.requirements
+             if max(r.position, r.changed_at or 0) < position
+             and (asked := asks_publish(r.text)) and (pushed is not None or asked == {"commit"})]
+    return _moved_out(state, moved)
 
 
 def _tool_opened_pr(
@@ -673,7 +690,9 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 update["failures"] = _whole_check(
                     _merge_concluded(_resolved(state.failures, (key,), pos, line=line), line, pos), line, pos)
                 update.update(_remote_done(state, update["failures"], event, line, pos))
-                update.update(_check_passed(state, line, pos))
+                # A push may have moved a request already: the check's rule works on what is current now.
+                moved = state.model_copy(update=update) if "requirements" in update else state
+                update.update(_check_passed(moved, line, pos))
             update["commands"] = _recent(state.commands, rec, RECENT_COMMANDS)
             return update
         case ev.FileChanged():

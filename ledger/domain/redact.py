@@ -675,8 +675,10 @@ BUILTIN: tuple[Pattern, ...] = (
     ),
     Pattern(
         "netrc",  # machine HOST login USER password X (one line or several)
-        # Between the words: white space, and on a new line a diff's or a quote's mark.
-        lazy(r"(?i)\b(?:machine|default|login|account)\s+[+>-]?\s*\S+\s+[+>-]?\s*password\s+[+>-]?\s*"
+        # Between the words: white space, and on a new line a diff's or a quote's mark. "login and password
+        # reset" is prose: no netrc names a user or host "and" or "or".
+        lazy(r"(?i)\b(?:machine|default|login|account)\s+[+>-]?\s*(?!(?:and|or|&)\s)\S+\s+[+>-]?\s*password\s+"
+             r"[+>-]?\s*"
              + _PLACEHOLDER + r"(\S+)"),
         group=1,
         hints=("password",),

@@ -141,7 +141,9 @@ def test_clear_closes_what_was_asked_before_it_in_the_conversation(
     t.user("at the top of the report, make the git url always visible")
     brief, state = _brief(ledger, location, t.write(tmp_path / "clear.jsonl"))
     assert [r.text for r in state.requirements] == ["at the top of the report, make the git url always visible"]
-    assert all((r.withdrawn_because or "").startswith("closed: the user cleared") for r in state.withdrawn)
+    # "commit" is done by the commit before the clear (fold 14); the plan is closed by the clear.
+    assert {r.text.split(":")[0]: (r.withdrawn_because or "").split(":")[0] for r in state.withdrawn} == {
+        "Implement the following plan": "closed", "commit": "done"}
     assert state.plan is None and "errorDefaultGuidance" not in _section(brief, "## Requirements")
 
 

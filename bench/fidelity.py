@@ -463,15 +463,14 @@ _PARTS = (("annotated-seen", "the sessions the rules were written on"),
                          "bench/RESULTS.md): no longer held out (fold version 9's rules were written on its briefs)"),
           ("held-out-7", "added held out while fold version 9's rules were written (its honest figure: 0.92, "
                          "bench/RESULTS.md): no longer held out (fold version 10's rules were written on its briefs)"),
-          ("held-out-8", "added held out while fold version 10's rules were written: another person's Claude Code "
-                         "sessions, annotated from the log alone before any brief of it was taken"),
-          ("held-out-9", "added held out while fold version 11's rules were written: six more people's Claude Code "
-                         "sessions, annotated from the log alone before any brief of it was taken"),
-          ("held-out-10", "added held out while fold version 12's rules were written: four people's Claude Code "
-                          "sessions and another person's Codex rollouts, annotated from the log alone before any "
-                          "brief of it was taken"),
-          ("held-out-11", "added held out while fold version 13's rules were written: another person's Claude Code "
-                          "sessions, annotated from the log alone before any brief of it was taken"),
+          ("held-out-8", "added held out while fold version 10's rules were written (its honest figure: 0.86, "
+                         "bench/RESULTS.md): no longer held out (fold version 11's rules were written on its briefs)"),
+          ("held-out-9", "added held out while fold version 11's rules were written (its honest figure: 0.88, "
+                         "bench/RESULTS.md): no longer held out (fold version 12's rules were written on its briefs)"),
+          ("held-out-10", "added held out while fold version 12's rules were written (its honest figure: 0.86, "
+                          "bench/RESULTS.md): no longer held out (fold version 13's rules were written on its briefs)"),
+          ("held-out-11", "added held out while fold version 13's rules were written (its honest figure: 0.93, "
+                          "bench/RESULTS.md): no longer held out (fold version 14's rules were written on its briefs)"),
           ("held-out-12", "added held out while fold version 14's rules were written: five more people's Claude Code "
                           "sessions and Codex rollouts, annotated from the log alone before any brief of it was "
                           "taken"))

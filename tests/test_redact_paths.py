@@ -163,3 +163,56 @@ def test_uuid_module_agrees_on_the_canonical_form() -> None:
     u = str(uuid.UUID(U))
     assert _without_ids(f"/a/{u}/b") == _without_ids(f"/a/{u.upper()}/b") == "/a/b"
     assert _without_ids(f"/api/keys/{u}") == f"/api/keys/{u}"  # under a key word: left in the judged text
+
+
+# -- paths made of words alone ------------------------------------------------------------------------------
+
+WORD_PATHS = [
+    # Seen masked in the fixtures and held-out logs (the user's name shown as Entire's placeholder).
+    "/home/USER/projects/spotter-worktrees/spotter-4te/_build/dev/dialyxir_erlang-28",
+    "/private/tmp/cyspbot-module-exp/wrangler-logs/wrangler-2026-06-27_12-38-45_740",
+    "/Local/pytest-12/run.sh",
+    "/home/jan/src/app-v2/build/x64/Release/tests_3.log",
+]
+
+
+@pytest.mark.parametrize("frame", ['"{}"', "'{}'", "OUT={}", '{{"cwd": "{}"}}', "--dir={}"])
+@pytest.mark.parametrize("path", WORD_PATHS)
+def test_a_path_of_words_is_kept_however_long(path: str, frame: str) -> None:
+    assert redact_text(frame.format(path), BUILTIN) == frame.format(path)
+
+
+@pytest.mark.parametrize("path", [
+    "/private/var/folders/hs/pt2n3nn16k3935lw_ljnl5t40000gn/T",  # a random segment: judged whole, as before
+    "/home/USER/api-keys/spotter-worktrees/spotter-4te/_build/dev/dialyxir_erlang-28",  # a segment names a secret
+])
+def test_a_path_with_a_segment_of_no_words_is_judged_whole(path: str) -> None:
+    assert path not in redact_text(f'"{path}"', BUILTIN)
+
+
+def test_a_random_key_that_starts_with_a_slash_is_never_taken_for_a_path_of_words() -> None:
+    # Base64 keys hold slashes; one that starts with one, in a quoted value, is a rooted path to the check.
+    # Its random letters change case or take digits inside a run of letters: kept as words, none of 5,000.
+    import base64
+    import random
+
+    rng = random.Random(20261203)
+    judged = 0
+    for _ in range(5_000):
+        key = base64.b64encode(rng.randbytes(rng.randint(15, 45))).decode().rstrip("=")
+        for _ in range(rng.randint(0, 3)):
+            at = rng.randint(1, len(key) - 1)
+            key = key[:at] + "/" + key[at:]
+        value = "/" + key
+        kept = redact_text(f'"{value}"', BUILTIN) == f'"{value}"'
+        whole = _judged_whole_as_key(value)
+        judged += whole
+        # Kept only where the whole value would be kept without the words rule too (no key of it is words).
+        assert not (kept and whole), value
+    assert judged > 3_000  # most of the sample reaches the limit judged whole (the short ones cannot)
+
+
+def _judged_whole_as_key(value: str) -> bool:
+    from ledger.domain.redact import high_entropy
+
+    return high_entropy(_without_ids(value))

@@ -161,6 +161,8 @@ def _entropy_match(match: re.Match[str]) -> bool:
         return False  # neither assigned nor quoted; or the value of an id
     if value[0] == "/" and _file_path_at(match.string, match.start(), key):
         value = _without_ids(value)
+        if _words_only(value):
+            return False
     return high_entropy(value)
 
 
@@ -193,6 +195,29 @@ def _without_ids(value: str) -> str:
     if _names_secret(value):
         return value
     return _ID_SEGMENT.sub("", value)
+
+
+_WORD = lazy(r"\d*[a-z]+\d*|[A-Z][a-z]+\d*|[A-Z]+\d*|\d+")
+"""A word of a path's segment: letters of one case (or one capital, then small letters), digits after them or
+before small ones (``v2``, ``x64``, ``4te``, ``USER``), or digits alone."""
+_WORD_JOINS = lazy(r"[-_.+@]+")
+
+
+def _words_only(path: str) -> bool:
+    """Whether ``path`` (a rooted path, its id segments set aside) is made of words alone, joined by ``-``,
+    ``_``, ``.``: ``/home/USER/projects/spotter-4te/_build/dev/dialyxir_erlang-28``. Judged whole, such a path
+    reaches the entropy limit once it is long and varied (real paths were stored masked); a segment by
+    segment test would let a base64 key through that starts with ``/`` and has more (its segments are short),
+    but a key's random characters change case within a run of letters, or put digits inside one, nearly
+    always: one such segment and the path is judged whole, as before. A segment naming a secret
+    (``/api/keys/...``) is never words only."""
+    if _names_secret(path):
+        return False
+    for segment in path.split("/"):
+        for word in _WORD_JOINS.split(segment):
+            if word and _WORD.fullmatch(word) is None:
+                return False
+    return True
 
 
 def _file_path_at(text: str, start: int, key: str) -> bool:

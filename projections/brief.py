@@ -461,8 +461,8 @@ def _call(call: OpenCall | RecentCall) -> str:
 
 def _asked_after(state: TaskState, position: int) -> Requirement | None:
     """The latest requirement stated (or reworded) after ``position``, if any."""
-    later = [r for r in state.requirements if max(r.position, r.changed_at or 0) > position]
-    return max(later, key=lambda r: max(r.position, r.changed_at or 0)) if later else None
+    later = [r for r in state.requirements if r.said_at > position]
+    return max(later, key=lambda r: r.said_at) if later else None
 
 
 def render(state: TaskState, max_chars: int | None = None, *, measure: Callable[[str], int] = len,

@@ -117,6 +117,11 @@ class Requirement(Item):
     stands, that part does not."""
     narrowed_by: str | None = None
 
+    @property
+    def said_at(self) -> int:
+        """Where the user last worded it: its position, or the change that reworded it."""
+        return max(self.position, self.changed_at or 0)
+
 
 class Correction(Item):
     position: int
@@ -527,7 +532,7 @@ def _published(state: TaskState, made: str | None, pushed: Pushed | None, positi
     what = (f"pushed {commit or 'the branch'} to {pushed.ref}" if pushed is not None else f"committed {made}")
     moved = [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": f"done: {what} at [{position}]"})
              for r in state.requirements
-             if max(r.position, r.changed_at or 0) < position
+             if r.said_at < position
              and (asked := asks_publish(r.text)) and (pushed is not None or asked == {"commit"})]
     return _moved_out(state, moved)
 
@@ -959,7 +964,7 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
     # A read-only check is a recent call, not a command kept.
     calls = [c.position for c in state.commands] + [c.position for c in state.recent_calls] if work else []
     for r in state.requirements:
-        said = max(r.position, r.changed_at or 0)
+        said = r.said_at
         replied = reply is not None and reply.position > said
         ran = min((p for p in calls if p > said), default=None) if work else None
         if not (replied or ran is not None):
@@ -1004,7 +1009,7 @@ def _addressed(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
     pos, now = event.originator_version, _words(event.text)
     moved = []
     for r in state.requirements:
-        said = max(r.position, r.changed_at or 0)
+        said = r.said_at
         if said != state.last_intent or not reports_error(r.text) or _words(r.text) & now:
             continue
         files = ", ".join(_short_path(p) for p in state.changed_since_intent)
@@ -1140,7 +1145,7 @@ def _works_now(state: TaskState, text: str, position: int) -> dict[str, Any]:
         return {}
     moved = [r.model_copy(update={"withdrawn_at": position,
                                   "withdrawn_because": f"resolved: the user said it works at [{position}]"})
-             for r in state.requirements if max(r.position, r.changed_at or 0) < position and reports_problem(r.text)]
+             for r in state.requirements if r.said_at < position and reports_problem(r.text)]
     return _moved_out(state, moved)
 
 
@@ -1154,7 +1159,7 @@ def _checked(state: TaskState, position: int) -> dict[str, Any]:
     done = max(plan.since or (plan.position,))
     why = f"answered at [{position}], after the plan finished at [{done}]"
     moved = [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": why})
-             for r in state.requirements if max(r.position, r.changed_at or 0) < done and enquiry(r.text)]
+             for r in state.requirements if r.said_at < done and enquiry(r.text)]
     return _moved_out(state, moved)
 
 
@@ -1166,7 +1171,7 @@ def _said_yes_or_no(state: TaskState, reply: str, position: int) -> dict[str, An
     if state.changes_since_intent or not state.requirements or not answers_yes_no(reply):
         return {}
     latest = state.requirements[-1]
-    if max(latest.position, latest.changed_at or 0) != state.last_intent or not yes_no_question(latest.text):
+    if latest.said_at != state.last_intent or not yes_no_question(latest.text):
         return {}
     why = f"answered at [{position}]: {one_line(reply, 100)}"
     return _moved_out(state, [latest.model_copy(update={"withdrawn_at": position, "withdrawn_because": why})])
@@ -1184,7 +1189,7 @@ def _check_passed(state: TaskState, line: str, position: int) -> dict[str, Any]:
         return {}
     moved = []
     for r in state.requirements:
-        said = max(r.position, r.changed_at or 0)
+        said = r.said_at
         reported = reported_check(r.text)
         if not reported or not reported <= kinds:
             continue
@@ -1238,20 +1243,20 @@ def _done_already(state: TaskState, reply: str, position: int) -> dict[str, Any]
     its place whatever the agent says of it."""
     if state.changes_since_intent or state.last_intent is None or not says_already_done(reply):
         return {}
-    said = next((r.text for r in state.requirements if max(r.position, r.changed_at or 0) == state.last_intent),
+    said = next((r.text for r in state.requirements if r.said_at == state.last_intent),
                 None)
     if said is None:
         said = next((c.text for c in state.corrections if c.position == state.last_intent), None)
     if said is None:
         return {}
-    earlier = [r for r in state.requirements if max(r.position, r.changed_at or 0) < state.last_intent
+    earlier = [r for r in state.requirements if r.said_at < state.last_intent
                and _repeats(said, r.text)]
     if not earlier:
         return {}
     why = f"done already: asked again at [{state.last_intent}], and the agent said at [{position}]: " \
           f"{one_line(reply, 100)}"
     moved = [r.model_copy(update={"withdrawn_at": position, "withdrawn_because": why}) for r in state.requirements
-             if r in earlier or max(r.position, r.changed_at or 0) == state.last_intent]
+             if r in earlier or r.said_at == state.last_intent]
     return _moved_out(state, moved)
 
 
@@ -1277,7 +1282,7 @@ def _moved_on(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
     pos = event.originator_version
     moved = []
     for r in state.requirements:
-        said = max(r.position, r.changed_at or 0)
+        said = r.said_at
         before = selects(r.text)
         if not before or before & now or not any(f.position > said for f in state.files.values()):
             continue
@@ -1359,7 +1364,7 @@ def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementC
         return {}
     path = refused.path or written_path(getattr(event, "wrong", None) or "")
     latest = state.requirements[-1]
-    if not path or path in state.files or max(latest.position, latest.changed_at or 0) > refused.position:
+    if not path or path in state.files or latest.said_at > refused.position:
         return {}
     words = {w for w in re.split(r"[^a-z0-9]+", path.rsplit("/", 1)[-1].lower()) if len(w) >= 3}
     said = set(re.split(r"[^a-z0-9]+", event.text.lower()))
@@ -1407,7 +1412,7 @@ def _approach_failed(state: TaskState, start: int, event: ev.TaskEvent) -> dict[
     if len(state.requirements) < 2:
         return {}
     latest = state.requirements[-1]
-    said = max(latest.position, latest.changed_at or 0)
+    said = latest.said_at
     if said != state.last_intent or said > start or not prescribes(latest.text):
         return {}
     moved = _withdrawn(state, latest.position, event)

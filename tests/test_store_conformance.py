@@ -257,13 +257,12 @@ class LedgerStoreContract(ABC):
             ("claude-code", "s1", f"r{n}") for n in range(5)}
 
     def test_session_lookup_takes_the_newest_link(self, ledger: Ledger) -> None:
-        topic = ev.ConversationLinked.TOPIC
-        assert ledger.store.task_for_session("claude-code", "s1", topic) is None
+        assert ledger.store.task_for_session("claude-code", "s1") is None
         first = _task(ledger, "first", 1, session="s1")
-        assert ledger.store.task_for_session("claude-code", "s1", topic) == first
+        assert ledger.store.task_for_session("claude-code", "s1") == first
         second = _task(ledger, "second", 1, session="s1")
-        assert ledger.store.task_for_session("claude-code", "s1", topic) == second
-        assert ledger.store.task_for_session("codex", "s1", topic) is None
+        assert ledger.store.task_for_session("claude-code", "s1") == second
+        assert ledger.store.task_for_session("codex", "s1") is None
 
     def test_record_lookup(self, ledger: Ledger) -> None:
         task = _task(ledger, "records", 3, session="s1")
@@ -351,7 +350,7 @@ class TestSQLiteStore(LedgerStoreContract):
         try:
             with sqlite3.connect(path) as con:
                 assert con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LINKS_INDEX,)).fetchone()
-            assert again.store.task_for_session("claude-code", "s1", ev.ConversationLinked.TOPIC) == task
+            assert again.store.task_for_session("claude-code", "s1") == task
         finally:
             again.close()
 
@@ -374,7 +373,7 @@ class TestSQLiteStore(LedgerStoreContract):
                 con.execute(f"DROP INDEX IF EXISTS {LINKS_INDEX}")
             opened = open_ledger(resolve(url))
             try:
-                assert opened.store.task_for_session("claude-code", "s1", ev.ConversationLinked.TOPIC) == task
+                assert opened.store.task_for_session("claude-code", "s1") == task
             finally:
                 opened.close()
             with sqlite3.connect(path) as con:
@@ -421,7 +420,7 @@ class TestPostgresStore(LedgerStoreContract):
             task = _task(opened, "linked", 3, session="s1")
             schema = resolve(url).postgres().schema
             events = sql.Identifier(schema, postgres.EVENTS_TABLE)
-            query = sql.SQL(postgres.linked_session_sql(ev.ConversationLinked.TOPIC)).format(events)
+            query = sql.SQL(postgres.LINKED_SESSION).format(events)
             with postgres.connect(resolve(url).postgres(), url) as conn:
                 conn.execute("SET enable_seqscan = off")
                 plan = " ".join(str(row[0]) for row in conn.execute(

@@ -48,7 +48,7 @@ def stored_keys(ledger: Ledger, location: Location, task_id: UUID, upto: int) ->
 def task_for_session(ledger: Ledger, location: Location, agent: str, session_id: str) -> UUID | None:
     """The task a conversation was linked to, if any (the latest link wins: a session whose task was
     closed under it moves on to a new task)."""
-    return ledger.store.task_for_session(agent, session_id, ev.ConversationLinked.TOPIC)
+    return ledger.store.task_for_session(agent, session_id)
 
 
 def task_for_records(ledger: Ledger, location: Location, agent: str, records: Iterable[str]) -> UUID | None:

@@ -25,7 +25,7 @@ from uuid import UUID
 import orjson
 from eventsourcing.persistence import StoredEvent
 
-from ledger.base.schema import Key
+from ledger.base.schema import LINKED_TOPIC, Key
 
 if TYPE_CHECKING:
     from ledger.base.location import Location
@@ -168,8 +168,8 @@ class LedgerStore(ABC):
                 found.add((str(source.get("agent")), str(source.get("session")), str(source.get("record"))))
         return found
 
-    def _scanned_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
-        for owner, state in self._scan(None, topic, None):
+    def _scanned_session(self, agent: str, session_id: str) -> UUID | None:
+        for owner, state in self._scan(None, LINKED_TOPIC, None):
             if state.get("agent") == agent and state.get("session_id") == session_id:
                 return UUID(hex=owner)
         return None
@@ -302,8 +302,8 @@ class LedgerStore(ABC):
         """(position, topic) of the task's live events below ``before``, latest first, at most ``limit``."""
 
     @abstractmethod
-    def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
-        """The task whose live ``topic`` event (a conversation link) names this session; the newest link wins."""
+    def task_for_session(self, agent: str, session_id: str) -> UUID | None:
+        """The task whose live conversation link (``schema.LINKED_TOPIC``) names this session; the newest wins."""
 
     @abstractmethod
     def task_for_records(self, agent: str, records: list[str]) -> UUID | None:

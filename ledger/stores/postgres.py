@@ -144,13 +144,11 @@ def _index_links(curs: Any, schema: str) -> None:
         sql.Identifier(LINKS_INDEX), sql.Identifier(schema), sql.Identifier(EVENTS_TABLE)))
 
 
-def linked_session_sql(topic: str) -> str:
-    """The newest link of (agent, session); the events table as ``{}``. For the link topic, the topic is the
-    constant the partial index (``_index_links``) is made with, so the index serves it; else a parameter."""
-    state = "convert_from(state, 'UTF8')::json"
-    where = _LINK_ROWS if topic == LINKED_TOPIC else "topic = %s"
-    return (f"SELECT originator_id FROM {{}} WHERE {where} AND {state}->>'agent' = %s"
-            f" AND {state}->>'session_id' = %s ORDER BY notification_id DESC LIMIT 1")
+LINKED_SESSION = (f"SELECT originator_id FROM {{}} WHERE {_LINK_ROWS}"
+                  " AND convert_from(state, 'UTF8')::json->>'agent' = %s"
+                  " AND convert_from(state, 'UTF8')::json->>'session_id' = %s ORDER BY notification_id DESC LIMIT 1")
+"""The newest link of (agent, session); the events table as ``{}``. The topic is the constant the partial index
+(``_index_links``) is made with, so the index serves it."""
 
 
 class AnchoredRecorder(PostgresApplicationRecorder):
@@ -672,12 +670,11 @@ class PostgresStore(LedgerStore):
             ).format(self.events), (task_id, before, limit))
         return [(int(v), str(t)) for v, t in rows]
 
-    def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
+    def task_for_session(self, agent: str, session_id: str) -> UUID | None:
         if self.cipher is not None:
-            return self._scanned_session(agent, session_id, topic)
+            return self._scanned_session(agent, session_id)
         with self._conn() as conn:
-            rows = _rows(conn, sql.SQL(linked_session_sql(topic)).format(self.events),
-                         (agent, session_id) if topic == LINKED_TOPIC else (topic, agent, session_id))
+            rows = _rows(conn, sql.SQL(LINKED_SESSION).format(self.events), (agent, session_id))
         return UUID(str(rows[0][0])) if rows else None
 
     def task_for_records(self, agent: str, records: list[str]) -> UUID | None:

@@ -31,7 +31,6 @@ from ledger.base.schema import (
     FORGOTTEN_KEYS,
     HEADS,
     LINKED_SESSION_SQL,
-    LINKED_TOPIC,
     LINKS_INDEX,
     REWRITING,
     SQLITE_GUARDS,
@@ -584,19 +583,13 @@ class SQLiteStore(LedgerStore):
                 "SELECT originator_version, topic FROM stored_events WHERE originator_id = ?"
                 " AND originator_version < ? ORDER BY originator_version DESC LIMIT ?", (task_id.hex, before, limit))]
 
-    def task_for_session(self, agent: str, session_id: str, topic: str) -> UUID | None:
+    def task_for_session(self, agent: str, session_id: str) -> UUID | None:
         if self.cipher is not None:
-            return self._scanned_session(agent, session_id, topic)
+            return self._scanned_session(agent, session_id)
         with self._reading() as con:
             if con is None:
                 return None
-            if topic == LINKED_TOPIC:
-                row = con.execute(LINKED_SESSION_SQL, (agent, session_id)).fetchone()
-            else:
-                row = con.execute(
-                    "SELECT originator_id FROM stored_events WHERE topic = ? AND json_extract(state, '$.agent') = ?"
-                    " AND json_extract(state, '$.session_id') = ? ORDER BY rowid DESC LIMIT 1",
-                    (topic, agent, session_id)).fetchone()
+            row = con.execute(LINKED_SESSION_SQL, (agent, session_id)).fetchone()
         return UUID(row[0]) if row else None
 
     def task_for_records(self, agent: str, records: list[str]) -> UUID | None:

@@ -441,13 +441,16 @@ case is longer than one character or, from outside ASCII, in it."""
 _FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 
 
+def _holds_folded(text: str) -> bool:
+    """Whether ``text`` holds one of ``_FOLDED``: only then does its ``lower`` differ from ``folded_lower``."""
+    return not text.isascii() and any(char in text for char in _FOLDED)
+
+
 def folded_lower(text: str) -> str:
     """``text`` lower-cased as ``(?i)`` reads it, a character for a character: each of ``_FOLDED`` as the
     ASCII letter it matches (plain ``lower`` keeps U+0131 and U+017F, and makes U+0130 two characters),
     so every other character outside ASCII stays outside it. A text holding none of them: ``lower``."""
-    if text.isascii() or not any(char in text for char in _FOLDED):
-        return text.lower()
-    return text.translate(_FOLD).lower()
+    return text.translate(_FOLD).lower() if _holds_folded(text) else text.lower()
 
 
 _LAST_KEYS: tuple[str | None, list[tuple[int, int]]] = (None, [])
@@ -869,7 +872,7 @@ def _spans(text: str, patterns: Sequence[Pattern]) -> list[Span]:
     if plan.hex_quiet and _HEX.fullmatch(text):
         return []  # a sha256, a commit id: most of an event's longer strings
     lower = text.lower()
-    gate_text = lower if text.isascii() or not any(char in text for char in _FOLDED) else folded_lower(text)
+    gate_text = folded_lower(text) if _holds_folded(text) else lower
     found: list[tuple[int, int, int]] = []
     scanned: dict[re.Pattern[str], Sequence[Any]] = {}  # patterns sharing a regex scan once
     gated: dict[int, bool] = {}  # and a gate is searched once

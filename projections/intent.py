@@ -17,6 +17,10 @@ read a prompt the same way and a re-fold of an old ledger applies the rules the 
   check, names no change; once answered and the user asks for work, it is no longer current.
 - ``acknowledgement``: "Thanks, that works", "perfect, that fixed it": the user says what the agent did
   is fine; nothing to do.
+- ``accepts``: "yes to all", "yes to both", "go ahead and implement it": the user takes up what the agent
+  proposed; the proposal is the work, not these words.
+- ``ci_run``: a CI job's log pasted as it is ("Run mkdocs build --strict … Error: Process completed with exit
+  code 127."): what the user's CI said, run after run.
 """
 
 from __future__ import annotations
@@ -352,8 +356,8 @@ session pasted into the prompt."""
 
 def reports_problem(text: str) -> bool:
     """Whether ``text`` reports that something does not work: it says so first ("still no", "still doesn't
-    work"), or it carries what the user saw (a pasted terminal session, a log or a trace)."""
-    return says_failed(text) or pasted_output(text) or _SHELL_PROMPT.search(text) is not None
+    work"), or it carries what the user saw (a pasted terminal session, a log or a trace, a CI job's log)."""
+    return says_failed(text) or pasted_output(text) or _SHELL_PROMPT.search(text) is not None or ci_run(text)
 
 
 _GETS_ERROR = lazy(
@@ -664,3 +668,48 @@ def asks_publish(text: str) -> frozenset[str]:
     if not words or any(w not in _PUBLISH_WORDS for w in words):
         return frozenset()
     return frozenset(kind for kind in ("commit", "push") if any(w.startswith(kind) for w in words))
+
+
+_TAKEN = r"(?:it|that|this|them|these|those|both|all|everything|all\s+of\s+(?:them|these|those|it)|the\s+above)"
+_ACCEPTS = lazy(
+    r"""^\W*(?:(?:ok(?:ay)?|alright|great|perfect|cool|nice|good|sounds\s+good)\b[\s,.!]*)?
+    (?:(?:yes|yeah|yep|yup|sure|absolutely|definitely)\b
+            (?:[\s,.!]*(?:please|to\s+(?:all|both|everything|each|all\s+of\s+(?:them|these|those)|them\s+all|
+                the\s+above)|do\s+""" + _TAKEN + r"""|go\s+ahead|proceed|all|both|thanks?|thank\s+you)\b)*|
+        (?:let'?s|lets)\s+(?:go|do\s+""" + _TAKEN + r""")\b|
+        go\s+(?:ahead|for\s+it)\b
+            (?:\s+(?:and|with)\s+(?:(?:do|implement|apply|make|build|add)\s+)?""" + _TAKEN + r"""\b)?|
+        (?:please\s+)?(?:do|implement|apply)\s+""" + _TAKEN + r"""\b|
+        (?:to\s+)?(?:both|all)\b|sounds\s+good\b|
+        proceed\b(?:\s+with\s+""" + _TAKEN + r"""\b)?)
+    [\s,.!]*(?:(?:please|thanks?|thank\s+you)[\s,.!]*)?$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def accepts(text: str) -> bool:
+    """Whether ``text`` only takes up what the agent proposed ("yes to all", "yes to both", "yes please", "lets go",
+    "go ahead and implement it"): no words of its own. "yes, then commit, push" or "yes please fix them" say
+    something of their own: a request."""
+    text = text.strip()
+    return len(text) <= 80 and "\n" not in text and _ACCEPTS.match(text) is not None
+
+
+_CI_STEP = lazy(r"^Run\s+\S")
+_CI_DURATION = lazy(r"^\d+(?:m\s*\d+)?s$")
+_CI_EXIT = lazy(r"^(?:##\[error\])?Error:\s+Process completed with exit code \d+\.?$", re.MULTILINE)
+_FIX_LINE = lazy(_LEAD + r"(?:please\s+)?(?:fix|solve|resolve|help)\b", re.IGNORECASE)
+
+
+def ci_run(text: str) -> bool:
+    """Whether ``text`` is a CI job's log as GitHub Actions shows it, pasted whole: a step's header ("Run mkdocs
+    build --strict") first (after the step's time, "1s"), the runner's own "Error: Process completed with exit code
+    N." in it, and no line after the last of those that asks for work."""
+    rows = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if rows and _CI_DURATION.match(rows[0]):
+        rows = rows[1:]
+    if len(rows) < 2 or not _CI_STEP.match(rows[0]):
+        return False
+    ends = [i for i, row in enumerate(rows) if _CI_EXIT.match(row)]
+    # The user's own words come after the log (the lines inside it are the job's: code, tracebacks).
+    return bool(ends) and not any(_REQUEST_LINE.match(row) or _FIX_LINE.match(row) for row in rows[ends[-1] + 1:])

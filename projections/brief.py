@@ -28,6 +28,8 @@ KEEP = 100
 """Never dropped: the goal line and the next step."""
 REQUIREMENT, CORRECTION, PLAN_OPEN, FAILING, STOPPED, FAILED, DECISION = 80, 78, 72, 70, 66, 60, 55
 MID, LOW, LEAST = 40, 20, 10
+FILES_OLDER, FILES_OLDEST = 30, 25
+"""Files changed past the latest ten: kept before the history sections (LOW) and the notes (LEAST)."""
 UNSURE = 5
 """Lines the brief gives up first: what a reading of command output suggests, not what the log records."""
 
@@ -192,6 +194,12 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
                 else ""
             width = 1500 if i == count - 1 else 2000 if i == 0 else 400 if recent else 200
             priority = REQUIREMENT if recent else REQUIREMENT - 15 - (count - i) // 10
+            if r.accepted_at is not None:
+                # The user's words only take up the agent's proposal: the proposal is what is asked.
+                taken = (f"- [{r.position}] the agent's proposal at [{r.accepted_at}], taken up by the user "
+                         f"(\"{_clip(r.text, 60)}\"): {_clip(r.proposal or '', min(width, 400))}")
+                out.append(Line("requirements", taken, priority))
+                continue
             out.append(Line("requirements", f"- [{r.position}] {_clip(r.text, width)}{changed}", priority,
                             longer=f"- [{r.position}] {_clip(r.text, LONGER)}{changed}" if width < LONGER else None))
         # Withdrawn ones are listed below, not earlier in the log.
@@ -301,8 +309,10 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
         for i, touch in enumerate(files[::-1]):
             times = f", {touch.changes} changes" if touch.changes > 1 else ""
             op = "DELETED" if touch.operation == "deleted" else touch.operation
+            # Above the history sections (withdrawn, fixed, results, notes): what the work changed is what a
+            # long session's brief must keep after where it stopped.
             add("files", f"- {one_line(touch.path)} ({op}{times}, last at [{touch.position}])",
-                MID if i < 10 else LOW if i < 30 else LEAST)
+                MID if i < 10 else FILES_OLDER if i < 30 else FILES_OLDEST)
 
     seen = [tf for tf in state.tree_files if not is_clutter(tf.path)
             and not any(same_file(edited, tf.path) for edited in state.files)]
@@ -353,8 +363,10 @@ def lines(state: TaskState, hints: Hints = CLI) -> list[Line]:
 
     if state.notes:
         heading("notes", "## Notes")
-        for n in state.notes[-3:]:
-            add("notes", f"- [{n.position}] {_clip(n.text, 300)}", LEAST)
+        for i, n in enumerate(state.notes[-3:]):
+            # The user's latest words when they were a reply ("continue implementation"): kept with the history.
+            latest_user = i == len(state.notes[-3:]) - 1 and n.actor == "user" and n.position > (state.last_intent or 0)
+            add("notes", f"- [{n.position}] {_clip(n.text, 300)}", LOW if latest_user else LEAST)
     return out
 
 
@@ -404,6 +416,12 @@ def _where_it_stopped(
         add("stopped", f"- checkpoint '{_clip(cp.label, 80)}'{git} [{cp.position}]{note}", MID)
     # What the session left on the remote: the commit and the PR a continuation builds on or reviews.
     done = []
+    made = state.last_commit
+    if made is not None and state.last_commit_at is not None and (
+            state.pushed is None or state.pushed.position < state.last_commit_at):
+        # The work's latest commit, when no push of the session's came after it (the user may push it).
+        done.append(f"last commit {one_line(made)} [{state.last_commit_at}]"
+                    + (", after the last push" if state.pushed is not None else ", not pushed in the log"))
     if state.pushed is not None:
         p = state.pushed
         done.append(f"pushed {p.commit or 'a new branch'} to {one_line(p.ref)} [{p.position}]")

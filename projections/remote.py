@@ -16,8 +16,9 @@ _PR_URL = lazy(r"https?://[\w.-]+/[\w.-]+/[\w.-]+/pull/(\d+)(?![\w/])")
 _PUSHED = lazy(r"^\s*[+*]?\s*[0-9a-f]{7,40}\.\.\.?([0-9a-f]{7,40})\s+(\S+)\s+->\s+(\S+)", re.MULTILINE)
 """A ref git push moved: ``   fe2db25..2f72d05  main -> main`` (``+ a...b`` when forced)."""
 _NEW_REF = lazy(r"^\s*\*\s+\[new branch\]\s+(\S+)\s+->\s+(\S+)", re.MULTILINE)
-_COMMITTED = lazy(r"^\[([^\]\s]+)(?: \([^)\]]*\))? ([0-9a-f]{7,40})\] ", re.MULTILINE)
-"""The first line git commit prints: ``[main 2f72d05] Subject`` (``[main (root-commit) 1a2b3c4]``)."""
+_COMMITTED = lazy(r"(?:^|, stdout: )\[([^\]\s]+)(?: \([^)\]]*\))? ([0-9a-f]{7,40})\] ", re.MULTILINE)
+"""The first line git commit prints: ``[main 2f72d05] Subject`` (``[main (root-commit) 1a2b3c4]``); Codex's report
+of a command its sandbox stopped part-way puts it after ``…, exit code: 128, stdout: ``."""
 _ACCESS = lazy(
     r"Permission denied \(publickey|Could not read from remote repository|Authentication failed for|"
     r"could not read Username|Host key verification failed", re.IGNORECASE)

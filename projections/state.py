@@ -40,6 +40,7 @@ from projections.facts import command_line as command_line  # re-exported
 from projections.facts import shown, tail_lines
 from projections.intent import (
     ENQUIRY_MAX,
+    accepts,
     acknowledgement,
     agrees,
     answers_yes_no,
@@ -48,6 +49,7 @@ from projections.intent import (
     asks_removal,
     branch_move,
     calls_off,
+    ci_run,
     declines,
     drops,
     enquiry,
@@ -67,7 +69,7 @@ from projections.intent import (
     yes_no_question,
 )
 
-FOLD_VERSION = 14
+FOLD_VERSION = 15
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -116,6 +118,11 @@ class Requirement(Item):
     """Position of the user's words that replaced a part of it ("don't create a pr, just a commit"): the rest
     stands, that part does not."""
     narrowed_by: str | None = None
+    accepted_at: int | None = None
+    """Position of the agent's reply whose proposal these words only take up ("yes to all"): the proposal is
+    what is asked (``proposal``), not the words."""
+    proposal: str | None = None
+    """What that reply proposed (its closing offer: "Want me to map a few more fields …?")."""
 
     @property
     def said_at(self) -> int:
@@ -390,6 +397,8 @@ class TaskState(Item):
     recent_calls: tuple[RecentCall, ...] = ()
     last_commit: str | None = None
     """The short hash of the latest commit a ``git commit`` the session ran said it made."""
+    last_commit_at: int | None = None
+    """The position of that ``git commit``."""
     pushed: Pushed | None = None
     pull_request: PullRequest | None = None
     tree_checked: int | None = None
@@ -508,6 +517,7 @@ def _remote_done(
     made = remote.committed(output) if "commit" in words else None
     if made is not None:
         out["last_commit"] = made
+        out["last_commit_at"] = position
     if "push" in words and (moved := remote.pushed(output)) is not None:
         commit, ref = moved
         out["pushed"] = Pushed(position=position, commit=commit or made or state.last_commit, ref=ref)
@@ -691,6 +701,11 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                                   exit_code=event.exit_code,
                                   output_tail=rec.output_tail)
                 update["failures"] = _failed(state.failures, failure)
+            if event.exit_code != 0 and "commit" in line.split():
+                # `git commit … && git push` whose push failed: git's own "[main 548dd49] …" says the commit was made.
+                made = remote.committed(f"{shown(event.stdout)}\n{shown(event.stderr)}")
+                if made is not None:
+                    update.update({"last_commit": made, "last_commit_at": pos})
             elif event.exit_code == 0:
                 update["failures"] = _whole_check(
                     _merge_concluded(_resolved(state.failures, (key,), pos, line=line), line, pos), line, pos)
@@ -767,7 +782,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 return {**said["update"], **_withdrawn(state, latest, event)}
             if latest is not None and said.get("withdraws") == "replaced":
                 return {**said["update"], "requirements": _reworded(state, latest, event), "last_intent": pos}
-            req = Requirement(position=pos, text=event.text, at=at, actor=event.actor)
+            req = Requirement(position=pos, text=event.text, at=at, actor=event.actor, **said.get("accepts", {}))
             return {**said["update"], "requirements": _recent(state.requirements, req, RECENT_INTENTS),
                     "last_intent": pos}
         case ev.RequirementChanged():
@@ -784,6 +799,12 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 return {**said["update"], "notes": _recent(state.notes, n, RECENT_NOTES)}
             if said.get("withdraws") == "withdrawn" and state.requirements:
                 return {**said["update"], **_withdrawn(state, state.requirements[-1].position, event)}
+            if said.get("accepts"):
+                # "yes to all" sent again reads as a correction at capture: it corrects nothing, it takes up
+                # what the agent proposed.
+                req = Requirement(position=pos, text=event.text, at=at, actor=event.actor, **said["accepts"])
+                return {**said["update"], "requirements": _recent(state.requirements, req, RECENT_INTENTS),
+                        "last_intent": pos}
             c = Correction(position=pos, text=event.text, wrong=event.wrong, at=at, actor=event.actor)
             return {**said["update"], "corrections": _recent(state.corrections, c, RECENT_INTENTS),
                     "last_intent": pos}
@@ -906,12 +927,13 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
         state = state.model_copy(update=resolved)
     if acknowledgement(event.text):
         return {"update": update, "acknowledges": True}
-    moved = _answered(state, event) or _turned_down(state, event) or _reported_again(state, event)
+    moved = (_answered(state, event) or _turned_down(state, event) or _reported_again(state, event)
+             or _next_ci_run(state, event) or _refined(state, event))
     if moved:
         update.update(moved)
         state = state.model_copy(update=moved)
     # "i dont need the token" may come with an answered question moved out: both apply.
-    for rule in (_no_longer_needed, _called_off, _narrowed, _addressed, _moved_on):
+    for rule in (_no_longer_needed, _called_off, _narrowed, _addressed, _moved_on, _proposal_done):
         also = rule(state, event)
         if also:
             update.update(also)
@@ -932,7 +954,13 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
         update["attempts"] = _recent(state.attempts, attempt, RECENT_ATTEMPTS)
         update["attempts_failed"] = state.attempts_failed + 1
         update.update(_approach_failed(state, start, event))
-    return {"update": update, "withdraws": withdrawal(event.text)}
+    out: dict[str, Any] = {"update": update, "withdraws": withdrawal(event.text)}
+    reply = state.last_reply
+    if accepts(event.text) and reply is not None and reply.position > (state.last_intent or 0):
+        offer = _offer(reply.text)
+        if offer is not None:  # a reply that offers nothing: "implement it" asks for the work talked of
+            out["accepts"] = {"accepted_at": reply.position, "proposal": offer}
+    return out
 
 
 def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
@@ -1122,6 +1150,84 @@ def _reported_again(state: TaskState, event: ev.RequirementStated | ev.Requireme
     moved = [r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})
              for r in state.requirements if reports_error(r.text) and names(r.text) & named]
     return _moved_out(state, moved)
+
+
+def _next_ci_run(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+                 ) -> dict[str, Any]:
+    """The user pastes a CI job's log (``projections.intent.ci_run``) after the agent changed files since the last
+    one they pasted: CI ran again on those changes, and this log is what it says now. The earlier pasted logs are
+    replaced (the run got past them, or fails the same way again in this one); two logs pasted with no change
+    between them are two jobs of one run, and both stay."""
+    if state.changes_since_intent == 0 or not ci_run(event.text):
+        return {}
+    pos = event.originator_version
+    why = f"replaced: the user pasted the next CI run at [{pos}], after the agent's changes"
+    moved = [r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})
+             for r in state.requirements if ci_run(r.text)]
+    return _moved_out(state, moved)
+
+
+_FINER_MAX = 200
+_ADDS = lazy(r"\b(?:also|too|again|another|more|as\s+well|additionally|plus)\b", re.IGNORECASE)
+
+
+def _refined(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+             ) -> dict[str, Any]:
+    """The user's next words, right after the agent changed files for their latest request, say again how the
+    same thing should be, finer ("Messate/text should be aligned in the middle of the avatar and time", a change,
+    then "Should be aligned with just the avatar in the middle"): one short sentence, every naming word of it (three
+    or more) in the request, no question, nothing added ("also", "too", "more"), not a report that it failed (the
+    failed-attempt rule). The request is replaced by these words; it moves to the withdrawn ones."""
+    if not state.requirements or state.changes_since_intent == 0:
+        return {}
+    latest, text = state.requirements[-1], event.text.strip()
+    if latest.said_at != state.last_intent or latest.accepted_at is not None:
+        return {}
+    if len(text) > _FINER_MAX or "\n" in text or "?" in text or _ADDS.search(text) or says_failed(text):
+        return {}
+    now = _words(text)
+    if len(now) < 3 or not now <= _words(latest.text):
+        return {}
+    pos = event.originator_version
+    why = f"replaced: the user's finer wording at [{pos}], after the agent's change: {one_line(text, 120)}"
+    return _moved_out(state, [latest.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})])
+
+
+def _proposal_done(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+                   ) -> dict[str, Any]:
+    """The user speaks again after the agent answered the proposal they took up ("yes to all", then the agent's
+    work and its reply): that proposal was carried out, and the user goes on; it moves to the withdrawn ones.
+    Words that say it did not work keep it (the failed-attempt rule)."""
+    reply = state.last_reply
+    if reply is None or says_failed(event.text):
+        return {}
+    pos = event.originator_version
+    why = f"done: the agent answered at [{reply.position}] after it; the user went on at [{pos}]"
+    moved = [r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})
+             for r in state.requirements if r.accepted_at is not None and reply.position > r.said_at]
+    return _moved_out(state, moved)
+
+
+_OFFER = lazy(
+    r"""^\W*(?:(?:so|or|and)\s+)?(?:want\s+me\s+to|would\s+you\s+like|do\s+you\s+want|shall\s+i|should\s+i|
+        if\s+you(?:['\u2019]d|\s+would)?\s+(?:like|want|prefer)|i\s+can\s+(?:also\s+)?|next(?:\s+steps?)?\s*[:?]|
+        (?:possible\s+)?next\s+options?|options?\s*:)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+OFFER_KEPT = 400
+"""Characters of the agent's proposal kept with the words that take it up."""
+
+
+def _offer(reply: str) -> str | None:
+    """What the agent's ``reply`` proposes, on one line: from its last line that opens an offer ("Want me to …?",
+    "Would you like me to:", "If you want next:") to its end, else its last paragraph when that asks ("… or keep it
+    pinned to 3.12?"); None when it proposes nothing."""
+    rows = [line for line in reply.strip().splitlines() if line.strip()]
+    start = next((i for i in range(len(rows) - 1, -1, -1) if _OFFER.match(rows[i])), None)
+    if start is None:
+        last = reply.strip().split("\n\n")[-1]
+        return one_line(last, OFFER_KEPT) if last.rstrip().endswith("?") else None
+    return one_line(" ".join(r.strip() for r in rows[start:]), OFFER_KEPT)
 
 
 def _moved_out(state: TaskState, moved: list[Requirement]) -> dict[str, Any]:

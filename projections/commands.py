@@ -154,6 +154,10 @@ def chain_heads(line: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_head([part]) or " ".join(part) for part in shell.words(toks) if part))
 
 
+_RUNNERS_LONGEST_FIRST = tuple(sorted(_WHOLE_RUNS, key=len, reverse=True))
+"""``_WHOLE_RUNS``, longest first: a runner's name is never taken for a shorter one it starts with."""
+
+
 def covers(passed: str, failed: str) -> bool:
     """Whether a passing run named ``passed`` (a command head or a test run's name) answers for the failure
     of ``failed``: the same, or a broader run of the same test runner or one running the same suite
@@ -167,7 +171,7 @@ def covers(passed: str, failed: str) -> bool:
     if whole in _WHOLE_RUNS or (whole == "go test" and len(words) > 2):
         suite = next((group for group in _SAME_SUITE if whole in group), ())
         return any(failed == r or failed.startswith(r + " ") for r in suite) or failed.startswith(whole + " ")
-    runner = next((r for r in sorted(_WHOLE_RUNS, key=len, reverse=True) if passed.startswith(r + " ")), None)
+    runner = next((r for r in _RUNNERS_LONGEST_FIRST if passed.startswith(r + " ")), None)
     if runner is None or not failed.startswith(runner + " "):
         return False
     targets, failing = passed[len(runner) + 1:].split(), failed[len(runner) + 1:].split()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from bisect import bisect_right
 from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any, Literal
@@ -990,11 +991,12 @@ def _answered(state: TaskState, event: ev.RequirementStated | ev.RequirementChan
     moved: list[Requirement] = []
     # A check ("check again") is answered by the checks the agent ran, when it said nothing in between.
     # A read-only check is a recent call, not a command kept.
-    calls = [c.position for c in state.commands] + [c.position for c in state.recent_calls] if work else []
+    calls = sorted([c.position for c in state.commands] + [c.position for c in state.recent_calls]) if work else []
     for r in state.requirements:
         said = r.said_at
         replied = reply is not None and reply.position > said
-        ran = min((p for p in calls if p > said), default=None) if work else None
+        after = bisect_right(calls, said)  # the first call after the request (``calls`` in order)
+        ran = calls[after] if after < len(calls) else None
         if not (replied or ran is not None):
             continue
         at = reply.position if reply is not None and replied else ran
@@ -1295,10 +1297,10 @@ def _check_passed(state: TaskState, line: str, position: int) -> dict[str, Any]:
         return {}
     moved = []
     for r in state.requirements:
-        said = r.said_at
         reported = reported_check(r.text)
         if not reported or not reported <= kinds:
             continue
+        said = r.said_at
         changed = [f.path for f in state.files.values() if f.position > said]
         if not changed:
             continue  # nothing was changed since the report: the same code passing locally fixes nothing

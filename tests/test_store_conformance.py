@@ -354,6 +354,20 @@ class TestSQLiteStore(LedgerStoreContract):
         finally:
             again.close()
 
+    def test_a_view_snapshot_lookup_reads_a_range_of_the_key(self, ledger: Ledger) -> None:
+        # Time travel to an early point of a long task: a bound the index cannot range over read every later view
+        # snapshot (each a task's whole view) to find the one below the point.
+        from ledger.stores.sqlite import VIEW_AT
+
+        task = _task(ledger, "views", 3)
+        for position in (1, 2, 3):
+            ledger.store.put_view_snapshot(task, position, 1, b"view %d" % position)
+        assert isinstance(ledger.store, SQLiteStore)
+        with sqlite3.connect(ledger.store.path) as con:
+            plan = " ".join(str(row[-1]) for row in con.execute(f"EXPLAIN QUERY PLAN {VIEW_AT}", (task.hex, 1, 2)))
+        assert "position<?" in plan, plan
+        assert ledger.store.view_snapshot(task, 2, 1) == (2, b"view 2")
+
     def test_a_hook_leaves_the_link_index_of_a_large_older_ledger_to_a_command(
         self, new_store: Callable[[], str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -427,5 +441,27 @@ class TestPostgresStore(LedgerStoreContract):
                     sql.SQL("EXPLAIN ") + query, ("claude-code", "never")).fetchall())
                 assert LINKS_INDEX in plan, plan
                 assert conn.execute(query, ("claude-code", "s1")).fetchone()[0] == task
+        finally:
+            opened.close()
+
+    def test_a_view_snapshot_lookup_reads_a_range_of_the_key(self, new_store: Callable[[], str]) -> None:
+        from psycopg import sql
+
+        from ledger.stores import postgres
+
+        url = new_store()
+        opened = open_ledger(resolve(url))
+        try:
+            task = _task(opened, "views", 3)
+            for position in (1, 2, 3):
+                opened.store.put_view_snapshot(task, position, 1, b"view %d" % position)
+            schema = resolve(url).postgres().schema
+            query = sql.SQL(postgres.VIEW_AT).format(sql.Identifier(schema, postgres.VIEWS))
+            with postgres.connect(resolve(url).postgres(), url) as conn:
+                conn.execute("SET enable_seqscan = off")
+                plan = " ".join(str(row[0]) for row in conn.execute(sql.SQL("EXPLAIN ") + query,
+                                                                   (task, 1, 2)).fetchall())
+            assert 'AND ("position" <= ' in plan.split("Index Cond")[1], plan  # in the index's range, not a filter
+            assert opened.store.view_snapshot(task, 2, 1) == (2, b"view 2")
         finally:
             opened.close()

@@ -39,6 +39,7 @@ from ledger.base.schema import ARCHIVES, EDITS, FORGOTTEN_KEYS, HEADS, LINKED_TO
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores import pgaccess
 from ledger.stores.base import (
+    UNBOUNDED,
     Archive,
     Head,
     LedgerStore,
@@ -143,6 +144,10 @@ def _index_links(curs: Any, schema: str) -> None:
     curs.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} (notification_id) WHERE " + _LINK_ROWS).format(
         sql.Identifier(LINKS_INDEX), sql.Identifier(schema), sql.Identifier(EVENTS_TABLE)))
 
+
+VIEW_AT = ("SELECT position, state FROM {} WHERE originator_id = %s AND fold_version = %s AND position <= %s"
+           " ORDER BY position DESC LIMIT 1")
+"""A task's newest view snapshot of a fold version at or before a position (``{}``: the views table)."""
 
 LINKED_SESSION = (f"SELECT originator_id FROM {{}} WHERE {_LINK_ROWS}"
                   " AND convert_from(state, 'UTF8')::json->>'agent' = %s"
@@ -516,10 +521,8 @@ class PostgresStore(LedgerStore):
 
     def view_snapshot(self, task_id: UUID, upto: int | None, fold_version: int) -> tuple[int, bytes] | None:
         with self._conn() as conn:
-            rows = _rows(conn, sql.SQL(
-                "SELECT position, state FROM {} WHERE originator_id = %s AND fold_version = %s"
-                " AND position <= coalesce(%s, position) ORDER BY position DESC LIMIT 1"
-            ).format(self.views), (task_id, fold_version, upto))
+            rows = _rows(conn, sql.SQL(VIEW_AT).format(self.views),
+                         (task_id, fold_version, UNBOUNDED if upto is None else upto))
         return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
 
     def put_view_snapshot(self, task_id: UUID, position: int, fold_version: int, state: bytes) -> None:

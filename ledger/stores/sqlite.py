@@ -39,6 +39,7 @@ from ledger.base.schema import (
 )
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores.base import (
+    UNBOUNDED,
     Archive,
     Head,
     LedgerStore,
@@ -127,6 +128,11 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
                 (_hex(s.originator_id), s.originator_version, s.topic, s.state) for s in snapshots
             ])
         return list(range(last - len(stored_events) + 1, last + 1))
+
+
+VIEW_AT = (f"SELECT position, state FROM {VIEWS} WHERE originator_id = ? AND fold_version = ? AND position <= ?"
+           " ORDER BY position DESC LIMIT 1")
+"""A task's newest view snapshot of a fold version at or before a position: a range of the key, read from its end."""
 
 
 def _create_views(con: sqlite3.Connection) -> None:
@@ -386,11 +392,7 @@ class SQLiteStore(LedgerStore):
             if con is None:
                 return None
             try:
-                row = con.execute(
-                    f"SELECT position, state FROM {VIEWS} WHERE originator_id = ? AND fold_version = ?"
-                    " AND position <= coalesce(?, position) ORDER BY position DESC LIMIT 1",
-                    (task_id.hex, fold_version, upto),
-                ).fetchone()
+                row = con.execute(VIEW_AT, (task_id.hex, fold_version, UNBOUNDED if upto is None else upto)).fetchone()
             except sqlite3.OperationalError as exc:
                 if _missing_table(exc):
                     return None

@@ -32,6 +32,7 @@ from psycopg import sql
 from psycopg.rows import DictRow, tuple_row
 
 from ledger.base import private, upkeep
+from ledger.base.crashpoints import crash_point
 from ledger.base.errors import BadInput, PermissionDenied, StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
 from ledger.base.oneline import one_line, reason
@@ -273,6 +274,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
                 # Asked under the library's table lock while not yet seen: an open building the index holds it too.
                 if found and (self.keyed or _has_sources(own, self.datastore.schema)):
                     self.keyed = True
+                    crash_point("sources-insert")  # events in, keys not: what a kill here leaves (a test)
                     own.executemany(sql.SQL(INSERT_SOURCE).format(schema=schema), _source_rows(found))
             snapshots: Sequence[StoredEvent] = kwargs.get("snapshots") or ()
             if snapshots:

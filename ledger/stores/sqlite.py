@@ -22,6 +22,7 @@ from eventsourcing.persistence import IntegrityError, OperationalError, Persiste
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from ledger.base import private, upkeep
+from ledger.base.crashpoints import crash_point
 from ledger.base.location import Location
 from ledger.base.schema import (
     ARCHIVES,
@@ -164,6 +165,7 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
             # commits before this insert or after it, and its own read of the events holds these rows then.
             if found and (self.keyed or _has_table(c, SOURCES)):
                 self.keyed = True
+                crash_point("sources-insert")  # events in, keys not: what a kill here leaves (a test)
                 c.executemany(INSERT_SOURCE, _source_rows(found))
         snapshots: Sequence[StoredEvent] = kwargs.get("snapshots") or ()
         if snapshots:

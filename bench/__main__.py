@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import bigimport, hostile, mcpinit, measures, sessionscale, startup, systems
+from bench import bigimport, dedupe, hostile, mcpinit, measures, sessionscale, startup, systems
 from bench.tables import Table, summary
 
 
@@ -61,6 +61,8 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     emit(started)
     log(f"SessionStart of a new session on 1k and {plan.session_scale:,} events")
     emit(sessionscale.table(plan.session_scale, directory=directory))
+    log(f"the capture writer's questions on 1k and {plan.dedupe_scale:,} events")
+    emit(dedupe.table(plan.dedupe_scale, directory=directory))
     emit(hostile.table((256 << 10, 1 << 20) if quick else (1 << 20, 4 << 20)))
     emit(mcpinit.table(max(5, plan.hook_repeat // 3)))
     trail = systems.grow_trail(plan, directory, log)

@@ -55,6 +55,8 @@ class Plan:
     CPU, so a median of 3 moved the 10k/1k ratio by a quarter."""
     session_scale: int = 50_000
     """Events of the large ledger the SessionStart of a new session is timed on (``bench.sessionscale``)."""
+    dedupe_scale: int = 100_000
+    """Events of the large task the capture writer's questions are timed on (``bench.dedupe``)."""
 
     @classmethod
     def make(cls, quick: bool, seed: int) -> Plan:
@@ -63,7 +65,7 @@ class Plan:
                        (1_000, 10_000), (1_000,), 60.0, 50, 5.0, 10, 9, 50_000)
         return cls(quick, seed, (1_000, 10_000, 100_000, 1_000_000), (1_000, 10_000, 100_000),
                    (1_000, 100_000, 1_000_000), 100_000, 10_000, (1_000, 10_000, 100_000), (1_000, 10_000),
-                   700.0, 200, 15.0, 30, 9, 300_000)
+                   700.0, 200, 15.0, 30, 9, 300_000, 300_000)
 
 
 @dataclass

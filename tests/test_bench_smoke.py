@@ -234,6 +234,19 @@ def test_the_sessionstart_scale_row_times_real_hooks_that_answered_with_the_brie
     assert goal.name == "SessionStart new session 2k CPU <= 1.2x 1k" and goal.met is not None
 
 
+def test_the_dedupe_row_times_each_question_on_both_ledgers(tmp_path: Path) -> None:
+    from bench import dedupe
+
+    table = dedupe.table(large=2_000, runs=1, directory=tmp_path)  # the row's machinery on small ledgers
+    samples = table.data["samples_cpu_s"]
+    assert {name: set(by) for name, by in samples.items()} == {
+        **{name: {"1000", "2000"} for name in ("held", "scan", "prompts", "records")}, "append": {"1", "0"}}
+    assert all(len(cpu) == 1 for by in samples.values() for cpu in by.values() if by is not samples["append"])
+    assert all(len(cpu) == 2 and min(cpu) > 0 for cpu in samples["append"].values())
+    [goal] = table.goals
+    assert goal.name == "capture dedupe 2k CPU <= 1.2x 1k" and goal.met is not None
+
+
 def test_without_langgraph_its_goals_are_not_measured_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -10,7 +10,7 @@ several; their rows are compared without the time each was taken.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
@@ -149,36 +149,42 @@ def test_a_refused_event_leaves_the_batch_and_the_cached_task_untouched(new_stor
 
 
 
-def test_an_imports_writes_read_a_tasks_source_keys_once_unless_another_writer_came_between(
+def test_an_imports_writes_ask_the_store_only_about_keys_another_writer_may_hold(
     new_store: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = new_store()
     app, other = open_ledger(resolve(url)), open_ledger(resolve(url))
     try:
-        reads: list[int] = []
-        real = app.store.source_keys
+        asked: list[tuple[int, set[tuple[str, str, str]]]] = []
+        real = app.store.held_keys
 
-        def counting(task_id: UUID, upto: int) -> set[tuple[str, str, str]]:
-            reads.append(upto)
-            return real(task_id, upto)
+        def counting(task_id: UUID, upto: int, keys: Iterable[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+            keys = set(keys)
+            asked.append((upto, keys))
+            return real(task_id, upto, keys)
 
-        monkeypatch.setattr(app.store, "source_keys", counting)
+        monkeypatch.setattr(app.store, "held_keys", counting)
 
         def notes(*records: str) -> list[writer.Item]:
             return [(ev.NoteAdded, {"text": f"note {r}", "source": ev.SourceKey(agent="codex", session="s", record=r)})
                     for r in records]
+
+        def keys(*records: str) -> set[tuple[str, str, str]]:
+            return {("codex", "s", r) for r in records}
 
         known: writer.Known = {}
         task, opened = writer.open_with(app, "import", notes("1", "2"), cwd="/w", actor="agent:codex", known=known)
         assert len(opened.items) == 2
         assert len(writer.append_unseen(app, resolve(url), task, notes("2", "3"), known).items) == 1
         assert len(writer.append_unseen(app, resolve(url), task, notes("3", "4"), known).items) == 1
-        assert reads == []  # the keys came from the import's own writes
+        assert asked == []  # the keys came from the import's own writes
         other.append_many(task, notes("5"))  # another writer: the known keys are now behind
         assert len(writer.append_unseen(app, resolve(url), task, notes("4", "5", "6"), known).items) == 1
-        assert reads == [6]  # read once, at the version it found
+        assert asked == [(6, keys("4", "5", "6"))]  # this batch's keys, at the version it found
+        assert len(writer.append_unseen(app, resolve(url), task, notes("1", "7"), known).items) == 1
+        assert asked[1:] == [(7, keys("1", "7"))]  # asked from then on: the import no longer holds every key
         stored = [e.source.record for e in app.task_events(task) if e.source is not None]
-        assert stored == ["1", "2", "3", "4", "5", "6"]
+        assert stored == ["1", "2", "3", "4", "5", "6", "7"]
     finally:
         app.close()
         other.close()

@@ -27,7 +27,7 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from ledger.app import archive
 from ledger.app.store import Ledger, open_ledger
 from ledger.base.location import resolve
-from ledger.base.schema import LINKED_SESSION_SQL, LINKS_INDEX, key_hash
+from ledger.base.schema import LINKED_SESSION_SQL, LINKS_INDEX, SOURCES, key_hash
 from ledger.domain import events as ev
 from ledger.domain.bounds import bound
 from ledger.domain.registry import REGISTRY_ID
@@ -249,12 +249,116 @@ class LedgerStoreContract(ABC):
 
     # -- the capture index ------------------------------------------------------------------
 
-    def test_source_keys_up_to_a_position(self, ledger: Ledger) -> None:
+    def test_held_keys_up_to_a_position(self, ledger: Ledger) -> None:
         task = _task(ledger, "keys", 5, session="s1")
+        other = _task(ledger, "other", 5, session="s2")
         ledger.append(task, ev.NoteAdded, text="no source")
-        assert ledger.store.source_keys(task, 2) == {("claude-code", "s1", "link")}
-        assert ledger.store.source_keys(task, 100) == {("claude-code", "s1", "link")} | {
-            ("claude-code", "s1", f"r{n}") for n in range(5)}
+        asked = {("claude-code", "s1", "link"), ("claude-code", "s1", "r3"), ("claude-code", "s2", "r3"),
+                 ("codex", "s1", "r3"), ("claude-code", "s1", "nope")}
+        assert ledger.store.held_keys(task, 2, asked) == {("claude-code", "s1", "link")}
+        assert ledger.store.held_keys(task, 100, asked) == {("claude-code", "s1", "link"), ("claude-code", "s1", "r3")}
+        assert ledger.store.held_keys(other, 100, asked) == {("claude-code", "s2", "r3")}
+        assert ledger.store.held_keys(task, 100, []) == set()
+        many = [("claude-code", "s1", f"r{n}") for n in range(-1500, 5)]  # past any bound on a statement's parameters
+        assert ledger.store.held_keys(task, 100, many) == {("claude-code", "s1", f"r{n}") for n in range(5)}
+
+    def test_session_records_of_a_prefix(self, ledger: Ledger) -> None:
+        task = _task(ledger, "records", 0, session="s1")
+        keys = ["prompt:ab:0", "prompt:ab:1", "prompt;", "promptx", "task:1:done:0", "prompt:"]
+        ledger.append_many(task, [(ev.NoteAdded, {"text": k, "source": ev.SourceKey(
+            agent="claude-code", session="s1", record=k)}) for k in keys])
+        ledger.append(task, ev.NoteAdded, text="other session", source=ev.SourceKey(
+            agent="claude-code", session="s2", record="prompt:cd:0"))
+        ledger.append(task, ev.NoteAdded, text="other agent", source=ev.SourceKey(
+            agent="codex", session="s1", record="prompt:ef:0"))
+        other = _task(ledger, "other", 0, session="s1")
+        ledger.append(other, ev.NoteAdded, text="other task", source=ev.SourceKey(
+            agent="claude-code", session="s1", record="prompt:gh:0"))
+        assert ledger.store.session_records(task, 100, "claude-code", "s1", "prompt:") == {
+            "prompt:ab:0", "prompt:ab:1", "prompt:"}
+        assert ledger.store.session_records(task, 3, "claude-code", "s1", "prompt:") == {"prompt:ab:0"}
+        assert ledger.store.session_records(task, 100, "claude-code", "s1", "task:") == {"task:1:done:0"}
+        assert ledger.store.session_records(task, 100, "codex", "s1", "prompt:") == {"prompt:ef:0"}
+        assert ledger.store.session_records(task, 100, "claude-code", "s3", "prompt:") == set()
+
+    def test_the_capture_index_follows_compaction_collection_and_forget(self, ledger: Ledger) -> None:
+        # Each rewrite of the events leaves the index answering as a read of the events would.
+        task = _task(ledger, "rewritten", 40, session="s1")
+        gone = _task(ledger, "forgotten", 3, session="s2")
+        ledger.append(task, ev.CommandRan, argv=["make"], cwd="/w", exit_code=0, duration_ms=1,
+                      stdout=bound("out " * 500), source=ev.SourceKey(agent="claude-code", session="s1", record="cmd"))
+        everything = {("claude-code", "s1", r) for r in ["link", "cmd", *(f"r{n}" for n in range(40))]}
+        archive.compact(ledger, task, 21)  # positions 1..20: the opening, the link, r0..r17
+        assert self._consistent(ledger, task, everything) == everything - {
+            ("claude-code", "s1", r) for r in ["link", *(f"r{n}" for n in range(18))]}
+        ledger.store.rewrite_states(task, GC_TOPICS, lambda raw: raw.replace(b"out ", b"OUT "), dry_run=False)
+        assert ("claude-code", "s1", "cmd") in self._consistent(ledger, task, everything)
+        ledger.store.delete_task(gone, 2, [], lambda _: None)
+        assert self._consistent(ledger, gone, {("claude-code", "s2", "r1")}) == set()
+        assert ledger.store.task_for_records("claude-code", ["r1", "r30"]) == task
+        assert ledger.store.task_for_records("claude-code", ["r1"]) is None  # r1 of both: archived and forgotten
+
+    @staticmethod
+    def _consistent(ledger: Ledger, task: UUID, keys: set[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        """``held_keys`` of ``keys``, checked against a read of the events (the index's answer without it)."""
+        held = ledger.store.held_keys(task, 10**6, keys)
+        assert held == ledger.store._source_keys(task, 10**6) & keys
+        return held
+
+    def test_a_ledger_from_before_the_capture_index_gets_it_on_open(self, new_store: Callable[[], str]) -> None:
+        url = new_store()
+        first = open_ledger(resolve(url))
+        task = _task(first, "old", 3, session="s1")
+        first.close()
+        self._drop_sources(url)
+        again = open_ledger(resolve(url))
+        try:
+            assert again.store._indexed()
+            assert again.store.held_keys(task, 100, [("claude-code", "s1", "r1"), ("claude-code", "s1", "r9")]) == {
+                ("claude-code", "s1", "r1")}
+            assert again.store.session_records(task, 100, "claude-code", "s1", "r") == {"r0", "r1", "r2"}
+            assert again.store.task_for_records("claude-code", ["link"]) == task
+        finally:
+            again.close()
+
+    def test_a_hook_leaves_the_capture_index_of_a_large_older_ledger_to_a_command(
+        self, new_store: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # As for the link index: until it is built every question reads the events, and what is written
+        # meanwhile is in the index once a command builds it.
+        from ledger.base import upkeep
+
+        url = new_store()
+        first = open_ledger(resolve(url))
+        task = _task(first, "old", 6, session="s1")
+        first.close()
+        self._drop_sources(url)
+        monkeypatch.setattr(upkeep, "BOUNDED_ROWS", 5)
+        monkeypatch.setattr(upkeep, "deferring", True)
+        hooked = open_ledger(resolve(url))
+        try:
+            assert not hooked.store._indexed()
+            assert hooked.store.held_keys(task, 100, [("claude-code", "s1", "r5")]) == {("claude-code", "s1", "r5")}
+            assert hooked.store.task_for_records("claude-code", ["r5"]) == task
+            hooked.append(task, ev.NoteAdded, text="while deferred",
+                          source=ev.SourceKey(agent="claude-code", session="s1", record="late"))
+            monkeypatch.setattr(upkeep, "deferring", False)
+            command = open_ledger(resolve(url))
+            try:
+                assert command.store._indexed()
+                # The hook's ledger, open since before the build, writes the index's rows from now on.
+                hooked.append(task, ev.NoteAdded, text="after the build",
+                              source=ev.SourceKey(agent="claude-code", session="s1", record="later"))
+                keys = {("claude-code", "s1", r) for r in ("r5", "late", "later", "never")}
+                assert self._consistent(command, task, keys) == keys - {("claude-code", "s1", "never")}
+            finally:
+                command.close()
+        finally:
+            hooked.close()
+
+    @abstractmethod
+    def _drop_sources(self, url: str) -> None:
+        """Make the ledger at ``url`` one from before the capture index (``schema.SOURCES``)."""
 
     def test_session_lookup_takes_the_newest_link(self, ledger: Ledger) -> None:
         assert ledger.store.task_for_session("claude-code", "s1") is None
@@ -269,6 +373,7 @@ class LedgerStoreContract(ABC):
         assert ledger.store.task_for_records("claude-code", ["nope", "r2"]) == task
         assert ledger.store.task_for_records("claude-code", ["nope"]) is None
         assert ledger.store.task_for_records("codex", ["r2"]) is None
+        assert ledger.store.task_for_records("claude-code", []) is None
 
     # -- space --------------------------------------------------------------------------------
 
@@ -327,6 +432,10 @@ class TestSQLiteStore(LedgerStoreContract):
 
     def remove(self, url: str) -> None:
         shutil.rmtree(resolve(url).sqlite_path.parent, ignore_errors=True)
+
+    def _drop_sources(self, url: str) -> None:
+        with sqlite3.connect(resolve(url).sqlite_path) as con:
+            con.execute(f"DROP TABLE {SOURCES}")
 
     def test_session_lookup_reads_the_link_index_not_the_table(self, ledger: Ledger) -> None:
         # A session never linked (each new session's SessionStart) must not read every row of a large ledger.
@@ -421,6 +530,12 @@ class TestPostgresStore(LedgerStoreContract):
 
     def remove(self, url: str) -> None:
         drop_schemas([resolve(url).postgres().schema])
+
+    def _drop_sources(self, url: str) -> None:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as con:
+            con.execute(f'DROP TABLE "{resolve(url).postgres().schema}".{SOURCES}')
 
     def test_session_lookup_can_read_the_link_index(self, new_store: Callable[[], str]) -> None:
         # A session never linked must not need the whole table: the partial index serves the store's own query.

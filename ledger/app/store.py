@@ -358,10 +358,14 @@ class Ledger(Application[UUID]):
         # save, and each it asks for here is one of these (``take_snapshot`` finds it offered).
         snapshots = [mapper.to_stored_event(s) for s in offered.values()] if self.snapshots is not None else []
         heads = [(a.id.hex, a.version, a.head) for a in aggregates if a.pending_events]
+        # The capture index's rows (``schema.SOURCES``), from the events themselves: the recorder parses nothing.
+        sources = [(a.id, e.originator_version, s.agent, s.session, s.record) for a in aggregates
+                   if isinstance(a, Task) for e in a.pending_events if (s := e.source) is not None]  # type: ignore[attr-defined]
         self._offered.snapshots = offered
         try:
             with mapper.prepared(prepared):
-                self.save(*aggregates, heads=heads, snapshots=snapshots, **({"projects": projects} if projects else {}))
+                self.save(*aggregates, heads=heads, snapshots=snapshots, sources=sources,
+                          **({"projects": projects} if projects else {}))
         finally:
             self._offered.snapshots = {}
         cache = self.repository.cache

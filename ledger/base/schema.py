@@ -51,6 +51,16 @@ the agent, the session id."""
 Key = tuple[str, str, str]
 """A captured item's source: (agent, session, record)."""
 
+SOURCES = "tasktrail_sources"
+"""The capture index: a row (task id, position, agent, session, record) per live event that has a source, written
+by the recorder in the transaction that appends the event (the writer hands the keys over, so nothing is parsed)
+and kept by every rewrite of the events (compaction, forget, collection). Keyed for the three questions capture
+asks (``LedgerStore.held_keys``, ``session_records``, ``task_for_records``), none of which reads a task's rows. An
+enciphered ledger keeps no rows here: a prompt's key is a hash of its text, which the cipher hides."""
+SOURCES_BY_TASK = "tasktrail_sources_task"
+"""Its index by (task, agent, session, record): a session's records of a prefix in a task, and the rows a rewrite
+of one task's events removes."""
+
 
 def key_hash(key: Key) -> str:
     """What a tombstone keeps of a source key: its sha256, nothing readable."""

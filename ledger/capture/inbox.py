@@ -49,7 +49,7 @@ from ledger.capture.writer import (
     ForgottenSession,
     append_unseen,
     open_with,
-    stored_keys,
+    session_records,
     task_for_session,
 )
 from ledger.domain import events as ev
@@ -217,11 +217,10 @@ def _prompts_seen(
 ) -> dict[str, int]:
     """How many prompts of each text hash this session already has in the task."""
     seen: dict[str, int] = {}
-    for name, sess, record in stored_keys(ledger, location, task, upto):
-        if name == agent.name and sess == session and record.startswith(PROMPT_KEY):
-            digest, _, count = record.removeprefix(PROMPT_KEY).partition(":")
-            if count.isdigit():
-                seen[digest] = max(seen.get(digest, 0), int(count) + 1)
+    for record in session_records(ledger, location, task, upto, agent.name, session, PROMPT_KEY):
+        digest, _, count = record.removeprefix(PROMPT_KEY).partition(":")
+        if count.isdigit():
+            seen[digest] = max(seen.get(digest, 0), int(count) + 1)
     return seen
 
 

@@ -1,13 +1,12 @@
 """Appending captured items exactly once: the source-key index and the write that honours it.
 
-Idempotency rests on one fact: a task's stored events already carry their ``source`` keys. The
-index is therefore a query, not a second table to keep in step: the ledger's store
-(``LedgerStore.source_keys`` and friends) reads them from the stored JSON without pydantic
-decoding (see docs/capture.md for the numbers). ``append_unseen`` reads the task, filters the
-items against the keys stored up to the version it read, and saves; when a concurrent writer got
-there first the save conflicts, and the retry re-reads both, so two importers (or two inbox
-drains) never append one source twice. Keys of a forgotten task stay tombstoned (a sha256 of
-each, kept by ``trail forget``): items with such a key are refused, naming the task.
+Idempotency rests on one fact: a task's stored events carry their ``source`` keys, and the recorder writes each
+key into the capture index (``schema.SOURCES``) in the transaction that stores its event, so the index cannot
+disagree with the log. ``append_unseen`` reads the task, asks the store which of its items' keys the task holds
+up to the version it read (``LedgerStore.held_keys``: a look-up per key, however long the task), and saves; when
+a concurrent writer got there first the save conflicts, and the retry asks again on a fresh read, so two importers
+(or two inbox drains) never append one source twice. Keys of a forgotten task stay tombstoned (a sha256 of each,
+kept by ``trail forget``): items with such a key are refused, naming the task.
 """
 
 from __future__ import annotations
@@ -40,9 +39,11 @@ def key_of(source: ev.SourceKey | None) -> Key | None:
     return (intern(source.agent), intern(source.session), source.record) if source is not None else None
 
 
-def stored_keys(ledger: Ledger, location: Location, task_id: UUID, upto: int) -> set[Key]:
-    """Source keys of the task's events at positions ``<= upto``."""
-    return ledger.store.source_keys(task_id, upto)
+def session_records(
+    ledger: Ledger, location: Location, task_id: UUID, upto: int, agent: str, session: str, prefix: str
+) -> set[str]:
+    """The records starting with ``prefix`` of this agent's session that the task holds at positions ``<= upto``."""
+    return ledger.store.session_records(task_id, upto, agent, session, prefix)
 
 
 def task_for_session(ledger: Ledger, location: Location, agent: str, session_id: str) -> UUID | None:
@@ -91,7 +92,37 @@ class Appended:
 
 
 Known = dict[UUID, tuple[int, set[Key]]]
-"""Per task, the source keys it held at a version, as the writes of one import left them."""
+"""Per task this import opened, every source key it held at a version, as the import's writes left it."""
+
+
+class Seen:
+    """The source keys a write treats as its task's: those it was given, and, unless those are all the task holds
+    (``complete``: a task this import opened, ``Known``), those the store holds of each batch it is asked about
+    (``learn``, one question per batch: ``LedgerStore.held_keys``)."""
+
+    def __init__(self, keys: set[Key], ask: Callable[[set[Key]], set[Key]] | None = None) -> None:
+        self.keys = keys
+        self.ask = ask
+        self.asked: set[Key] = set()
+
+    @property
+    def complete(self) -> bool:
+        return self.ask is None
+
+    def learn(self, keys: Iterable[Key]) -> None:
+        if self.ask is None:
+            return
+        new = {k for k in keys if k not in self.keys and k not in self.asked}
+        if new:
+            self.asked |= new
+            self.keys |= self.ask(new)
+
+    def __contains__(self, key: Key) -> bool:
+        return key in self.keys
+
+    def add(self, key: Key) -> None:
+        self.keys.add(key)
+
 
 Record = Callable[[list[Item]], Appended]
 """Records more items on a write's draft, each under the write's own rules (source keys, tombstones)."""
@@ -120,16 +151,24 @@ def append_unseen(
 
     def decide(draft: Draft) -> Appended:
         held = known.get(task_id) if known is not None else None
-        stored = held[1] if held is not None and held[0] == draft.version else None
-        if stored is None:
-            stored = stored_keys(ledger, location, task_id, draft.version)
-        done = _recorded(draft, set(stored), forgotten, then)
-        after[:] = [(draft.version, stored | _keys(done))]
+        if held is not None and held[0] == draft.version:
+            seen = Seen(set(held[1]))
+        else:
+            version = draft.version
+            seen = Seen(set(), lambda keys: ledger.store.held_keys(task_id, version, keys))
+        done = _recorded(draft, seen, forgotten, then)
+        # Carried on only while complete: keys asked of the store are only those of this write's items.
+        after[:] = [(draft.version, held[1] | _keys(done))] if seen.complete and held is not None else []
         return done
 
     _, outcome = ledger.write(task_id, items, decide)
-    if known is not None and after:
-        known[task_id] = after[0]  # only once the write is stored (``after`` is its last attempt's)
+    if known is not None:
+        # Only once the write is stored (``after`` is its last attempt's); a task another writer moved on is
+        # asked about from then on, its keys no longer held here.
+        if after:
+            known[task_id] = after[0]
+        else:
+            known.pop(task_id, None)
     return outcome
 
 
@@ -155,14 +194,14 @@ def open_with(
         number = min(gone.values())
         raise ForgottenSession(number, [(item, f"forgotten task #{number}") for item in items])
     opening = NewTask(title, cwd=cwd, actor=actor, project=project, timestamp=timestamp)
-    state, outcome = ledger.write(opening, items, lambda draft: _recorded(draft, set(), forgotten, then))
+    state, outcome = ledger.write(opening, items, lambda draft: _recorded(draft, Seen(set()), forgotten, then))
     assert state.id is not None
     if known is not None:
         known[state.id] = (state.position, _keys(outcome))  # a new task holds just these
     return state.id, outcome
 
 
-def _recorded(draft: Draft, seen: set[Key], forgotten: Forgotten, then: Then | None) -> Appended:
+def _recorded(draft: Draft, seen: Seen, forgotten: Forgotten, then: Then | None) -> Appended:
     """``record_unseen`` of the draft's items, then ``then``'s, all in one ``Appended``."""
     done = record_unseen(draft, seen, forgotten)
     if then is not None:
@@ -178,7 +217,7 @@ def _recorded(draft: Draft, seen: set[Key], forgotten: Forgotten, then: Then | N
 
 
 def record_unseen(
-    draft: Draft, seen: set[Key], forgotten: Forgotten | None = None, items: list[Item] | None = None
+    draft: Draft, seen: Seen, forgotten: Forgotten | None = None, items: list[Item] | None = None
 ) -> Appended:
     """Record on the task the draft's items (or ``items``, redacted as the draft records them) whose source
     key is not in ``seen`` (updated); refused ones are reported, and the rest still land.
@@ -186,7 +225,9 @@ def record_unseen(
     With ``forgotten``, items whose key a forgotten task held are refused too, naming that task."""
     result = Appended()
     items = draft.items if items is None else items
-    gone = forgotten([k for _, f in items if (k := key_of(f.get("source"))) is not None]) if forgotten else {}
+    keys = [k for _, f in items if (k := key_of(f.get("source"))) is not None]
+    seen.learn(keys)
+    gone = forgotten(keys) if forgotten else {}
     for event_class, fields in items:
         key = key_of(fields.get("source"))
         if key is not None and key in seen:

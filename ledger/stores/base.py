@@ -98,6 +98,41 @@ def chain_of(state: bytes, plain: Plain | None = None) -> str:
     return str(found.get("chain") or "") if isinstance(found, dict) else ""
 
 
+Source = tuple[UUID, int, str, str, str]
+"""A row of the capture index (``schema.SOURCES``): task id, position, agent, session, record."""
+
+_HAS_SOURCE = b'"source":{'
+
+
+def sources_of(stored_events: Iterable[StoredEvent], plain: Plain | None) -> list[Source]:
+    """The capture index rows of events stored without the writer's (``Ledger._save`` hands them over): a
+    migration's copies, the library's own save. Read from their JSON; none on an encrypted ledger (``SOURCES``)."""
+    if plain is not None:
+        return []
+    found: list[Source] = []
+    for stored in stored_events:
+        if (key := source_in(stored.state)) is not None:
+            owner = stored.originator_id
+            found.append((owner if isinstance(owner, UUID) else UUID(str(owner)), stored.originator_version, *key))
+    return found
+
+
+def source_in(state: bytes) -> Key | None:
+    """The source of one stored JSON payload (a rewrite checks it kept its row's)."""
+    if _HAS_SOURCE not in state:
+        return None
+    source = orjson.loads(state).get("source")
+    if not isinstance(source, dict):
+        return None
+    return str(source.get("agent")), str(source.get("session")), str(source.get("record"))
+
+
+def past_prefix(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix`` (None: no bound), in code point order,
+    which is the byte order of UTF-8 (SQLite's BINARY collation, PostgreSQL's "C"): a prefix as a range."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else None
+
+
 @dataclass(frozen=True)
 class Range:
     """A task's stored rows about to be archived."""
@@ -294,9 +329,56 @@ class LedgerStore(ABC):
 
     # -- the capture index -------------------------------------------------------------------
 
+    def held_keys(self, task_id: UUID, upto: int, keys: Iterable[Key]) -> set[Key]:
+        """Of ``keys``, those a live event of the task at a position ``<= upto`` was sourced from (a write's
+        dedupe of its batch): a look-up per key in the capture index (``schema.SOURCES``), or, without one, a
+        read of every source of the task."""
+        wanted = set(keys)
+        if not wanted:
+            return set()
+        if self.cipher is None and self._indexed():
+            return self._held(task_id, upto, wanted)
+        return self._every_key(task_id, upto) & wanted
+
+    def session_records(self, task_id: UUID, upto: int, agent: str, session: str, prefix: str) -> set[str]:
+        """The records starting with ``prefix`` of the task's live events at positions ``<= upto`` sourced from
+        this agent's session (the prompts it has seen, its task list's changes)."""
+        if self.cipher is None and self._indexed():
+            return self._records(task_id, upto, agent, session, prefix)
+        return {r for a, s, r in self._every_key(task_id, upto) if a == agent and s == session and r.startswith(prefix)}
+
+    def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
+        """A task holding a live event sourced from one of ``records`` of ``agent``."""
+        if not records:
+            return None
+        if self.cipher is not None:
+            return self._scanned_records(agent, records)
+        return self._task_of_records(agent, records, self._indexed())
+
+    def _every_key(self, task_id: UUID, upto: int) -> set[Key]:
+        return self._scanned_source_keys(task_id, upto) if self.cipher is not None else self._source_keys(task_id, upto)
+
     @abstractmethod
-    def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
-        """Source keys of the task's live events at positions ``<= upto``."""
+    def _indexed(self) -> bool:
+        """Whether the capture index is built (a ledger from before it gets it on an open that may build it:
+        ``base.upkeep``; until then every question reads the events)."""
+
+    @abstractmethod
+    def _held(self, task_id: UUID, upto: int, keys: set[Key]) -> set[Key]:
+        """``held_keys`` from the capture index."""
+
+    @abstractmethod
+    def _records(self, task_id: UUID, upto: int, agent: str, session: str, prefix: str) -> set[str]:
+        """``session_records`` from the capture index."""
+
+    @abstractmethod
+    def _task_of_records(self, agent: str, records: list[str], indexed: bool) -> UUID | None:
+        """``task_for_records`` of a plain ledger: from the capture index, or (not ``indexed``) the events."""
+
+    @abstractmethod
+    def _source_keys(self, task_id: UUID, upto: int) -> set[Key]:
+        """Every source of the task's live events at positions ``<= upto``, read from the stored JSON in SQL (a
+        plain ledger without the capture index)."""
 
     @abstractmethod
     def topics(self, task_id: UUID, positions: Iterable[int]) -> dict[int, str]:
@@ -309,10 +391,6 @@ class LedgerStore(ABC):
     @abstractmethod
     def task_for_session(self, agent: str, session_id: str) -> UUID | None:
         """The task whose live conversation link (``schema.LINKED_TOPIC``) names this session; the newest wins."""
-
-    @abstractmethod
-    def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
-        """A task holding a live event sourced from one of ``records`` of ``agent``."""
 
     # -- space ----------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from ledger.base.schema import ARCHIVES, EDITS, FORGOTTEN_KEYS, HEADS, REGISTRY_HEX, VIEWS
+from ledger.base.schema import ARCHIVES, EDITS, FORGOTTEN_KEYS, HEADS, REGISTRY_HEX, SOURCES, VIEWS
 
 TASK_PROJECTS = "tasktrail_task_projects"
 GRANTS = "tasktrail_grants"
@@ -93,7 +93,7 @@ POLICIES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     # The edit journal: a grantee's reads check its tasks' rows; the guard's definer rights write them.
     EDITS: (("read", "SELECT", f"originator_id IN {_TASKS} OR originator_id = {_REG}", ""),),
 }
-for _table in (SNAPSHOTS, VIEWS, ARCHIVES):
+for _table in (SNAPSHOTS, VIEWS, ARCHIVES, SOURCES):
     # Task rows only: the registry's snapshots hold every project's entries.
     POLICIES[_table] = (
         ("read", "SELECT", f"originator_id IN {_TASKS}", ""),
@@ -106,7 +106,7 @@ WRITE_PRIVILEGES = {
     EVENTS: "SELECT, INSERT, UPDATE, DELETE", SNAPSHOTS: "SELECT, INSERT, UPDATE, DELETE",
     VIEWS: "SELECT, INSERT, UPDATE, DELETE", ARCHIVES: "SELECT, INSERT, UPDATE, DELETE",
     HEADS: "SELECT, INSERT, UPDATE", TASK_PROJECTS: "SELECT, INSERT", GRANTS: "SELECT", FORGOTTEN_KEYS: "SELECT",
-    EDITS: "SELECT",
+    EDITS: "SELECT", SOURCES: "SELECT, INSERT, DELETE",
 }
 
 
@@ -137,8 +137,8 @@ def apply(conn: psycopg.Connection[Any], schema: str) -> None:
 
 
 def protect(conn: psycopg.Connection[Any], schema: str, table: str) -> None:
-    """One table's policies (a table added to a ledger after ``apply`` ran on it), and its read privilege for
-    every role granted a project, in the caller's transaction."""
+    """One table's policies (a table added to a ledger after ``apply`` ran on it), and its privileges for every
+    role granted a project (a writer's where writers write it), in the caller's transaction."""
     target = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
     conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(target))
     for name, command, using, check in POLICIES[table]:
@@ -147,10 +147,18 @@ def protect(conn: psycopg.Connection[Any], schema: str, table: str) -> None:
                                                                             target) + _q(clauses, schema))
     if _one(conn, "SELECT to_regclass(%s)", (f'"{schema}".{GRANTS}',)) not in (None, (None,)):
         with conn.cursor(row_factory=tuple_row) as cur:
-            roles = cur.execute(_q("SELECT DISTINCT g.role FROM {schema}." + GRANTS + " g JOIN pg_roles r"
-                                   " ON r.rolname = g.role", schema)).fetchall()
-        for (role,) in roles:
-            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(target, sql.Identifier(role)))
+            roles = cur.execute(_q("SELECT g.role, bool_or(g.can_write) FROM {schema}." + GRANTS + " g JOIN pg_roles r"
+                                   " ON r.rolname = g.role GROUP BY g.role", schema)).fetchall()
+        for role, writing in roles:
+            privileges = (WRITE_PRIVILEGES if writing else READ_PRIVILEGES)[table]
+            conn.execute(sql.SQL("GRANT " + privileges + " ON {} TO {}").format(target, sql.Identifier(role)))
+
+
+def applied(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether the policies are on (``apply`` ran: some project was granted), so a table added since needs its own."""
+    row = _one(conn, "SELECT c.relrowsecurity FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                     " WHERE n.nspname = %s AND c.relname = %s", (schema, EVENTS))
+    return bool(row and row[0])
 
 
 def grant_privileges(conn: psycopg.Connection[Any], schema: str, role: str, writing: bool) -> None:

@@ -32,10 +32,22 @@ from psycopg import sql
 from psycopg.rows import DictRow, tuple_row
 
 from ledger.base import private, upkeep
+from ledger.base.crashpoints import crash_point
 from ledger.base.errors import BadInput, PermissionDenied, StoreUnavailable
 from ledger.base.location import Location, PostgresTarget
 from ledger.base.oneline import one_line, reason
-from ledger.base.schema import ARCHIVES, EDITS, FORGOTTEN_KEYS, HEADS, LINKED_TOPIC, LINKS_INDEX, VIEWS, Key
+from ledger.base.schema import (
+    ARCHIVES,
+    EDITS,
+    FORGOTTEN_KEYS,
+    HEADS,
+    LINKED_TOPIC,
+    LINKS_INDEX,
+    SOURCES,
+    SOURCES_BY_TASK,
+    VIEWS,
+    Key,
+)
 from ledger.domain.registry import REGISTRY_ID, TaskRegistered
 from ledger.stores import pgaccess
 from ledger.stores.base import (
@@ -45,9 +57,13 @@ from ledger.stores.base import (
     LedgerStore,
     Plain,
     Range,
+    Source,
     chain_of,
     heads_of,
+    past_prefix,
     refill,
+    source_in,
+    sources_of,
 )
 
 EVENTS_TABLE = "tasktrail_events"
@@ -55,7 +71,8 @@ EVENTS_TABLE = "tasktrail_events"
 SNAPSHOTS_TABLE = "tasktrail_snapshots"
 RECLAIM_LOCK_WAIT = 5
 """Seconds compaction's VACUUM FULL waits for a table's lock before settling for plain VACUUM."""
-OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, pgaccess.TASK_PROJECTS, EDITS)
+OWN_TABLES = (EVENTS_TABLE, SNAPSHOTS_TABLE, ARCHIVES, FORGOTTEN_KEYS, HEADS, VIEWS, pgaccess.TASK_PROJECTS, EDITS,
+              SOURCES)
 """Every table of a ledger: what a migration moves into place."""
 
 CREATE = (
@@ -145,6 +162,58 @@ def _index_links(curs: Any, schema: str) -> None:
         sql.Identifier(LINKS_INDEX), sql.Identifier(schema), sql.Identifier(EVENTS_TABLE)))
 
 
+CREATE_SOURCES = (
+    # As SQLite's (``sqlite.CREATE_SOURCES``): the key first (agent, record) for the dedupe and the record look-up,
+    # by task for a session's records and a task's rewrites. "C": byte order, so a prefix is a range of the index.
+    f"CREATE TABLE {{schema}}.{SOURCES} (agent text COLLATE \"C\" NOT NULL, record text COLLATE \"C\" NOT NULL,"
+    " session text COLLATE \"C\" NOT NULL, originator_id uuid NOT NULL, position bigint NOT NULL,"
+    " PRIMARY KEY (agent, record, session, originator_id, position))",
+    f"CREATE INDEX {SOURCES_BY_TASK} ON {{schema}}.{SOURCES} (originator_id, agent, session, record, position)",
+)
+INSERT_SOURCE = f"INSERT INTO {{schema}}.{SOURCES} VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+FILL_SOURCES = (
+    f"INSERT INTO {{schema}}.{SOURCES} SELECT s->>'agent', s->>'record', s->>'session', originator_id,"
+    " originator_version FROM (SELECT originator_id, originator_version, convert_from(state, 'UTF8')::json->'source'"
+    f" AS s FROM {{schema}}.{EVENTS_TABLE} WHERE position('\"source\":{{{{' in convert_from(state, 'UTF8')) > 0) AS t"
+    " WHERE json_typeof(s) = 'object' AND s->>'agent' IS NOT NULL AND s->>'record' IS NOT NULL"
+    " AND s->>'session' IS NOT NULL ON CONFLICT DO NOTHING")
+"""A ledger from before the capture index gets its rows from its events, once."""
+
+
+def _source_rows(found: Iterable[Source]) -> list[tuple[str, str, str, UUID, int]]:
+    return [(agent, record, session, owner, position) for owner, position, agent, session, record in found]
+
+
+def _has_sources(curs: Any, schema: str) -> bool:
+    curs.execute("SELECT to_regclass(%s) IS NOT NULL AS found", (f'"{schema}".{SOURCES}',))
+    row = curs.fetchone()
+    return bool(row["found"] if isinstance(row, dict) else row[0])
+
+
+def _index_sources(curs: Any, schema: str) -> None:
+    """The capture index (``schema.SOURCES``): made on a new ledger, built once from the events of one from before
+    it, under the append's table lock (an append committed meanwhile would be missed by the read); not by a hook
+    on a large older ledger (``base.upkeep``); empty on an enciphered one (its rows are no JSON, and its questions
+    read the events). Its rows are shown to a grantee as the events are (``pgaccess.POLICIES``)."""
+    if _has_sources(curs, schema):
+        return
+    events = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(EVENTS_TABLE))
+    curs.execute(sql.SQL("SELECT coalesce(max(notification_id), 0) AS rows FROM {}").format(events))
+    counted = curs.fetchone()
+    if not upkeep.may_build(int(counted["rows"]) if counted else 0):
+        return
+    curs.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(events))
+    ident = sql.Identifier(schema)
+    for statement in CREATE_SOURCES:
+        curs.execute(sql.SQL(statement).format(schema=ident))
+    curs.execute(sql.SQL("SELECT state FROM {} ORDER BY notification_id LIMIT 1").format(events))
+    first = curs.fetchone()
+    if first is not None and bytes(first["state"])[:1] == b"{":  # JSON, not an enciphered ledger's bytes
+        curs.execute(sql.SQL(FILL_SOURCES).format(schema=ident))
+    if pgaccess.applied(curs.connection, schema):  # else ``pgaccess.apply`` gives it its policies with the rest
+        pgaccess.protect(curs.connection, schema, SOURCES)
+
+
 VIEW_AT = ("SELECT position, state FROM {} WHERE originator_id = %s AND fold_version = %s AND position <= %s"
            " ORDER BY position DESC LIMIT 1")
 """A task's newest view snapshot of a fold version at or before a position (``{}``: the views table)."""
@@ -164,6 +233,8 @@ class AnchoredRecorder(PostgresApplicationRecorder):
 
     plain: Plain | None = None
     """On an encrypted ledger, how a payload is read for its chain (``Ledger.__init__`` sets it)."""
+    keyed = False
+    """Whether the capture index (``schema.SOURCES``) was there: once it is, it stays."""
 
     def create_table(self) -> None:
         super().create_table()
@@ -174,6 +245,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
             if row is not None and row["found"] is not None:
                 _install_guard(curs, self.datastore.schema)
                 _index_links(curs, self.datastore.schema)
+                _index_sources(curs, self.datastore.schema)
                 return
             # A ledger from before the anchor starts from the log as it is now (``base.refill``).
             curs.execute(sql.SQL(CREATE_HEADS).format(schema=schema))
@@ -187,6 +259,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
                 curs.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), found)
             _install_guard(curs, self.datastore.schema)
             _index_links(curs, self.datastore.schema)
+            _index_sources(curs, self.datastore.schema)
 
     def _insert_stored_events(self, curs: psycopg.Cursor[DictRow], stored_events: Sequence[StoredEvent],
                               **kwargs: Any) -> None:
@@ -200,6 +273,14 @@ class AnchoredRecorder(PostgresApplicationRecorder):
         with curs.connection.cursor() as own:
             heads = kwargs.get("heads") or heads_of(stored_events, self.plain)
             own.executemany(sql.SQL(UPSERT_HEAD).format(schema=schema), heads)
+            if self.plain is None:  # an enciphered ledger keeps no keys in clear (``schema.SOURCES``)
+                given: Sequence[Source] | None = kwargs.get("sources")
+                found = given if given is not None else sources_of(stored_events, None)
+                # Asked under the library's table lock while not yet seen: an open building the index holds it too.
+                if found and (self.keyed or _has_sources(own, self.datastore.schema)):
+                    self.keyed = True
+                    crash_point("sources-insert")  # events in, keys not: what a kill here leaves (a test)
+                    own.executemany(sql.SQL(INSERT_SOURCE).format(schema=schema), _source_rows(found))
             snapshots: Sequence[StoredEvent] = kwargs.get("snapshots") or ()
             if snapshots:
                 own.executemany(sql.SQL(UPSERT_SNAPSHOT).format(schema=schema), [
@@ -334,6 +415,8 @@ class PostgresStore(LedgerStore):
         self.archive_table, self.forgotten_table = _table(schema, ARCHIVES), _table(schema, FORGOTTEN_KEYS)
         self.heads = _table(schema, HEADS)
         self.views = _table(schema, VIEWS)
+        self.sources = _table(schema, SOURCES)
+        self._built = False
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
@@ -487,6 +570,9 @@ class PostgresStore(LedgerStore):
             conn.execute(sql.SQL(
                 "DELETE FROM {} WHERE originator_id = %s AND originator_version BETWEEN %s AND %s"
             ).format(self.events), (archive.task_id, archive.first, archive.last))
+            if self._indexed_in(conn):  # the index holds live events only, as the questions read them
+                conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND position BETWEEN %s AND %s")
+                             .format(self.sources), (archive.task_id, archive.first, archive.last))
             conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND originator_version < %s")
                          .format(self.snapshots), (archive.task_id, archive.last))
             conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND position < %s")
@@ -572,6 +658,7 @@ class PostgresStore(LedgerStore):
                 " WHERE originator_id = coalesce(%s, originator_id) AND topic = ANY(%s) FOR UPDATE"
             ).format(self.events), (task_id, list(topics)))
             _rewriting(conn)
+            keyed = self.cipher is None and self._indexed_in(conn)
             for owner, position, raw in rows:
                 changed = rewrite(bytes(raw))
                 if changed is None:
@@ -581,6 +668,8 @@ class PostgresStore(LedgerStore):
                     conn.execute(sql.SQL(
                         "UPDATE {} SET state = %s WHERE originator_id = %s AND originator_version = %s"
                     ).format(self.events), (changed, owner, position))
+                    if keyed and (now := source_in(changed)) != source_in(bytes(raw)):
+                        self._rekey(conn, owner, position, now)
             for owner, position in first_touched.items():
                 conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND originator_version >= %s")
                              .format(self.snapshots), (owner, position))
@@ -593,6 +682,14 @@ class PostgresStore(LedgerStore):
             if dry_run:
                 raise psycopg.Rollback()
         return latest
+
+    def _rekey(self, conn: psycopg.Connection[Any], owner: UUID, position: int, source: Key | None) -> None:
+        """A rewrite changed an event's source (none of tasktrail's do): its index row follows."""
+        conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s AND position = %s").format(self.sources),
+                     (owner, position))
+        if source is not None:
+            conn.execute(sql.SQL(INSERT_SOURCE).format(schema=sql.Identifier(self.schema)),
+                         _source_rows([(owner, position, *source)])[0])
 
     def delete_task(
         self, task_id: UUID, number: int, key_hashes: Iterable[str], registry_rewrite: Callable[[bytes], bytes | None]
@@ -607,6 +704,8 @@ class PostgresStore(LedgerStore):
                 )
             deleted = conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(self.events),
                                    (task_id,)).rowcount
+            if self._indexed_in(conn):
+                conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(self.sources), (task_id,))
             for table, owner in ((self.snapshots, task_id), (self.snapshots, REGISTRY_ID),
                                  (self.archive_table, task_id), (self.heads, task_id), (self.views, task_id)):
                 conn.execute(sql.SQL("DELETE FROM {} WHERE originator_id = %s").format(table), (owner,))
@@ -643,13 +742,53 @@ class PostgresStore(LedgerStore):
                 list(hashes.items()),
             )
 
-    # -- the capture index (JSON operators over the stored state; no decoding in Python) --------
+    # -- the capture index (``schema.SOURCES``; JSON operators over the stored state without it) --------
+
+    def _indexed_in(self, conn: psycopg.Connection[Any]) -> bool:
+        if not self._built:
+            self._built = bool(_rows(conn, sql.SQL("SELECT to_regclass(%s) IS NOT NULL"),
+                                     (f'"{self.schema}".{SOURCES}',))[0][0])
+        return self._built
+
+    def _indexed(self) -> bool:
+        with self._conn() as conn:
+            return self._indexed_in(conn)
+
+    def _held(self, task_id: UUID, upto: int, keys: set[Key]) -> set[Key]:
+        agents, sessions, records = (list(column) for column in zip(*keys, strict=True))
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT k.agent, k.session, k.record FROM unnest(%s::text[], %s::text[], %s::text[])"
+                " AS w(agent, session, record) JOIN {} k ON k.agent = w.agent COLLATE \"C\""
+                " AND k.record = w.record COLLATE \"C\" AND k.session = w.session COLLATE \"C\""
+                " WHERE k.originator_id = %s AND k.position <= %s"
+            ).format(self.sources), (agents, sessions, records, task_id, upto))
+        return {(str(a), str(s), str(r)) for a, s, r in rows}
+
+    def _records(self, task_id: UUID, upto: int, agent: str, session: str, prefix: str) -> set[str]:
+        with self._conn() as conn:
+            rows = _rows(conn, sql.SQL(
+                "SELECT record FROM {} WHERE originator_id = %s AND agent = %s AND session = %s AND record >= %s"
+                " AND (%s::text IS NULL OR record < %s::text) AND position <= %s"
+            ).format(self.sources), (task_id, agent, session, prefix, past_prefix(prefix), past_prefix(prefix), upto))
+        return {str(r) for (r,) in rows}
+
+    def _task_of_records(self, agent: str, records: list[str], indexed: bool) -> UUID | None:
+        with self._conn() as conn:
+            if indexed:
+                rows = _rows(conn, sql.SQL("SELECT originator_id FROM {} WHERE agent = %s AND record = ANY(%s::text[])"
+                                           " LIMIT 1").format(self.sources), (agent, records))
+            else:
+                rows = _rows(conn, sql.SQL(
+                    "SELECT originator_id FROM (SELECT originator_id, " + self._STATE + "->'source' AS s FROM {}"
+                    " WHERE position('\"source\"' in convert_from(state, 'UTF8')) > 0) AS t"
+                    " WHERE json_typeof(s) = 'object' AND s->>'agent' = %s AND s->>'record' = ANY(%s) LIMIT 1"
+                ).format(self.events), (agent, records))
+        return UUID(str(rows[0][0])) if rows else None
 
     _STATE = "convert_from(state, 'UTF8')::json"
 
-    def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
-        if self.cipher is not None:
-            return self._scanned_source_keys(task_id, upto)
+    def _source_keys(self, task_id: UUID, upto: int) -> set[Key]:
         with self._conn() as conn:
             rows = _rows(conn, sql.SQL(
                 "SELECT s->>'agent', s->>'session', s->>'record' FROM (SELECT " + self._STATE + "->'source' AS s"
@@ -680,17 +819,6 @@ class PostgresStore(LedgerStore):
             rows = _rows(conn, sql.SQL(LINKED_SESSION).format(self.events), (agent, session_id))
         return UUID(str(rows[0][0])) if rows else None
 
-    def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
-        if self.cipher is not None:
-            return self._scanned_records(agent, records)
-        with self._conn() as conn:
-            rows = _rows(conn, sql.SQL(
-                "SELECT originator_id FROM (SELECT originator_id, " + self._STATE + "->'source' AS s FROM {}"
-                " WHERE position('\"source\"' in convert_from(state, 'UTF8')) > 0) AS t"
-                " WHERE json_typeof(s) = 'object' AND s->>'agent' = %s AND s->>'record' = ANY(%s) LIMIT 1"
-            ).format(self.events), (agent, records))
-        return UUID(str(rows[0][0])) if rows else None
-
     def _rows_newest_first(self, task_id: UUID | None, topic: str | None, upto: int | None
                            ) -> Iterator[tuple[str, bytes]]:
         with self._conn() as conn:
@@ -709,7 +837,7 @@ class PostgresStore(LedgerStore):
         most ``RECLAIM_LOCK_WAIT`` seconds for that lock; when readers hold it longer, plain VACUUM
         makes the space reusable instead. ``scrub`` (forget) waits as long as it takes."""
         with self._conn() as conn:
-            for table in (self.events, self.snapshots, self.archive_table, self.views):
+            for table in (self.events, self.snapshots, self.archive_table, self.views, self.sources):
                 if scrub:
                     conn.execute(sql.SQL("VACUUM FULL {}").format(table))
                     continue

@@ -22,6 +22,7 @@ from eventsourcing.persistence import IntegrityError, OperationalError, Persiste
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from ledger.base import private, upkeep
+from ledger.base.crashpoints import crash_point
 from ledger.base.location import Location
 from ledger.base.schema import (
     ARCHIVES,
@@ -33,6 +34,8 @@ from ledger.base.schema import (
     LINKED_SESSION_SQL,
     LINKS_INDEX,
     REWRITING,
+    SOURCES,
+    SOURCES_BY_TASK,
     SQLITE_GUARDS,
     VIEWS,
     Key,
@@ -45,9 +48,13 @@ from ledger.stores.base import (
     LedgerStore,
     Plain,
     Range,
+    Source,
     chain_of,
     heads_of,
+    past_prefix,
     refill,
+    source_in,
+    sources_of,
 )
 
 if TYPE_CHECKING:
@@ -73,6 +80,33 @@ UPSERT_HEAD = f"""INSERT INTO {HEADS} VALUES (?, ?, ?) ON CONFLICT (originator_i
     SET version = excluded.version, chain = excluded.chain WHERE excluded.version > {HEADS}.version"""
 
 
+CREATE_SOURCES = (
+    # The table is its own index for the writer's dedupe and the record look-up (agent, record first): a key looked
+    # up is one seek. Only events with a source have a row; a row costs two b-tree inserts, and no JSON is parsed.
+    f"CREATE TABLE {SOURCES} (agent TEXT NOT NULL, record TEXT NOT NULL, session TEXT NOT NULL,"
+    " originator_id TEXT NOT NULL, position INTEGER NOT NULL,"
+    " PRIMARY KEY (agent, record, session, originator_id, position)) WITHOUT ROWID",
+    f"CREATE INDEX {SOURCES_BY_TASK} ON {SOURCES} (originator_id, agent, session, record)",
+)
+INSERT_SOURCE = f"INSERT OR IGNORE INTO {SOURCES} VALUES (?, ?, ?, ?, ?)"
+_SOURCE_OF = "json_extract(CAST(state AS TEXT), '$.source.{}')"
+FILL_SOURCES = (
+    f"INSERT OR IGNORE INTO {SOURCES} SELECT {_SOURCE_OF.format('agent')}, {_SOURCE_OF.format('record')},"
+    f" {_SOURCE_OF.format('session')}, originator_id, originator_version FROM stored_events"
+    " WHERE json_valid(CAST(state AS TEXT)) AND json_type(CAST(state AS TEXT), '$.source') = 'object'")
+"""A ledger from before the capture index gets its rows from its events, once (an enciphered row is no JSON)."""
+
+
+def _source_rows(found: Iterable[Source]) -> list[tuple[str, str, str, str, int]]:
+    return [(agent, record, session, owner.hex, position) for owner, position, agent, session, record in found]
+
+
+def _has_table(con: sqlite3.Connection | SQLiteCursor, name: str) -> bool:
+    cursor = con.cursor() if isinstance(con, sqlite3.Connection) else con
+    cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return cursor.fetchone() is not None
+
+
 INSERT_SNAPSHOT = "INSERT OR REPLACE INTO stored_snapshots VALUES (?, ?, ?, ?)"
 """A snapshot row as the library's snapshot recorder writes it; a row left at that position by events since
 removed is replaced, not a conflict (the events' insert decides whether the position is free)."""
@@ -89,6 +123,8 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
 
     plain: Plain | None = None
     """On an encrypted ledger, how a payload is read for its chain (``Ledger.__init__`` sets it)."""
+    keyed = False
+    """Whether the capture index (``schema.SOURCES``) was there: once it is, it stays."""
 
     def _create_table(self, c: SQLiteCursor) -> None:
         c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (HEADS,))
@@ -106,6 +142,7 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
             c.executemany(UPSERT_HEAD, refill(last, REGISTRY_ID.hex))
         _install_guard(c)
         _index_links(c)
+        _index_sources(c)
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -122,6 +159,15 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
         c.execute("SELECT last_insert_rowid()")
         last = int(c.fetchone()[0])
         c.executemany(UPSERT_HEAD, kwargs.get("heads") or heads_of(stored_events, self.plain))
+        if self.plain is None:  # an enciphered ledger keeps no keys in clear (``schema.SOURCES``)
+            given: Sequence[Source] | None = kwargs.get("sources")
+            found = given if given is not None else sources_of(stored_events, None)
+            # Asked under this transaction's write lock while not yet seen: an open that builds the index
+            # commits before this insert or after it, and its own read of the events holds these rows then.
+            if found and (self.keyed or _has_table(c, SOURCES)):
+                self.keyed = True
+                crash_point("sources-insert")  # events in, keys not: what a kill here leaves (a test)
+                c.executemany(INSERT_SOURCE, _source_rows(found))
         snapshots: Sequence[StoredEvent] = kwargs.get("snapshots") or ()
         if snapshots:
             c.executemany(INSERT_SNAPSHOT, [
@@ -172,6 +218,24 @@ def _index_links(c: SQLiteCursor) -> None:
             raise
 
 
+def _index_sources(c: SQLiteCursor) -> None:
+    """The capture index (``schema.SOURCES``), made on a new ledger and built once on one from before it, from its
+    events, in the open's transaction (so it is whole or absent); as for the links, not by a hook on a large one,
+    and a read-only file is left as it is (its questions read the events, as before)."""
+    if _has_table(c, SOURCES):
+        return
+    c.execute("SELECT coalesce(max(rowid), 0) FROM stored_events")
+    if not upkeep.may_build(int(c.fetchone()[0])):
+        return
+    try:
+        for statement in CREATE_SOURCES:
+            c.execute(statement)
+        c.execute(FILL_SOURCES)
+    except sqlite3.OperationalError as exc:
+        if "readonly" not in str(exc):
+            raise
+
+
 @contextmanager
 def _rewriting(con: sqlite3.Connection) -> Iterator[None]:
     """tasktrail's own rewrite, inside the caller's write transaction: the journal's triggers record nothing
@@ -214,6 +278,7 @@ class SQLiteStore(LedgerStore):
         """The open ledger's recorder's connections (``stores.for_ledger``): the rules' look-ups
         (``topics``, ``topics_before``, ``archives``: several per command) read on one of them, not a new
         connection each."""
+        self._built = False
 
     def _connect(self) -> sqlite3.Connection:
         # Autocommit, so BEGIN IMMEDIATE is ours to issue.
@@ -349,6 +414,9 @@ class SQLiteStore(LedgerStore):
                     "DELETE FROM stored_events WHERE originator_id = ? AND originator_version BETWEEN ? AND ?",
                     (owner, archive.first, archive.last),
                 )
+            if _has_table(con, SOURCES):  # the index holds live events only, as the questions read them
+                con.execute(f"DELETE FROM {SOURCES} WHERE originator_id = ? AND position BETWEEN ? AND ?",
+                            (owner, archive.first, archive.last))
             con.execute(
                 "DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version < ?",
                 (owner, archive.last),
@@ -453,6 +521,7 @@ class SQLiteStore(LedgerStore):
                     f" WHERE originator_id = coalesce(?, originator_id) AND topic IN ({','.join('?' * len(wanted))})",
                     (task_id.hex if task_id else None, *wanted),
                 ).fetchall()
+                keyed = self.cipher is None and _has_table(con, SOURCES)
                 with _rewriting(con):
                     for rowid, owner, position, raw in rows:
                         changed = rewrite(bytes(raw))
@@ -461,6 +530,8 @@ class SQLiteStore(LedgerStore):
                         first_touched[owner] = min(position, first_touched.get(owner, position))
                         if not dry_run:
                             con.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (changed, rowid))
+                            if keyed and (now := source_in(changed)) != source_in(bytes(raw)):
+                                self._rekey(con, owner, position, now)
                 _create_views(con)
                 for owner, position in first_touched.items():
                     con.execute("DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version >= ?",
@@ -478,6 +549,13 @@ class SQLiteStore(LedgerStore):
             con.close()
         return latest
 
+    @staticmethod
+    def _rekey(con: sqlite3.Connection, owner: str, position: int, source: Key | None) -> None:
+        """A rewrite changed an event's source (none of tasktrail's do): its index row follows."""
+        con.execute(f"DELETE FROM {SOURCES} WHERE originator_id = ? AND position = ?", (owner, position))
+        if source is not None:
+            con.executemany(INSERT_SOURCE, _source_rows([(UUID(hex=owner), position, *source)]))
+
     def delete_task(
         self, task_id: UUID, number: int, key_hashes: Iterable[str], registry_rewrite: Callable[[bytes], bytes | None]
     ) -> int:
@@ -494,6 +572,8 @@ class SQLiteStore(LedgerStore):
                 with _rewriting(con):
                     deleted = con.execute("DELETE FROM stored_events WHERE originator_id = ?",
                                           (task_id.hex,)).rowcount
+                if _has_table(con, SOURCES):
+                    con.execute(f"DELETE FROM {SOURCES} WHERE originator_id = ?", (task_id.hex,))
                 # Snapshots of the task, and of the registry (they hold titles); the task's archive index rows.
                 con.execute(CREATE_HEADS)
                 _create_views(con)
@@ -553,11 +633,60 @@ class SQLiteStore(LedgerStore):
             con.execute(CREATE_FORGOTTEN)
             con.executemany(f"INSERT OR IGNORE INTO {FORGOTTEN_KEYS} VALUES (?, ?)", hashes.items())
 
-    # -- the capture index (json_extract over the stored state; no decoding) ------------------
+    # -- the capture index (``schema.SOURCES``; json_extract over the stored state without it) -----------
 
-    def source_keys(self, task_id: UUID, upto: int) -> set[Key]:
-        if self.cipher is not None:
-            return self._scanned_source_keys(task_id, upto)
+    def _indexed(self) -> bool:
+        if not self._built:
+            with self._looking_up() as rows:
+                self._built = bool(rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SOURCES,)))
+        return self._built
+
+    def _held(self, task_id: UUID, upto: int, keys: set[Key]) -> set[Key]:
+        by_session: dict[tuple[str, str], list[str]] = {}
+        for agent, session, record in keys:
+            by_session.setdefault((agent, session), []).append(record)
+        found: set[Key] = set()
+        with self._looking_up() as rows:
+            for (agent, session), records in by_session.items():
+                for at in range(0, len(records), 500):  # SQLite's bound on host parameters is 999 in old builds
+                    chunk = records[at : at + 500]
+                    found.update((agent, session, str(r)) for (r,) in rows(
+                        f"SELECT record FROM {SOURCES} WHERE agent = ? AND record IN ({','.join('?' * len(chunk))})"
+                        " AND session = ? AND originator_id = ? AND position <= ?",
+                        (agent, *chunk, session, task_id.hex, upto)))
+        return found
+
+    def _records(self, task_id: UUID, upto: int, agent: str, session: str, prefix: str) -> set[str]:
+        bound = past_prefix(prefix)
+        with self._looking_up() as rows:
+            return {str(r) for (r,) in rows(
+                f"SELECT record FROM {SOURCES} INDEXED BY {SOURCES_BY_TASK} WHERE originator_id = ? AND agent = ?"
+                " AND session = ? AND record >= ? AND position <= ?" + ("" if bound is None else " AND record < ?"),
+                (task_id.hex, agent, session, prefix, upto, *([] if bound is None else [bound])))}
+
+    def _task_of_records(self, agent: str, records: list[str], indexed: bool) -> UUID | None:
+        if indexed:
+            with self._looking_up() as rows:
+                for at in range(0, len(records), 500):
+                    chunk = records[at : at + 500]
+                    found = rows(f"SELECT originator_id FROM {SOURCES} WHERE agent = ?"
+                                 f" AND record IN ({','.join('?' * len(chunk))}) LIMIT 1", (agent, *chunk))
+                    if found:
+                        return UUID(str(found[0][0]))
+            return None
+        with self._reading() as con:
+            if con is None:
+                return None
+            con.execute("CREATE TEMP TABLE wanted (record TEXT PRIMARY KEY)")
+            con.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((r,) for r in records))
+            row = con.execute(
+                "SELECT originator_id FROM stored_events WHERE json_extract(state, '$.source.agent') = ? "
+                "AND json_extract(state, '$.source.record') IN (SELECT record FROM wanted) LIMIT 1",
+                (agent,),
+            ).fetchone()
+        return UUID(row[0]) if row else None
+
+    def _source_keys(self, task_id: UUID, upto: int) -> set[Key]:
         with self._reading() as con:
             if con is None:
                 return set()
@@ -592,21 +721,6 @@ class SQLiteStore(LedgerStore):
             if con is None:
                 return None
             row = con.execute(LINKED_SESSION_SQL, (agent, session_id)).fetchone()
-        return UUID(row[0]) if row else None
-
-    def task_for_records(self, agent: str, records: list[str]) -> UUID | None:
-        if self.cipher is not None:
-            return self._scanned_records(agent, records)
-        with self._reading() as con:
-            if con is None:
-                return None
-            con.execute("CREATE TEMP TABLE wanted (record TEXT PRIMARY KEY)")
-            con.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((r,) for r in records))
-            row = con.execute(
-                "SELECT originator_id FROM stored_events WHERE json_extract(state, '$.source.agent') = ? "
-                "AND json_extract(state, '$.source.record') IN (SELECT record FROM wanted) LIMIT 1",
-                (agent,),
-            ).fetchone()
         return UUID(row[0]) if row else None
 
     def _rows_newest_first(self, task_id: UUID | None, topic: str | None, upto: int | None

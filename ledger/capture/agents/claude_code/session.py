@@ -11,7 +11,7 @@ from ledger.capture.agent import HookMapper
 from ledger.capture.agents.claude_code import mapper, tasklist
 from ledger.capture.agents.claude_code.tasklist import TaskList
 from ledger.capture.items import Item
-from ledger.capture.writer import stored_keys
+from ledger.capture.writer import session_records
 
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
@@ -37,9 +37,8 @@ class TaskListMapper:
         if task is None:
             return tasks
         state = ledger.state(task)
-        for name, sess, record in stored_keys(ledger, self.location, task, state.position):
-            if name == mapper.AGENT and sess == session and record.startswith(tasklist.KEY):
-                tasks.seen(record)
+        for record in session_records(ledger, self.location, task, state.position, mapper.AGENT, session, tasklist.KEY):
+            tasks.seen(record)
         plan = state.plan
         if plan is not None and plan.steps and all(step.id for step in plan.steps):
             event = next(iter(ledger.task_events(task, after=plan.position - 1, upto=plan.position)), None)

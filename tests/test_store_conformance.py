@@ -11,6 +11,7 @@ passes it or is not done.
 
 from __future__ import annotations
 
+import io
 import shutil
 import sqlite3
 import tempfile
@@ -483,7 +484,7 @@ class TestSQLiteStore(LedgerStoreContract):
         # Built inside a hook, the one read of a large table could outlast the agent's timeout, be rolled back,
         # and start again in every hook after it.
         from ledger.base import upkeep
-        from ledger.capture import hook
+        from ledger.capture import detach, hook
 
         url = new_store()
         first = open_ledger(resolve(url))
@@ -502,11 +503,20 @@ class TestSQLiteStore(LedgerStoreContract):
             with sqlite3.connect(path) as con:
                 return con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LINKS_INDEX,)).fetchone() is not None
 
+        def has_index() -> bool:
+            with sqlite3.connect(path) as con:
+                return con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LINKS_INDEX,)).fetchone() is not None
+
         monkeypatch.setattr(upkeep, "BOUNDED_ROWS", 5)  # the ledger's few rows stand for a large one
-        monkeypatch.setattr(upkeep, "deferring", False)
-        assert hook.run(["no-such-agent"]) == 0 and upkeep.deferring  # the hook defers for its process
-        assert not index_after_open()
-        monkeypatch.setattr(upkeep, "deferring", False)
+        monkeypatch.setenv("TRAIL_DB", str(path))
+        monkeypatch.setenv(detach.SWITCH, "off")  # no background drain: it would build the index, as a command
+        with sqlite3.connect(path) as con:
+            con.execute(f"DROP INDEX {LINKS_INDEX}")
+        body = orjson.dumps({"session_id": "s2", "hook_event_name": "SessionStart", "source": "startup",
+                             "cwd": str(path.parent)})
+        assert hook.run(["claude-code"], io.BytesIO(body)) == 0  # it opens the ledger to find the session's task
+        assert not has_index()
+        assert not upkeep.deferring  # for the hook's call only: the process goes on as a command
         assert index_after_open()  # a command builds it
         monkeypatch.setattr(upkeep, "BOUNDED_ROWS", 10**9)
         monkeypatch.setattr(upkeep, "deferring", True)

@@ -9,11 +9,26 @@ hook's background drain). Standard library only: the lean hook imports it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 BOUNDED_ROWS = 200_000
 """Rows up to which a deferring process builds an index all the same (well under a second here)."""
 
 deferring = False
-"""Set by the hook for its own process (``capture.hook.run``)."""
+"""Set while a hook runs (``deferred``): for its call only, so a process that runs a hook in-process (a test, a
+front door) builds as any command once the call is over."""
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Upkeep over ``BOUNDED_ROWS`` deferred for the calls inside (``capture.hook.run``)."""
+    global deferring
+    before, deferring = deferring, True
+    try:
+        yield
+    finally:
+        deferring = before
 
 
 def may_build(rows: int) -> bool:

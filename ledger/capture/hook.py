@@ -190,7 +190,11 @@ def _locate_hunks(payload: dict[str, Any]) -> None:
 
 def run(argv: list[str], stdin: IO[bytes] | None = None) -> int:
     """Handle one hook invocation (``argv`` after ``hook``); always returns 0, within ``deadline()``."""
-    upkeep.deferring = True
+    with upkeep.deferred():
+        return _run(argv, stdin)
+
+
+def _run(argv: list[str], stdin: IO[bytes] | None) -> int:
     ends = time.monotonic() + deadline()
     call = _Call(argv[0] if argv else "")
     try:

@@ -307,7 +307,7 @@ def test_high_entropy_as_the_character_loop(value: str) -> None:
 
 def _reference_entropy_match(match: re.Match[str]) -> bool:
     """``_entropy_match`` as it was before the digit-and-letter test moved ahead of the key's: the key read
-    back first, the value's ids set aside, then ``high_entropy``."""
+    back first, the value's ids set aside, a path of words or names kept, then ``high_entropy``."""
     value = match.group(0)
     if len(value) < 20 or value.startswith(("sha256-", "sha384-", "sha512-")):
         return False
@@ -316,13 +316,17 @@ def _reference_entropy_match(match: re.Match[str]) -> bool:
         return False
     if value[0] == "/" and redact._file_path_at(match.string, match.start(), key):
         value = redact._without_ids(value)
+        if redact._words_only(value) or redact._named_segments(value):
+            return False
     return redact.high_entropy(value)
 
 
 _QUOTED_PATHS = st.lists(
     st.one_of(
         st.sampled_from(["/", "/home/dev/", "/tmp/claude/", "'", '"', "key=", "token = ", "id=", "--token=/",
-                         "/hooks/", "C:/x/", "://", "0f3a9c1b2d4e5f60", "3f2a9c1b-1d2f-5804-b36c-7f326747bd17"]),
+                         "/hooks/", "C:/x/", "://", "0f3a9c1b2d4e5f60", "3f2a9c1b-1d2f-5804-b36c-7f326747bd17",
+                         "OpenPrintKit/", "codemie-enterprise-sznbGEWF-py3/",
+                         "/var/folders/hs/pt2n3nn16k3935lw_ljnl5t40000gn/"]),
         _run_text,
         st.sampled_from(_PIECES),
     ),

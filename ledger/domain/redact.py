@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import itertools
 import json
 import math
 import os
@@ -161,7 +162,7 @@ def _entropy_match(match: re.Match[str]) -> bool:
         return False  # neither assigned nor quoted; or the value of an id
     if value[0] == "/" and _file_path_at(match.string, match.start(), key):
         value = _without_ids(value)
-        if _words_only(value):
+        if _words_only(value) or _named_segments(value):
             return False
     return high_entropy(value)
 
@@ -217,6 +218,91 @@ def _words_only(path: str) -> bool:
         for word in _WORD_JOINS.split(segment):
             if word and _WORD.fullmatch(word) is None:
                 return False
+    return True
+
+
+# A path of names, judged segment by segment. ``_words_only`` takes each piece of a segment as one word, so a
+# CamelCase name (``OpenPrintKit``, ``LK5Pro``), a plural acronym (``APIs``) or a generated folder name
+# (``codemie-enterprise-sznbGEWF-py3``, macOS's ``/var/folders/hs/pt2n3nn16k…0000gn/T``) had the path judged
+# whole, and a long real path reaches the limit. Shapes alone are no guard: almost any run of letters splits
+# into humps, and with the shapes and each segment's entropy alone 1.5% of random keys made of humps (the test's)
+# were kept that the whole judgement masks. What random letters lack is a word's spelling (``_sayable``): with it,
+# 1 of 300,000 such keys. A random base64 key has no piece of these shapes: 0 of 200,000.
+
+_MAC_TEMP = lazy(r"(?:/private)?/var/folders/[0-9a-z_+-]{2}/[0-9a-z_+-]{30}(?=/|$)")
+"""macOS's per-user folder, under which ``$TMPDIR`` and the caches are: two characters, then thirty derived from
+the user's UUID and uid (``…0000gn``), the same in every such path of one user; no key is written there."""
+_CAMEL = lazy(
+    r"(?:[A-Z]{2,4}\d*(?=[A-Z][a-z])|[a-z]{2,}(?=[A-Z]))?(?:[A-Z][a-z]{2,})+(?:[A-Z]{2,4})?\d*|[A-Z]{2,5}s"
+)
+"""A CamelCase name: humps of a capital and two or more small letters; before them an acronym, its digits after
+it (``LK5Pro``), or small letters (``openPrint``); after them an acronym (``OpenAI``), then digits; or a plural
+acronym (``APIs``)."""
+_HUMP = lazy(r"[A-Z]?[a-z]{2,}")
+"""A hump of a name, its capital and its small letters: what ``_sayable`` reads (lower-cased)."""
+_STAMP = lazy(r"\d{8}T\d{4,6}Z?")
+"""An ISO 8601 time in its basic form, as file names carry it (``20260710T000000Z``)."""
+_HEX_PIECE = lazy(r"[0-9a-f]{7,}|[0-9A-F]{7,}")
+"""A hash or a commit joined to a word in one segment (``<sha>_20260710T000000Z``): what ``_without_ids`` sets
+aside as a segment of its own."""
+_PIECES = lazy(r"([-_.+@]+)")
+_VOWELS = frozenset("aeiouy")
+_PAIR_TEXT = (
+    "bbbjblbnbrbschckclcrcsctdbdddgdldmdndrdsdwffflfrfsftggghglgngrgsgthphrhtkdklknksktlblcldlflglklllmln"
+    "lplsltlvlwmbmmmnmpmsncndnfngnknlnnnsntnvpfphplppprpsptrbrcrdrfrgrkrlrmrnrprrrsrtrvscshskslsmsnspsqss"
+    "stswtcthtltmtrtstttwwkwlwnwrwsxcxpxt"
+)
+_PAIRS = frozenset(_PAIR_TEXT[i : i + 2] for i in range(0, len(_PAIR_TEXT), 2))
+"""Two consonants English spells side by side (``print``, ``length``, ``desktop``); of the 400 pairs of
+consonants random letters make, 118."""
+_SHORT = 8
+"""At most this long, one piece of a path may be of no shape (a generated suffix: Poetry's ``sznbGEWF``,
+``mkstemp``'s ``Gkv5xW``), beside a spelt word in its segment: short of the 20 characters any value needs to be
+taken for a key."""
+
+
+def _sayable(letters: str) -> bool:
+    """Whether a run of small letters is spelt as a word: a vowel (not ``y`` alone), and every pair of
+    letters has a vowel or ``y`` in it, or is in ``_PAIRS``."""
+    if not any(c in "aeiou" for c in letters):
+        return False
+    return all(a in _VOWELS or b in _VOWELS or a + b in _PAIRS for a, b in itertools.pairwise(letters))
+
+
+def _camel(piece: str) -> bool:
+    return _CAMEL.fullmatch(piece) is not None and all(_sayable(hump.lower()) for hump in _HUMP.findall(piece))
+
+
+def _named_segments(path: str) -> bool:
+    """Whether ``path`` (a rooted path, its id segments set aside) is kept segment by segment: each segment is
+    words alone (as ``_words_only`` reads them) or is made of pieces that are words, CamelCase names
+    (``_camel``), times or hashes, with at most one short piece of no shape in the whole path, and its entropy
+    is under the limit ``high_entropy`` sets for a value of its length; macOS's per-user folder is set aside.
+    One segment that is none of these, or a segment naming a secret, and the path is judged whole."""
+    if _names_secret(path):
+        return False
+    if (folder := _MAC_TEMP.match(path)) is not None:
+        path = path[folder.end() :]
+    odd = False  # the short piece of no shape, once seen
+    for segment in path.split("/"):
+        parts = _PIECES.split(segment)
+        pieces, joins = parts[0::2], parts[1::2]
+        if all(not piece or _WORD.fullmatch(piece) for piece in pieces):
+            continue
+        for at, piece in enumerate(pieces):
+            if (
+                not piece or _WORD.fullmatch(piece) or _camel(piece) or _STAMP.fullmatch(piece)
+                or _HEX_PIECE.fullmatch(piece)
+            ):
+                continue
+            beside = joins[max(at - 1, 0) : at + 1]
+            if odd or len(piece) > _SHORT or not beside or any(join not in ("-", "_", ".") for join in beside):
+                return False
+            if not any(len(word) >= 5 and word.islower() and _sayable(word) for word in pieces):
+                return False  # a generated suffix is glued to a name (``codemie-enterprise``), not to others
+            odd = True
+        if entropy(segment) >= min(BASE64_ENTROPY_LIMIT, math.log2(len(segment)) - 0.35):
+            return False
     return True
 
 

@@ -202,7 +202,7 @@ def _import_files(
     since: datetime | None,
 ) -> Report:
     report = Report(files=len(files))
-    known: Known = {}  # each task's source keys, read once per import and kept up by its writes
+    known: Known = {}  # the keys of each task this import opened, kept up by its writes (others: asked per batch)
     batches = 0
     for path in import_order(agent, files):
         session = read_session(agent, path)

@@ -11,8 +11,6 @@ batches of 500 captured events into two ledgers in turn, one with the index and 
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sqlite3
 import statistics
@@ -23,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from bench.tables import Table, size
+from bench.tables import Table, scale_main, size
 from ledger.app.store import Ledger, open_ledger
 from ledger.base import upkeep
 from ledger.base.location import Location
@@ -151,16 +149,7 @@ def table(large: int = SIZE, runs: int = RUNS, directory: Path | None = None) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.dedupe", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--size", type=int, default=SIZE, help=f"events of the large task (default {SIZE:,})")
-    parser.add_argument("--runs", type=int, default=RUNS, help=f"counted runs per ledger (default {RUNS})")
-    parser.add_argument("--dir", type=Path, help="where to make the ledgers (default: the temporary folder)")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
-    args = parser.parse_args()
-    result = table(args.size, args.runs, args.dir)
-    print(result.markdown())
-    if args.json:
-        args.json.write_text(json.dumps(result.as_json(), indent=2) + "\n")
+    scale_main("python -m bench.dedupe", __doc__, table, SIZE, RUNS, "events of the large task")
 
 
 if __name__ == "__main__":

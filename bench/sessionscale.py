@@ -11,8 +11,6 @@ session is timed on both in turn, each run on the ledger and brief cache as the 
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -20,7 +18,7 @@ from pathlib import Path
 
 from bench.longtask import grow
 from bench.startup import REPO, Saved, run_process, start_payload
-from bench.tables import Table, size
+from bench.tables import Table, scale_main, size
 from bench.timing import trail_argv
 from bench.workload import Workload
 from ledger.app import refs
@@ -99,16 +97,7 @@ def table(large: int = SIZE, runs: int = RUNS, directory: Path | None = None) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.sessionscale", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--size", type=int, default=SIZE, help=f"events of the large ledger (default {SIZE:,})")
-    parser.add_argument("--runs", type=int, default=RUNS, help=f"counted runs per ledger (default {RUNS})")
-    parser.add_argument("--dir", type=Path, help="where to make the ledgers (default: the temporary folder)")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
-    args = parser.parse_args()
-    result = table(args.size, args.runs, args.dir)
-    print(result.markdown())
-    if args.json:
-        args.json.write_text(json.dumps(result.as_json(), indent=2) + "\n")
+    scale_main("python -m bench.sessionscale", __doc__, table, SIZE, RUNS, "events of the large ledger")
 
 
 if __name__ == "__main__":

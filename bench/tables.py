@@ -3,7 +3,11 @@ goals it was held to, which the run sums up in one closing line."""
 
 from __future__ import annotations
 
+import argparse
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -83,3 +87,19 @@ def size(count: int) -> str:
     if count >= 1_000 and count % 1_000 == 0:
         return f"{count // 1_000}k"
     return f"{count:,}"
+
+
+def scale_main(prog: str, doc: str | None, table: Callable[[int, int, Path | None], Table], size: int, runs: int,
+               what: str) -> None:
+    """The command line of a bench that sets a large ledger (``size`` ``what``) against a small one (``--size``,
+    ``--runs``, ``--dir``, ``--json``): its table printed, its figures written."""
+    parser = argparse.ArgumentParser(prog=prog, description=(doc or "").splitlines()[0])
+    parser.add_argument("--size", type=int, default=size, help=f"{what} (default {size:,})")
+    parser.add_argument("--runs", type=int, default=runs, help=f"counted runs per ledger (default {runs})")
+    parser.add_argument("--dir", type=Path, help="where to make the ledgers (default: the temporary folder)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    args = parser.parse_args()
+    result = table(args.size, args.runs, args.dir)
+    print(result.markdown())
+    if args.json:
+        args.json.write_text(json.dumps(result.as_json(), indent=2) + "\n")

@@ -54,6 +54,17 @@ def _task(ledger: Ledger, title: str, notes: int, session: str | None = None) ->
     return task
 
 
+def _closed_task(new_store: Callable[[], str], notes: int) -> tuple[str, UUID]:
+    """A new ledger holding one task of ``notes`` notes linked to session s1, closed: what an older ledger is
+    before a test takes its index away."""
+    url = new_store()
+    first = open_ledger(resolve(url))
+    try:
+        return url, _task(first, "old", notes, session="s1")
+    finally:
+        first.close()
+
+
 def _rows(ledger: Ledger, task: UUID) -> list[StoredEvent]:
     return list(ledger.recorder.select_events(task))
 
@@ -307,10 +318,7 @@ class LedgerStoreContract(ABC):
         return held
 
     def test_a_ledger_from_before_the_capture_index_gets_it_on_open(self, new_store: Callable[[], str]) -> None:
-        url = new_store()
-        first = open_ledger(resolve(url))
-        task = _task(first, "old", 3, session="s1")
-        first.close()
+        url, task = _closed_task(new_store, 3)
         self._drop_sources(url)
         again = open_ledger(resolve(url))
         try:
@@ -329,10 +337,7 @@ class LedgerStoreContract(ABC):
         # meanwhile is in the index once a command builds it.
         from ledger.base import upkeep
 
-        url = new_store()
-        first = open_ledger(resolve(url))
-        task = _task(first, "old", 6, session="s1")
-        first.close()
+        url, task = _closed_task(new_store, 6)
         self._drop_sources(url)
         monkeypatch.setattr(upkeep, "BOUNDED_ROWS", 5)
         monkeypatch.setattr(upkeep, "deferring", True)
@@ -449,10 +454,7 @@ class TestSQLiteStore(LedgerStoreContract):
             assert con.execute(LINKED_SESSION_SQL, ("claude-code", "s1")).fetchone() == (task.hex,)
 
     def test_a_ledger_from_before_the_link_index_gets_it_on_open(self, new_store: Callable[[], str]) -> None:
-        url = new_store()
-        first = open_ledger(resolve(url))
-        task = _task(first, "old", 1, session="s1")
-        first.close()
+        url, task = _closed_task(new_store, 1)
         path = resolve(url).sqlite_path
         with sqlite3.connect(path) as con:
             con.execute(f"DROP INDEX {LINKS_INDEX}")
@@ -486,10 +488,7 @@ class TestSQLiteStore(LedgerStoreContract):
         from ledger.base import upkeep
         from ledger.capture import detach, hook
 
-        url = new_store()
-        first = open_ledger(resolve(url))
-        task = _task(first, "old", 6, session="s1")
-        first.close()
+        url, task = _closed_task(new_store, 6)
         path = resolve(url).sqlite_path
 
         def index_after_open() -> bool:

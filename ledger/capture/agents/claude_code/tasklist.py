@@ -33,6 +33,7 @@ _CREATED = re.compile(r"Task #(\S+) created successfully: (.*)")
 _GOT = re.compile(r"Task #(\S+): (.*)\nStatus: (\w+)")
 _LISTED = re.compile(r"^#(\S+) \[(\w+)\] (.*)$", re.M)
 _UPDATED = "Updated task #"
+_NOT_FOUND = "Task not found"
 
 
 def _order(task_id: str) -> tuple[bool, int, str]:
@@ -137,6 +138,9 @@ def tool_change(tasks: TaskList, name: str, data: dict[str, Any], result: Any, c
     if name == "TaskUpdate":
         ok = result.get("success") is True if result else content.startswith(_UPDATED)
         task_id = str(data.get("taskId") or "")
+        if not ok and task_id and _NOT_FOUND in (_text(result.get("error")) or content):
+            # Claude Code's list no longer has it (a teammate finished it in the team's list): gone from the plan.
+            return tasks.update(task_id, "deleted")
         if not ok or not task_id:
             return None
         return tasks.update(task_id, _text(data.get("status")) or None, _text(data.get("subject")) or None)

@@ -13,6 +13,7 @@ of its lines does; the brief ends by saying what it left out and how to get it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -421,7 +422,8 @@ def _where_it_stopped(
             state.pushed is None or state.pushed.position < state.last_commit_at):
         # The work's latest commit, when no push of the session's came after it (the user may push it).
         done.append(f"last commit {one_line(made)} [{state.last_commit_at}]"
-                    + (", after the last push" if state.pushed is not None else ", not pushed in the log"))
+                    + (", after the last push" if state.pushed is not None else ", not pushed in the log")
+                    + _earlier_unpushed(state))
     if state.pushed is not None:
         p = state.pushed
         done.append(f"pushed {p.commit or 'a new branch'} to {one_line(p.ref)} [{p.position}]")
@@ -431,6 +433,22 @@ def _where_it_stopped(
         add("stopped", f"- {'; '.join(done)}", STOPPED)
     when = state.updated_at.strftime("%Y-%m-%d %H:%M UTC") if state.updated_at else "never"
     add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
+
+
+_PLAN = re.compile(r'\{"plan":\s*"(.*)', re.S)
+
+
+def _earlier_unpushed(state: TaskState) -> str:
+    """The commit before the last one, when no push of the session's took it either, and how many more there are:
+    a stop often made several pieces of work (the refactor, then a fix), each one a continuation may push or build
+    on. One by its hash (the state keeps the latest ``UNPUSHED_KEPT`` with their subjects): a long session's brief
+    has little room left at its end."""
+    earlier = [c for c in state.unpushed if c.position != state.last_commit_at]
+    if not earlier:
+        return ""
+    before, more = earlier[-1], state.unpushed_count - 2
+    return (f"; before it, also not pushed: {one_line(before.commit)} [{before.position}]"
+            + (f" (and {more} earlier)" if more > 0 else ""))
 
 
 def _last_calls(state: TaskState, add: Callable[[str, str, int], None]) -> None:
@@ -460,6 +478,10 @@ def _call(call: OpenCall | RecentCall) -> str:
     """A tool call as a reader knows it: a command as ``$ line``, an edit by its file."""
     if call.tool == "command":  # a command the fold kept as its line
         return f"`$ {_clip(call.input, 200)}`"
+    if call.tool == "ExitPlanMode" and (plan := _PLAN.match(call.input)):
+        # The plan it asked the user to accept, by its words: what a refusal turned down.
+        words = plan.group(1).replace("\\n", " ").replace('\\"', '"')
+        return f"ExitPlanMode, its plan: {_clip(words, 300)}"
     try:
         data = json.loads(call.input)
     except ValueError:

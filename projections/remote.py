@@ -16,7 +16,7 @@ _PR_URL = lazy(r"https?://[\w.-]+/[\w.-]+/[\w.-]+/pull/(\d+)(?![\w/])")
 _PUSHED = lazy(r"^\s*[+*]?\s*[0-9a-f]{7,40}\.\.\.?([0-9a-f]{7,40})\s+(\S+)\s+->\s+(\S+)", re.MULTILINE)
 """A ref git push moved: ``   fe2db25..2f72d05  main -> main`` (``+ a...b`` when forced)."""
 _NEW_REF = lazy(r"^\s*\*\s+\[new branch\]\s+(\S+)\s+->\s+(\S+)", re.MULTILINE)
-_COMMITTED = lazy(r"(?:^|, stdout: )\[([^\]\s]+)(?: \([^)\]]*\))? ([0-9a-f]{7,40})\] ", re.MULTILINE)
+_COMMITTED = lazy(r"(?:^|, stdout: )\[([^\]\s]+)(?: \([^)\]]*\))? ([0-9a-f]{7,40})\] ([^\n]*)", re.MULTILINE)
 """The first line git commit prints: ``[main 2f72d05] Subject`` (``[main (root-commit) 1a2b3c4]``); Codex's report
 of a command its sandbox stopped part-way puts it after ``…, exit code: 128, stdout: ``."""
 _ACCESS = lazy(
@@ -49,6 +49,12 @@ def committed(output: str) -> str | None:
     """The short hash of the commit a ``git commit`` output says it made, or None."""
     match = _COMMITTED.search(output)
     return match.group(2) if match else None
+
+
+def commit_subject(output: str) -> str | None:
+    """The subject line of the commit a ``git commit`` output says it made (``[main 2f72d05] Subject``), or None."""
+    match = _COMMITTED.search(output)
+    return " ".join(match.group(3).split()) or None if match else None
 
 
 def _words(line: str) -> list[list[str]]:

@@ -8,6 +8,7 @@ a months-long task (commands, notes, checkpoints) keep a recent window plus coun
 from __future__ import annotations
 
 import functools
+import json
 import re
 from bisect import bisect_right
 from collections.abc import Collection, Iterable
@@ -70,7 +71,7 @@ from projections.intent import (
     yes_no_question,
 )
 
-FOLD_VERSION = 15
+FOLD_VERSION = 16
 """Bump it whenever the same events fold to a different ``TaskState`` (a field added, a rule
 changed): a snapshot records the version that made its view (``ledger.domain.task.TaskBody``), and a view
 from another is rebuilt from the events on read instead of shown. ``tests/test_fold_version.py``
@@ -96,6 +97,8 @@ WORDINGS_KEPT = 5
 """Earlier wordings kept per requirement."""
 RECENT_WITHDRAWN = 20
 CHANGED_KEPT = 5
+UNPUSHED_KEPT = 3
+"""Commits since the last push kept for Where it stopped."""
 RECENT_CALLS = 3
 """Paths named for the agent's changes since the user last spoke (the count goes on)."""
 
@@ -245,6 +248,14 @@ class RecentCall(Item):
     input: str
     outcome: Literal["ok", "failed", "refused", "not_run"] | None = None
     """None while no result came; ``refused``: the user said no to it, so it never ran."""
+
+
+class Commit(Item):
+    """A commit a ``git commit`` of the session made: where, its short hash and its subject line."""
+
+    position: int
+    commit: str
+    subject: str = ""
 
 
 class Pushed(Item):
@@ -401,6 +412,11 @@ class TaskState(Item):
     last_commit_at: int | None = None
     """The position of that ``git commit``."""
     pushed: Pushed | None = None
+    unpushed: tuple[Commit, ...] = ()
+    """The latest ``UNPUSHED_KEPT`` commits made since the session's last push (or since it began), oldest first:
+    what a continuation may still have to push, each piece of work by its subject."""
+    unpushed_count: int = 0
+    """How many commits were made since that push (the tuple keeps the latest)."""
     pull_request: PullRequest | None = None
     tree_checked: int | None = None
     """Position of the latest ``git status`` that listed the whole working tree."""
@@ -419,6 +435,17 @@ class TaskState(Item):
     links: tuple[TaskLink, ...] = ()
     counts: dict[str, int] = {}
     """Events folded, by type name."""
+
+
+def _readable(called: str) -> str:
+    """A call's JSON input with the characters it escaped (``\\uc5b8``: any script but ASCII) as themselves, so
+    the clipped input a brief shows reads as the agent wrote it; an input cut short, or no JSON, as it is."""
+    if "\\u" not in called:
+        return called
+    try:
+        return json.dumps(json.loads(called), ensure_ascii=False)
+    except ValueError:
+        return called
 
 
 def _recent(items: tuple[Any, ...], item: Any, keep: int) -> tuple[Any, ...]:
@@ -517,11 +544,11 @@ def _remote_done(
     output = f"{shown(event.stdout)}\n{shown(event.stderr)}"
     made = remote.committed(output) if "commit" in words else None
     if made is not None:
-        out["last_commit"] = made
-        out["last_commit_at"] = position
+        out.update(_committed(state, made, output, position))
     if "push" in words and (moved := remote.pushed(output)) is not None:
         commit, ref = moved
         out["pushed"] = Pushed(position=position, commit=commit or made or state.last_commit, ref=ref)
+        out.update({"unpushed": (), "unpushed_count": 0})  # the push took what was committed before it
     number = remote.opened_pr(output) if opens is not None else None
     if number is not None:
         out["pull_request"] = PullRequest(position=position, number=number)
@@ -531,6 +558,14 @@ def _remote_done(
     out["failures"] = failures
     out.update(_published(state, made, out.get("pushed"), position))
     return out
+
+
+def _committed(state: TaskState, made: str, output: str, position: int) -> dict[str, Any]:
+    """The fields a commit the session made (``made``, as git's output names it) sets: the last commit, and the
+    commits since the last push."""
+    done = Commit(position=position, commit=made, subject=remote.commit_subject(output) or "")
+    return {"last_commit": made, "last_commit_at": position,
+            "unpushed": (*state.unpushed, done)[-UNPUSHED_KEPT:], "unpushed_count": state.unpushed_count + 1}
 
 
 def _published(state: TaskState, made: str | None, pushed: Pushed | None, position: int) -> dict[str, Any]:
@@ -630,7 +665,7 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
     match event:
         # The events an agent session is mostly made of first: each case is an isinstance check.
         case ev.ToolCalled():
-            called = " ".join(shown(event.input).split())
+            called = _readable(" ".join(shown(event.input).split()))
             recent = RecentCall(position=pos, tool=event.tool, input=called[:400])
             out = {"tool_calls": state.tool_calls + 1, "last_call": f"{event.tool} {called[:200]}",
                    "open_call": OpenCall(position=pos, at=at, tool=event.tool, input=called[:400]),
@@ -704,9 +739,10 @@ def _fold_specific(state: TaskState, event: ev.TaskEvent) -> dict[str, Any]:
                 update["failures"] = _failed(state.failures, failure)
             if event.exit_code != 0 and "commit" in line.split():
                 # `git commit … && git push` whose push failed: git's own "[main 548dd49] …" says the commit was made.
-                made = remote.committed(f"{shown(event.stdout)}\n{shown(event.stderr)}")
+                output = f"{shown(event.stdout)}\n{shown(event.stderr)}"
+                made = remote.committed(output)
                 if made is not None:
-                    update.update({"last_commit": made, "last_commit_at": pos})
+                    update.update(_committed(state, made, output, pos))
             elif event.exit_code == 0:
                 update["failures"] = _whole_check(
                     _merge_concluded(_resolved(state.failures, (key,), pos, line=line), line, pos), line, pos)
@@ -934,7 +970,7 @@ def _user_said(state: TaskState, event: ev.RequirementStated | ev.RequirementCha
         update.update(moved)
         state = state.model_copy(update=moved)
     # "i dont need the token" may come with an answered question moved out: both apply.
-    for rule in (_no_longer_needed, _called_off, _narrowed, _addressed, _moved_on, _proposal_done):
+    for rule in (_no_longer_needed, _called_off, _narrowed, _addressed, _moved_on, _proposal_done, _restated):
         also = rule(state, event)
         if also:
             update.update(also)
@@ -1193,6 +1229,31 @@ def _refined(state: TaskState, event: ev.RequirementStated | ev.RequirementChang
     pos = event.originator_version
     why = f"replaced: the user's finer wording at [{pos}], after the agent's change: {one_line(text, 120)}"
     return _moved_out(state, [latest.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})])
+
+
+_JUST_WANT = lazy(r"\b(?:(?:i|we)\s+(?:really\s+)?(?:just|only)\s+(?:want|need)|all\s+(?:i|we)\s+(?:want|need)\s+is)\s+"
+                  r"(?:a|an|the|one)\b", re.IGNORECASE)
+""""really i just want a oneliner", "all I need is a flag": what the user wants instead of what they asked for."""
+_CUE_WORDS = frozenset({"really", "just", "only", "want", "need"})
+
+
+def _restated(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
+              ) -> dict[str, Any]:
+    """The user says they just want one thing of what an earlier request of theirs asked for more of ("can we put
+    1 or 2 lines of summarizing the philosophy's metaphor into the readme?", the agent's change, then "the philosophy
+    section of the readme is too long... really i just want a oneliner"): the latest current request (not the task's
+    first) that the agent changed files after and that shares two naming words with these words is replaced by
+    them. It moves to the withdrawn ones."""
+    if len(state.requirements) < 2 or not _JUST_WANT.search(event.text):
+        return {}
+    now = _words(event.text) - _CUE_WORDS
+    changed = max((f.position for f in state.files.values()), default=0)
+    pos = event.originator_version
+    for r in reversed(state.requirements[1:]):
+        if r.said_at < changed and len(_words(r.text) & now) >= 2:
+            why = f"replaced: the user said at [{pos}] what they just want instead: {one_line(event.text, 120)}"
+            return _moved_out(state, [r.model_copy(update={"withdrawn_at": pos, "withdrawn_because": why})])
+    return {}
 
 
 def _proposal_done(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
@@ -1463,16 +1524,18 @@ def _answers(tool: str, output: str) -> str:
 
 def _turned_down(state: TaskState, event: ev.RequirementStated | ev.RequirementChanged | ev.CorrectionMade
                  ) -> dict[str, Any]:
-    """The user refused the agent's Write of a new file, and their next words ask for something else (they
-    name no part of that file's name): what the latest requirement asked that file for is not wanted. It
-    moves to the withdrawn ones; words that come back to the file ("save that test as a unit test")
+    """The user refused the agent's Write of a new file (or of one the task deleted), and their next words ask for
+    something else (they name no part of that file's name): what the latest requirement asked that file for is not
+    wanted. It moves to the withdrawn ones; words that come back to the file ("save that test as a unit test")
     keep it."""
     refused = state.refused_write
     if refused is None or not state.requirements or withdrawal(event.text) is not None:
         return {}
     path = refused.path or written_path(getattr(event, "wrong", None) or "")
     latest = state.requirements[-1]
-    if not path or path in state.files or latest.said_at > refused.position:
+    kept = state.files.get(path) if path else None
+    # A file the task deleted is new again to a Write: refusing it is refusing to bring it back.
+    if not path or (kept is not None and kept.operation != "deleted") or latest.said_at > refused.position:
         return {}
     words = {w for w in re.split(r"[^a-z0-9]+", path.rsplit("/", 1)[-1].lower()) if len(w) >= 3}
     said = set(re.split(r"[^a-z0-9]+", event.text.lower()))

@@ -154,11 +154,12 @@ def test_a_forged_view_snapshot_is_named_by_verify(location: Location, every_fiv
 
 LATER_FIELDS = {"open_call": None, "titled_at": 1, "refused_write": None, "last_commit": None, "pushed": None,
                 "pull_request": None, "tree_checked": None, "tree_dirty": [], "delegated": None, "tree_files": [],
-                "last_commit_at": None}
+                "last_commit_at": None, "unpushed": [], "unpushed_count": 0}
 """Fields of the view added since that release (fold version 4: the last call that got no result; 5: the
 position the title was set at, the opening one until a ``TaskRetitled``, and a refused Write of a new file; 10:
 the last commit made, the last push and the last pull request opened; 11: the last git status of the whole tree,
-the latest sub-agent and the files a git status showed it changed; 15: where the last commit was made)."""
+the latest sub-agent and the files a git status showed it changed; 15: where the last commit was made; 16: the
+commits since the last push)."""
 REFOLDED_FIELDS = {"recent_calls"}
 """Fields added since that release which the fold derives from the old events themselves (fold version 6: the
 calls since the user last spoke): each must be what a fold of the same events from the start gives."""

@@ -1,5 +1,5 @@
-"""Fold version 16 (issue 20, from reading held-out-13's briefs): where it stopped names every commit since the last
-push, not the last alone; a refused Write that would bring back a file the task deleted is a refused new file; the
+"""Fold version 16 (issue 20, from reading held-out-13's briefs): where it stopped names the commit before the last
+one too when no push took either; a refused Write that would bring back a file the task deleted is a refused new file; the
 user saying they just want one thing replaces the earlier request about it; a plan the user turned down is shown by
 its words, and a call's input in any script reads as written; capture: a task notification's "Full transcript" line
 and an agent team's teammate messages are not the user, and a task Claude Code no longer has leaves the plan. Small
@@ -23,7 +23,7 @@ from tests.test_fidelity_rules import _section
 pytestmark = pytest.mark.sqlite_only("one backend is enough: what the fold makes of a session, not the store")
 
 
-def test_where_it_stopped_names_every_commit_since_the_last_push(
+def test_where_it_stopped_names_the_commits_since_the_last_push(
     ledger: Ledger, location: Location, tmp_path: Path
 ) -> None:
     assert commit_subject("[main 9f2591a] refactor: convert to OOP\n 6 files changed") == "refactor: convert to OOP"

@@ -1,9 +1,9 @@
 """Fold version 16 (issue 20, from reading held-out-13's briefs): where it stopped names the commit before the last
-one too when no push took either; a refused Write that would bring back a file the task deleted is a refused new file; the
-user saying they just want one thing replaces the earlier request about it; a plan the user turned down is shown by
-its words, and a call's input in any script reads as written; capture: a task notification's "Full transcript" line
-and an agent team's teammate messages are not the user, and a task Claude Code no longer has leaves the plan. Small
-transcripts of our own through the real importer into a real ledger."""
+one too when no push took either; a refused Write that would bring back a file the task deleted is a refused new
+file; the user saying they just want one thing replaces the earlier request about it; a plan the user turned down is
+shown by its words, and a call's input in any script reads as written; capture: a task notification's "Full
+transcript" line and an agent team's teammate messages are not the user, and a task Claude Code no longer has leaves
+the plan. Small transcripts of our own through the real importer into a real ledger."""
 
 from __future__ import annotations
 

@@ -226,6 +226,9 @@ def test_the_annotations_file_is_well_formed() -> None:
     assert sum(s.part == "held-out-12" and s.agent == "codex" for s in sessions) >= 2
     # Annotated blind while fold version 15's rules were written on held-out-12.
     assert sum(s.part == "held-out-13" for s in sessions) >= 8
+    # Annotated blind while fold version 16's rules were written on held-out-13: Claude Code and Codex.
+    assert sum(s.part == "held-out-14" for s in sessions) >= 8
+    assert sum(s.part == "held-out-14" and s.agent == "codex" for s in sessions) >= 2
     assert sum(len(s.stale) for s in sessions if not s.held_out) >= 20
     assert sum(len(s.stale) for s in sessions if s.held_out) >= 5
     assert {f.kind for s in sessions for f in s.stale} == fid.STALE_KINDS
@@ -267,7 +270,7 @@ def test_real_run_on_two_sessions_prints_scores_as_json() -> None:
     assert set(doc["means"]) == {"all", "annotated-seen", "held-out", "held-out-new", "held-out-3",
                                 "held-out-4", "held-out-5", "held-out-6", "held-out-7",
                                 "held-out-8", "held-out-9", "held-out-10", "held-out-11", "held-out-12",
-                                "held-out-13"}
+                                "held-out-13", "held-out-14"}
     assert doc["means"]["all"]["sessions"] == 2
     assert 0.0 <= doc["means"]["all"]["brief"] <= 1.0
 

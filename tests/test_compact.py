@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import orjson
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -327,3 +328,26 @@ def test_kill_9_at_every_step_of_four_compactions_in_a_row(tmp_path: Path) -> No
         assert [e for e in ledger.task_events(task) if not isinstance(e, ev.EventsArchived)] == events
         assert {n: ledger.state(task, at=n) for n in probes} == expected
         assert _live_rows(db, task) < total // 5
+
+
+def test_archived_views_are_the_live_ones_copied_and_reads_below_the_boundary_keep_none_live(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    with Ledger(env=_env(db, 10)) as ledger:
+        task = _fill(ledger, 130)  # the write kept a view snapshot at every 10th position
+        _, states = _history(ledger, task, 130)
+        folded = ledger.views.folded
+        first = archive.compact(ledger, task, 61, views_every=20)  # views at 20, 40, 60
+        assert ledger.views.folded == folded  # each one the live store's, not folded again
+        archive.compact(ledger, task, 111, views_every=20)  # stacked: 61-110, views at 80, 100
+    manifest = orjson.loads(first.path.with_suffix(".manifest.json").read_bytes())
+    assert manifest["views"] == 3
+    with Ledger(env=_env(db, 10)) as fresh:
+        assert fresh.state(task, at=110) == states[109] and fresh.views.folded == 0  # the boundary: its live view
+        for position in range(109, 0, -1):  # latest first: no view held in memory answers the next
+            folded = fresh.views.folded
+            assert fresh.state(task, at=position) == states[position - 1]
+            assert fresh.views.folded - folded == position % 20, position
+        assert archive.verify(fresh, task) == []
+    with sqlite3.connect(db) as con:
+        kept = [p for (p,) in con.execute("SELECT position FROM tasktrail_views WHERE originator_id = ?", (task.hex,))]
+    assert min(kept) == 110  # the boundary's; the folds through the archives grew none back below it

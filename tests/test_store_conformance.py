@@ -36,6 +36,7 @@ from ledger.stores import LedgerStore, archived, store_class
 from ledger.stores.base import GC_TOPICS, Archive
 from ledger.stores.postgres import PostgresStore
 from ledger.stores.sqlite import SQLiteStore
+from projections.state import FOLD_VERSION
 from tests.conftest import POSTGRES_URL, drop_schemas, with_schema
 
 
@@ -123,6 +124,27 @@ class LedgerStoreContract(ABC):
         assert [e.originator_version for e in _rows(ledger, task)] == list(range(21, 33))  # + the marker
         assert [s for _, s in archived.archived_rows(listed, -1)] == [e for _, e in found.events]
         assert store.range_size(task, 1, 20)[0] == 0
+
+    def test_time_travel_into_an_archive_folds_from_its_nearest_view(self, new_store: Callable[[], str]) -> None:
+        # Read by a fresh ledger, latest point first, so no view held in memory answers: the count of events
+        # folded is what the archive's views save (an archive written without them folds from the start).
+        url = new_store()
+        with open_ledger(resolve(url)) as ledger:
+            kept, bare = _task(ledger, "with views", 40), _task(ledger, "as before", 40)
+            before = {task: {p: ledger.state(task, at=p) for p in range(1, 31)} for task in (kept, bare)}
+            archive.compact(ledger, kept, 31, views_every=8)
+            archive.compact(ledger, bare, 31, views_every=0)
+        with open_ledger(resolve(url)) as fresh:
+            assert archived.archived_view(fresh, kept, 20, FOLD_VERSION)[0] == 16  # type: ignore[index]
+            assert archived.archived_view(fresh, kept, 20, FOLD_VERSION + 1) is None  # another fold's: none
+            assert archived.archived_view(fresh, bare, 20, FOLD_VERSION) is None
+            for task, nearest in ((kept, lambda p: p // 8 * 8), (bare, lambda p: 0)):
+                for position in range(29, 0, -1):
+                    folded = fresh.views.folded
+                    assert fresh.state(task, at=position) == before[task][position]
+                    assert fresh.views.folded - folded == position - nearest(position), (task, position)
+            assert fresh.store.view_snapshot(kept, 29, FOLD_VERSION) is None  # the reads kept none live
+            assert archive.verify(fresh, kept) == [] and archive.verify(fresh, bare) == []
 
     def test_commit_archive_is_all_or_nothing_and_once(self, ledger: Ledger, tmp_path: Path) -> None:
         task = _task(ledger, "twice", 10)

@@ -1,12 +1,16 @@
 """Compaction: a task's oldest events move to a verifiable Parquet archive, on any backend.
 
-``compact`` writes positions ``first..last`` (and the snapshots among them) to a
-Parquet file through DuckDB, with a manifest beside it, then in ONE transaction of the
+``compact`` writes positions ``first..last`` (the snapshots among them, and the task's view every
+``VIEWS_EVERY`` positions) to a Parquet file through DuckDB, with a manifest beside it, then in ONE transaction of the
 ledger's store (``LedgerStore.commit_archive``): records the archive, stores a snapshot
 at ``last``, appends an ``EventsArchived`` event and deletes the archived rows. A crash
 before that commit leaves the old state (plus an unreferenced archive file that a
 re-run overwrites); after it, the new state. Nothing in between is visible. Then the
 store gives the space back (``reclaim_space``).
+
+The views are what keeps time travel flat: compaction deletes the live view snapshots below the
+boundary, and without the archive's a read of an archived point folds the task from its start. Archives
+written before them hold none, and are read that way still.
 
 Reading archived events is ``ledger.stores.archived``'s, below the Ledger (which reads through it);
 this module is the operation above the Ledger that writes them.
@@ -36,8 +40,9 @@ from ledger.base.errors import RuleBroken
 from ledger.domain import events as ev
 from ledger.domain.task import TaskSnapshot
 from ledger.stores import duckdb_offline
-from ledger.stores.archived import ArchiveError, archive_dir, file_sha256, live_from
+from ledger.stores.archived import VIEW, ArchiveError, archive_dir, file_sha256, live_from, view_topic
 from ledger.stores.base import Archive
+from projections.state import FOLD_VERSION
 
 if TYPE_CHECKING:
     from ledger.app.store import Ledger
@@ -46,6 +51,11 @@ STEPS = ("archive-started", "archive-written", "manifest-written", "before-commi
 """Where ``compact`` kills its own process when ``TRAIL_CRASH_AT`` (``ledger.base.crashpoints``) names one: its
 archive half-written (a temporary file), whole, then named by its manifest, inside the transaction
 that swaps the rows for the marker, and after it."""
+
+VIEWS_EVERY = 2_000
+"""The archive keeps the task's view at each position that is a multiple of this: a read of an archived point
+folds at most this many events. A view is large (~250 KB on the bench workload, ~90 KB in Parquet), so not
+every K-th as the live store keeps them (2 GB at a million events)."""
 
 
 @dataclass(frozen=True)
@@ -125,8 +135,25 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str], None] | None = None) -> Archive:
-    """Archive the task's live events before ``before`` (see the module docstring for the steps)."""
+def view_rows(ledger: Ledger, task_id: UUID, first: int, last: int, every: int) -> list[tuple[Any, ...]]:
+    """Archive rows of the task's view at each multiple of ``every`` in ``first..last`` (none when 0): the
+    view snapshot the live store keeps there, else folded from the nearest one."""
+    if every <= 0:
+        return []
+    start = -(-first // every) * every
+    return [(VIEW, None, position, view_topic(FOLD_VERSION), ledger.views.sealed_at(task_id, position))
+            for position in range(start, last + 1, every)]
+
+
+def compact(
+    ledger: Ledger,
+    task_id: UUID,
+    before: int,
+    progress: Callable[[str], None] | None = None,
+    views_every: int = VIEWS_EVERY,
+) -> Archive:
+    """Archive the task's live events before ``before`` (see the module docstring for the steps); with
+    ``views_every`` 0 the archive holds no views (as an older release wrote it)."""
     say = progress or (lambda _: None)
     todo = plan(ledger, task_id, before)
     first, last = todo.first, todo.last
@@ -142,8 +169,9 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
     events = [("event", nid, e.originator_version, e.topic, e.state) for nid, e in found.events]
     snapshots = [("snapshot", None, s.originator_version, s.topic, s.state) for s in found.snapshots]
     head = ledger.mapper.to_domain_event(found.events[-1][1]).chain  # type: ignore[attr-defined]
-    say(f"writing {len(events)} events and {len(snapshots)} snapshots to {target}")
-    write_parquet(events + snapshots, target)
+    views = view_rows(ledger, task_id, first, last, views_every)
+    say(f"writing {len(events)} events, {len(snapshots)} snapshots and {len(views)} views to {target}")
+    write_parquet(events + snapshots + views, target)
     crash_point("archive-written")
     digest = file_sha256(target)
     manifest = {
@@ -153,6 +181,7 @@ def compact(ledger: Ledger, task_id: UUID, before: int, progress: Callable[[str]
         "sha256": digest,
         "count": len(events),
         "snapshots": len(snapshots),
+        "views": len(views),
         "first_position": first,
         "last_position": last,
         "first_notification": events[0][1],

@@ -13,6 +13,11 @@ to its last event once it is stored (``advance``): its own events are folded as 
 back, with a view snapshot at each K-th position passed, so the first read after a bulk write folds and
 re-hashes at most K events, not every event since the last read.
 
+Below a compaction boundary the live store keeps no view snapshots (compaction deletes them): there
+the archive holds one every ``ledger.app.archive.VIEWS_EVERY`` positions (``ledger.stores.archived.archived_view``),
+so a read of an archived point folds at most that many archived events; such a fold keeps nothing in the
+live store (it would grow back what compaction gave up).
+
 A view snapshot is a cache: one that is missing or cannot be read is folded again from the events,
 and failing to keep one (a read-only file, a lock held elsewhere, a fault in the fold during a write)
 loses nothing and fails no read or write.
@@ -29,6 +34,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import PersistenceError
 
+from ledger.stores import archived
 from projections.state import FOLD_VERSION, TaskState, replay
 
 if TYPE_CHECKING:
@@ -66,6 +72,15 @@ class Views:
         self.folded = 0
         """Events this object has folded (reads and writes): what a read after a write cost, counted."""
 
+    # What ``ledger.stores.archived`` reads archives through (its ``Source``).
+    @property
+    def store(self) -> LedgerStore:
+        return self._store()
+
+    @property
+    def mapper(self) -> Mapper[UUID]:
+        return self._mapper
+
     def at(self, task_id: UUID, upto: int | None) -> TaskState | None:
         """The task's view after event ``upto`` (its last when None, or when ``upto`` is past it);
         None when the task has no events."""
@@ -99,10 +114,26 @@ class Views:
         they were stored (an import's last write: ``ledger.capture.importer``); no snapshot is kept."""
         self._hold(task_id, view.position, view)
 
-    def _fold(self, task_id: UUID, view: TaskState, events: Iterable[ev.TaskEvent]) -> TaskState:
-        """``view`` after ``events``, keeping a view snapshot at each K-th position passed."""
+    def sealed_at(self, task_id: UUID, position: int) -> bytes:
+        """The stored bytes of the task's view at ``position`` (compaction writes them to the archive): the
+        view snapshot kept there, else folded from the nearest one, keeping none on the way."""
+        with suppress(Exception):  # a cache: whatever is wrong with it, the events answer
+            found = self._store().view_snapshot(task_id, position, FOLD_VERSION)
+            if found is not None and found[0] == position:
+                return found[1]
+        start, view = self._nearest(task_id, position)
+        view = self._fold(task_id, view, self._events(task_id, start, position), keep=False)
+        self._hold(task_id, view.position, view)
+        return self._encode(view)
+
+    def _fold(
+        self, task_id: UUID, view: TaskState, events: Iterable[ev.TaskEvent], keep: bool = True
+    ) -> TaskState:
+        """``view`` after ``events``, keeping a view snapshot at each K-th position passed at or after the
+        live boundary (below it the archive holds the views)."""
         every = self._every()
         batch: list[ev.TaskEvent] = []
+        floor: int | None = None
         for event in events:
             batch.append(event)
             if every and event.originator_version % every == 0:
@@ -110,7 +141,10 @@ class Views:
                 view = replay(batch, view)
                 self.folded += len(batch)
                 batch = []
-                self._keep(task_id, view.position, view)
+                if keep and floor is None:
+                    floor = archived.live_from(self, task_id) - 1  # asked once a fold, when it would keep one
+                if keep and view.position >= (floor or 0):
+                    self._keep(task_id, view.position, view)
         if batch:
             view = replay(batch, view)
             self.folded += len(batch)
@@ -126,10 +160,16 @@ class Views:
 
     def _nearest(self, task_id: UUID, upto: int | None) -> tuple[int, TaskState]:
         held = self._held.get(task_id)
-        if held is not None and upto is not None and upto - self._every() < held[0] <= upto:
+        every = self._every()
+        if held is not None and upto is not None and upto - every < held[0] <= upto:
             self._held.move_to_end(task_id)
             return held  # no stored one can be nearer
         stored = self._stored(task_id, upto) or self._from_legacy(task_id, upto)
+        if upto is not None and (stored is None or upto - stored[0] >= max(every, 1)):
+            # Far from any live one: below a compaction boundary, the archive's may be nearer.
+            kept = self._archived(task_id, upto)
+            if kept is not None and (stored is None or kept[0] > stored[0]):
+                stored = kept
         if held is not None and (upto is None or held[0] <= upto) and (stored is None or held[0] >= stored[0]):
             self._held.move_to_end(task_id)
             return held
@@ -142,6 +182,15 @@ class Views:
                 return None
             return found[0], TaskState.model_validate_json(self._decode(found[1]))
         except Exception:  # a cache: whatever is wrong with it, the events answer
+            return None
+
+    def _archived(self, task_id: UUID, upto: int) -> tuple[int, TaskState] | None:
+        try:
+            found = archived.archived_view(self, task_id, upto, FOLD_VERSION)
+            if found is None:
+                return None
+            return found[0], TaskState.model_validate_json(self._decode(found[1]))
+        except Exception:  # as above: the events answer (and a missing or altered archive is named by them)
             return None
 
     def _from_legacy(self, task_id: UUID, upto: int | None) -> tuple[int, TaskState] | None:

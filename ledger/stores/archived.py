@@ -166,6 +166,42 @@ def task_at(ledger: Source, task_id: UUID, at: int) -> Task:
     return task  # type: ignore[no-any-return]
 
 
+VIEW = "view"
+"""The ``kind`` of an archive's view snapshots (``ledger.app.views``), beside its ``event`` and ``snapshot`` rows;
+archives written before them hold none, and reads of those fold from the nearest live or archived one."""
+
+
+def view_topic(fold_version: int) -> str:
+    """What an archived view snapshot's ``topic`` names: the fold that made it (another fold's are passed over)."""
+    return f"view:{fold_version}"
+
+
+def archived_view(ledger: Source, task_id: UUID, upto: int, fold_version: int) -> tuple[int, bytes] | None:
+    """The newest view snapshot of ``fold_version`` the task's archives hold at or before ``upto``, as
+    stored (position, bytes); None when none does, or when ``upto`` is live (the live store has its own)."""
+    found = archives(ledger, task_id)
+    if not found or upto >= found[-1].last:
+        return None
+    found = [a for a in found if a.first <= upto]
+    if not found:
+        return None
+    # The version first, then that one state: views are large, and a top-1 would read every candidate's.
+    topic = view_topic(fold_version)
+    nearest = _rows(
+        found,
+        f"SELECT max(originator_version) FROM ARCHIVE WHERE kind = '{VIEW}' AND topic = $topic"
+        " AND originator_version <= $upto",
+        [("topic", topic), ("upto", upto)],
+    )[0][0]
+    if nearest is None:
+        return None
+    rows = _rows(
+        found,
+        f"SELECT state FROM ARCHIVE WHERE kind = '{VIEW}' AND topic = $topic AND originator_version = $version",
+        [("topic", topic), ("version", nearest)],
+    )
+    return (int(nearest), bytes(rows[0][0])) if rows else None
+
 
 # -- verifying -------------------------------------------------------------------------
 

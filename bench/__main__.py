@@ -85,6 +85,8 @@ def run(quick: bool, seed: int, directory: Path, out: list[Table], build_budget:
     emit(measures.readmodel_refresh(plan, trail, directory))
     emit(measures.find_vs_resume(plan, trail))
     emit(measures.compaction(plan, trail))
+    log("time travel into a compacted task's archive")
+    emit(measures.archived_replay(plan, directory))
     trail.ledger.close()
     for graph in (delta, default):
         if graph.peer is not None:

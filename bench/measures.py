@@ -655,6 +655,37 @@ def compaction(plan: Plan, trail: TrailRun) -> Table:
     return table
 
 
+ARCHIVE_FLAT = 2.0
+"""Time travel to an archived point: the larger compacted task's p95 at most this multiple of the smaller's."""
+
+
+def archived_replay(plan: Plan, directory: Path) -> Table:
+    """Time travel into a compacted task's archive (``bench.longtask.archived_replay_ms``): two tasks of their own,
+    each compacted but for its last 1,000 events, random archived points read by a fresh ledger, CPU."""
+    small, large = plan.archive_scale
+    points = 30 if plan.quick else 100
+    table = Table(f"time travel into a compacted task's archive ({points} random archived points, CPU)",
+                  ("task size", "median", "p95", "max", "p95 vs the smaller", "archive",
+                   f"goal (p95 <= {ARCHIVE_FLAT:g}x the smaller's)", "goal met"))
+    longtask = _optional("bench.longtask")
+    if longtask is None or not hasattr(longtask, "archived_replay_ms"):
+        table.add(f"{large:,}", NA, NA, NA, NA, NA, f"<= {ARCHIVE_FLAT:g}x", table.check(ARCHIVE_GOAL, None))
+        return table
+    found = {n: longtask.archived_replay_ms(directory, n, plan.seed, points) for n in (small, large)}
+    base = p95(found[small][0])
+    for n, (samples, whole, _views) in found.items():
+        ratio = p95(samples) / base
+        table.add(f"{n:,}", ms(median(samples) / 1000), ms(p95(samples) / 1000), ms(max(samples) / 1000),
+                  f"{ratio:.2f}x", f"{whole / 1e6:,.1f} MB", f"<= {ARCHIVE_FLAT:g}x" if n == large else "",
+                  table.check(ARCHIVE_GOAL, ratio <= ARCHIVE_FLAT) if n == large else "")
+    table.notes.append("Each task is the bench workload, compacted but for its last 1,000 events; the archive holds a "
+                       "view every 500 positions, so a read folds at most that many archived events.")
+    return table
+
+
+ARCHIVE_GOAL = f"time travel into the archive p95 <= {ARCHIVE_FLAT:g}x the smaller task's"
+
+
 # -- find ---------------------------------------------------------------------------------
 
 

@@ -57,6 +57,8 @@ class Plan:
     """Events of the large ledger the SessionStart of a new session is timed on (``bench.sessionscale``)."""
     dedupe_scale: int = 100_000
     """Events of the large task the capture writer's questions are timed on (``bench.dedupe``)."""
+    archive_scale: tuple[int, int] = (2_000, 20_000)
+    """Events of the two compacted tasks time travel into the archive is timed on (``bench.longtask``)."""
 
     @classmethod
     def make(cls, quick: bool, seed: int) -> Plan:
@@ -65,7 +67,7 @@ class Plan:
                        (1_000, 10_000), (1_000,), 60.0, 50, 5.0, 10, 9, 50_000)
         return cls(quick, seed, (1_000, 10_000, 100_000, 1_000_000), (1_000, 10_000, 100_000),
                    (1_000, 100_000, 1_000_000), 100_000, 10_000, (1_000, 10_000, 100_000), (1_000, 10_000),
-                   700.0, 200, 15.0, 30, 9, 300_000, 300_000)
+                   700.0, 200, 15.0, 30, 9, 300_000, 300_000, (20_000, 200_000))
 
 
 @dataclass

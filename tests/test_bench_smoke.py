@@ -12,6 +12,7 @@ import shutil
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -258,3 +259,11 @@ def test_without_langgraph_its_goals_are_not_measured_and_the_run_goes_on(
     graph = systems.grow_langgraph(plan, tmp_path, "delta", plan.langgraph_delta, said.append)
     assert graph.available is False and graph.peer is None
     assert said and said[0].startswith("LangGraph delta: not run")
+
+
+def test_time_travel_into_the_archive_is_judged_between_two_compacted_tasks(tmp_path: Path) -> None:
+    plan = replace(_tiny_plan(), archive_scale=(1_200, 2_400))
+    table = measures.archived_replay(plan, tmp_path)
+    assert _goal(table, "time travel into the archive") is not None  # judged, two real compactions read back
+    assert [row[0] for row in table.rows] == ["1,200", "2,400"]
+    assert all(row[1].endswith(" ms") for row in table.rows)

@@ -126,13 +126,18 @@ CREATE_GUARD = (
 )
 
 
+def _exists(db: Any, schema: str, name: str) -> bool:
+    """Whether ``schema`` holds a table or index of this name (one from before it has not); ``db`` a connection or a
+    cursor, of either row shape."""
+    row = db.execute("SELECT to_regclass(%s) IS NOT NULL AS found", (f'"{schema}".{name}',)).fetchone()
+    return bool(row["found"] if isinstance(row, dict) else row[0])
+
+
 def _install_guard(curs: Any, schema: str) -> None:
     """The edit journal and its trigger, on a ledger without the journal (new, or from before it); never
     on one that has it (a guard dropped since is for reads to name, not to mend quietly on open). Its rows
     are shown to a grantee as the events are (``pgaccess.POLICIES``)."""
-    curs.execute("SELECT to_regclass(%s) AS found", (f'"{schema}".{EDITS}',))
-    row = curs.fetchone()
-    if row is not None and row["found"] is not None:
+    if _exists(curs, schema, EDITS):
         return
     ident = sql.Identifier(schema)
     for statement in CREATE_GUARD:
@@ -149,9 +154,7 @@ def _index_links(curs: Any, schema: str) -> None:
     those rows, not the whole table. Only on their JSON, not by it (``convert_from`` is not immutable, and an
     enciphered row is no JSON). Checked before it is made: a grantee's open need not own the table; not made by
     a hook on a large older ledger (``base.upkeep``)."""
-    curs.execute("SELECT to_regclass(%s) AS found", (f'"{schema}".{LINKS_INDEX}',))
-    row = curs.fetchone()
-    if row is not None and row["found"] is not None:
+    if _exists(curs, schema, LINKS_INDEX):
         return
     curs.execute(sql.SQL("SELECT coalesce(max(notification_id), 0) AS rows FROM {}.{}").format(
         sql.Identifier(schema), sql.Identifier(EVENTS_TABLE)))
@@ -184,18 +187,12 @@ def _source_rows(found: Iterable[Source]) -> list[tuple[str, str, str, UUID, int
     return [(agent, record, session, owner, position) for owner, position, agent, session, record in found]
 
 
-def _has_sources(curs: Any, schema: str) -> bool:
-    curs.execute("SELECT to_regclass(%s) IS NOT NULL AS found", (f'"{schema}".{SOURCES}',))
-    row = curs.fetchone()
-    return bool(row["found"] if isinstance(row, dict) else row[0])
-
-
 def _index_sources(curs: Any, schema: str) -> None:
     """The capture index (``schema.SOURCES``): made on a new ledger, built once from the events of one from before
     it, under the append's table lock (an append committed meanwhile would be missed by the read); not by a hook
     on a large older ledger (``base.upkeep``); empty on an enciphered one (its rows are no JSON, and its questions
     read the events). Its rows are shown to a grantee as the events are (``pgaccess.POLICIES``)."""
-    if _has_sources(curs, schema):
+    if _exists(curs, schema, SOURCES):
         return
     events = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(EVENTS_TABLE))
     curs.execute(sql.SQL("SELECT coalesce(max(notification_id), 0) AS rows FROM {}").format(events))
@@ -240,9 +237,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
         super().create_table()
         schema = sql.Identifier(self.datastore.schema)
         with self.datastore.transaction(commit=True) as curs:
-            curs.execute("SELECT to_regclass(%s) AS found", (f'"{self.datastore.schema}".{HEADS}',))
-            row = curs.fetchone()
-            if row is not None and row["found"] is not None:
+            if _exists(curs, self.datastore.schema, HEADS):
                 _install_guard(curs, self.datastore.schema)
                 _index_links(curs, self.datastore.schema)
                 _index_sources(curs, self.datastore.schema)
@@ -277,7 +272,7 @@ class AnchoredRecorder(PostgresApplicationRecorder):
                 given: Sequence[Source] | None = kwargs.get("sources")
                 found = given if given is not None else sources_of(stored_events, None)
                 # Asked under the library's table lock while not yet seen: an open building the index holds it too.
-                if found and (self.keyed or _has_sources(own, self.datastore.schema)):
+                if found and (self.keyed or _exists(own, self.datastore.schema, SOURCES)):
                     self.keyed = True
                     crash_point("sources-insert")  # events in, keys not: what a kill here leaves (a test)
                     own.executemany(sql.SQL(INSERT_SOURCE).format(schema=schema), _source_rows(found))
@@ -374,8 +369,7 @@ def _create_own_tables(conn: psycopg.Connection[Any], schema: str) -> None:
     # Added after the others: a ledger from before the view snapshots gains the table when next opened.
     conn.execute(sql.SQL(CREATE_VIEWS).format(schema=sql.Identifier(schema)))
     pgaccess.create_tables(conn, schema)
-    found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".{FORGOTTEN_KEYS}',)).fetchone()
-    if found is not None and found[0] is not None:
+    if _exists(conn, schema, FORGOTTEN_KEYS):
         return
     for statement in CREATE:
         conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
@@ -476,8 +470,7 @@ class PostgresStore(LedgerStore):
     def grants(self, project: str | None) -> list[tuple[str, str, bool]]:
         """(role, project, may write), every grant the owner sees (a grantee: its own)."""
         with self._conn() as conn:
-            found = _rows(conn, sql.SQL("SELECT to_regclass(%s)"), (f'"{self.schema}".{pgaccess.GRANTS}',))
-            if not found or found[0][0] is None:
+            if not _exists(conn, self.schema, pgaccess.GRANTS):
                 return []
             rows = _rows(conn, sql.SQL("SELECT role, project, can_write FROM {} WHERE project = coalesce(%s, project)"
                                        " ORDER BY project, role").format(_table(self.schema, pgaccess.GRANTS)),
@@ -596,8 +589,7 @@ class PostgresStore(LedgerStore):
 
     def head(self, task_id: UUID) -> Head | None:
         with self._conn() as conn:
-            found = _rows(conn, sql.SQL("SELECT to_regclass(%s)"), (f'"{self.schema}".{HEADS}',))
-            if not found or found[0][0] is None:
+            if not _exists(conn, self.schema, HEADS):
                 return None
             rows = _rows(conn, sql.SQL("SELECT version, chain FROM {} WHERE originator_id = %s").format(self.heads),
                          (task_id,))
@@ -631,7 +623,7 @@ class PostgresStore(LedgerStore):
 
     def changed_outside(self, task_id: UUID) -> tuple[int, str] | None:
         with self._conn() as conn:
-            if _rows(conn, sql.SQL("SELECT to_regclass(%s)"), (f'"{self.schema}".{EDITS}',))[0][0] is None:
+            if not _exists(conn, self.schema, EDITS):
                 return None  # a ledger from before the journal, not opened by its owner since
             guard = _rows(conn, sql.SQL(
                 "SELECT t.tgenabled, t.tgtype, t.tgqual IS NULL AND t.tgattr::text = '', p.prosrc, p.prosecdef"
@@ -746,8 +738,7 @@ class PostgresStore(LedgerStore):
 
     def _indexed_in(self, conn: psycopg.Connection[Any]) -> bool:
         if not self._built:
-            self._built = bool(_rows(conn, sql.SQL("SELECT to_regclass(%s) IS NOT NULL"),
-                                     (f'"{self.schema}".{SOURCES}',))[0][0])
+            self._built = _exists(conn, self.schema, SOURCES)
         return self._built
 
     def _indexed(self) -> bool:
@@ -862,8 +853,7 @@ class PostgresStore(LedgerStore):
     def exists(cls, location: Location) -> bool:
         target = location.postgres()
         with connect(target, location.display) as conn:
-            found = conn.execute("SELECT to_regclass(%s)", (f'"{target.schema}".{EVENTS_TABLE}',)).fetchone()
-        return found is not None and found[0] is not None
+            return _exists(conn, target.schema, EVENTS_TABLE)
 
     @classmethod
     def staging_for(cls, target: Location) -> Location:

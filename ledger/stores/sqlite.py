@@ -101,9 +101,13 @@ def _source_rows(found: Iterable[Source]) -> list[tuple[str, str, str, str, int]
     return [(agent, record, session, owner.hex, position) for owner, position, agent, session, record in found]
 
 
+TABLE_NAMED = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+"""A row when the ledger has the table of this name (one from before it has not)."""
+
+
 def _has_table(con: sqlite3.Connection | SQLiteCursor, name: str) -> bool:
     cursor = con.cursor() if isinstance(con, sqlite3.Connection) else con
-    cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    cursor.execute(TABLE_NAMED, (name,))
     return cursor.fetchone() is not None
 
 
@@ -127,8 +131,7 @@ class AnchoredRecorder(SQLiteApplicationRecorder):
     """Whether the capture index (``schema.SOURCES``) was there: once it is, it stays."""
 
     def _create_table(self, c: SQLiteCursor) -> None:
-        c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (HEADS,))
-        fresh = c.fetchone() is None
+        fresh = not _has_table(c, HEADS)
         super()._create_table(c)
         if fresh:
             # A ledger from before the anchor starts from the log as it is now (``base.refill``).
@@ -190,8 +193,7 @@ def _install_guard(c: SQLiteCursor) -> None:
     """The edit journal and its triggers (``schema.EDITS``), on a ledger that has no journal yet (new, or from
     before it). Never on one that has it: a trigger dropped since is a finding reads name, not one to mend
     quietly on the next open. A read-only file is left as it is (its reads check what it has)."""
-    c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (EDITS,))
-    if c.fetchone() is not None:
+    if _has_table(c, EDITS):
         return
     try:
         for statement in (*CREATE_EDITS, *SQLITE_GUARDS.values()):
@@ -240,7 +242,7 @@ def _index_sources(c: SQLiteCursor) -> None:
 def _rewriting(con: sqlite3.Connection) -> Iterator[None]:
     """tasktrail's own rewrite, inside the caller's write transaction: the journal's triggers record nothing
     of it (the marker row is gone again before the commit). A ledger without the journal has nothing to mark."""
-    if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (REWRITING,)).fetchone():
+    if not _has_table(con, REWRITING):
         yield
         return
     con.execute(f"INSERT OR IGNORE INTO {REWRITING} VALUES (1)")
@@ -493,7 +495,7 @@ class SQLiteStore(LedgerStore):
         with self._reading() as con:
             if con is None:
                 return None
-            if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (EDITS,)).fetchone():
+            if not _has_table(con, EDITS):
                 return None  # a ledger from before the journal, on a file this process could not add it to
             found = dict(con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
                                      " AND tbl_name = 'stored_events'").fetchall())
@@ -638,7 +640,7 @@ class SQLiteStore(LedgerStore):
     def _indexed(self) -> bool:
         if not self._built:
             with self._looking_up() as rows:
-                self._built = bool(rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SOURCES,)))
+                self._built = bool(rows(TABLE_NAMED, (SOURCES,)))
         return self._built
 
     def _held(self, task_id: UUID, upto: int, keys: set[Key]) -> set[Key]:

@@ -121,7 +121,12 @@ def source_in(state: bytes) -> Key | None:
     """The source of one stored JSON payload (a rewrite checks it kept its row's)."""
     if _HAS_SOURCE not in state:
         return None
-    source = orjson.loads(state).get("source")
+    return key_in(orjson.loads(state))
+
+
+def key_in(state: Any) -> Key | None:
+    """The source key a decoded event payload names, if it has one."""
+    source = state.get("source") if isinstance(state, dict) else None
     if not isinstance(source, dict):
         return None
     return str(source.get("agent")), str(source.get("session")), str(source.get("record"))
@@ -203,9 +208,8 @@ class LedgerStore(ABC):
     def _scanned_source_keys(self, task_id: UUID, upto: int) -> set[Key]:
         found: set[Key] = set()
         for _, state in self._scan(task_id, None, upto):
-            source = state.get("source")
-            if isinstance(source, dict):
-                found.add((str(source.get("agent")), str(source.get("session")), str(source.get("record"))))
+            if (key := key_in(state)) is not None:
+                found.add(key)
         return found
 
     def _scanned_session(self, agent: str, session_id: str) -> UUID | None:

@@ -435,7 +435,7 @@ def _where_it_stopped(
     add("stopped", f"- last event [{state.position}] at {when}", STOPPED)
 
 
-_PLAN = re.compile(r'\{"plan":\s*"(.*)', re.S)
+_PLAN = lazy(r'\{"plan":\s*"(.*)', re.S)
 
 
 def _earlier_unpushed(state: TaskState) -> str:
